@@ -1,0 +1,10 @@
+/* The Check suites of the protocol unit tests, one per module. */
+#ifndef PROTOCOL_SUITES_H
+#define PROTOCOL_SUITES_H
+
+#include <check.h>
+
+Suite *codec_suite(void);
+Suite *types_suite(void);
+
+#endif

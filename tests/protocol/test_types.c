@@ -1,0 +1,134 @@
+/* Primitive encodings, the arena, and the writer's file chunks. */
+#include <check.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kp_types.h"
+#include "protocol_suites.h"
+
+START_TEST(test_types_varint_round_trip)
+{
+    static const int64_t values[] = {0, 1, -1, 63, -64, 64, 300, INT32_MAX, INT32_MIN,
+                                     INT64_MAX, INT64_MIN};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        kp_writer w;
+        kp_writer_init(&w, 16);
+        kp_write_varlong(&w, values[i]);
+        ck_assert_uint_eq(w.len, kp_varlong_size(values[i]));
+        kp_reader r = kp_reader_make(w.buf, w.len);
+        ck_assert(kp_read_varlong(&r) == values[i]);
+        ck_assert_int_eq(r.err, KP_ERR_NONE);
+        kp_writer_fini(&w);
+    }
+    /* Zig-zag: -1 is 0x01, 1 is 0x02, -64 is 0x7f. */
+    kp_writer w;
+    kp_writer_init(&w, 16);
+    kp_write_varint(&w, -1);
+    kp_write_varint(&w, 1);
+    kp_write_varint(&w, -64);
+    ck_assert_uint_eq(w.len, 3);
+    ck_assert_uint_eq(w.buf[0], 1);
+    ck_assert_uint_eq(w.buf[1], 2);
+    ck_assert_uint_eq(w.buf[2], 0x7f);
+    kp_writer_fini(&w);
+}
+END_TEST
+
+START_TEST(test_types_big_endian_ints)
+{
+    kp_writer w;
+    kp_writer_init(&w, 4);
+    kp_write_i16(&w, 0x0102);
+    kp_write_i32(&w, -2);
+    kp_write_i64(&w, 0x0102030405060708);
+    static const uint8_t want[] = {1, 2, 0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4, 5, 6, 7, 8};
+    ck_assert_uint_eq(w.len, sizeof(want));
+    ck_assert_mem_eq(w.buf, want, sizeof(want));
+    kp_reader r = kp_reader_make(w.buf, w.len);
+    ck_assert_int_eq(kp_read_i16(&r), 0x0102);
+    ck_assert_int_eq(kp_read_i32(&r), -2);
+    ck_assert(kp_read_i64(&r) == 0x0102030405060708);
+    /* Past the end: zero, and the error sticks. */
+    ck_assert_int_eq(kp_read_i8(&r), 0);
+    ck_assert_int_eq(r.err, KP_ERR__UNDERFLOW);
+    kp_writer_fini(&w);
+}
+END_TEST
+
+START_TEST(test_types_compact_string_and_null)
+{
+    kp_writer w;
+    kp_writer_init(&w, 4);
+    kp_write_str(&w, true, KP_STR_LIT("abc"));
+    kp_write_str(&w, true, KP_STR_NULL);
+    kp_write_str(&w, false, KP_STR_NULL);
+    static const uint8_t want[] = {4, 'a', 'b', 'c', 0, 0xff, 0xff};
+    ck_assert_mem_eq(w.buf, want, sizeof(want));
+    kp_reader r = kp_reader_make(w.buf, w.len);
+    ck_assert(kp_str_eq_c(kp_read_str(&r, true), "abc"));
+    ck_assert_int_eq(kp_read_str(&r, true).len, -1);
+    ck_assert_int_eq(kp_read_str(&r, false).len, -1);
+    ck_assert_int_eq(r.err, KP_ERR_NONE);
+    kp_writer_fini(&w);
+}
+END_TEST
+
+START_TEST(test_types_array_count_bounded_by_bytes)
+{
+    static const uint8_t body[] = {0, 0, 0, 3, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    kp_reader r = kp_reader_make(body, sizeof(body));
+    ck_assert_int_eq(kp_read_array_len(&r, false, 4), -1);
+    ck_assert_int_eq(r.err, KP_ERR__MALFORMED);
+    r = kp_reader_make(body, sizeof(body));
+    ck_assert_int_eq(kp_read_array_len(&r, false, 3), 3);
+}
+END_TEST
+
+START_TEST(test_types_writer_file_chunks)
+{
+    kp_writer w;
+    kp_writer_init(&w, 8);
+    kp_write_i32(&w, 7);
+    kp_file_range f = {3, 100, 50};
+    kp_records rec = {NULL, 50, &f};
+    kp_write_records(&w, false, &rec);
+    kp_write_i16(&w, 1);
+    ck_assert_uint_eq(w.len, 4 + 4 + 2);
+    ck_assert_uint_eq(w.total, 4 + 4 + 50 + 2);
+    ck_assert_int_eq(w.nchunks, 1);
+    ck_assert_uint_eq(w.chunks[0].mem_pos, 8);
+    ck_assert_int_eq(w.chunks[0].file.len, 50);
+    kp_writer_fini(&w);
+}
+END_TEST
+
+START_TEST(test_types_arena_alignment_and_large_blocks)
+{
+    kp_arena a;
+    kp_arena_init(&a);
+    for (int i = 1; i < 200; i++) {
+        uint8_t *p = kp_arena_alloc(&a, (size_t)i * 37);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_uint_eq((uintptr_t)p % 16, 0);
+        for (int j = 0; j < i * 37; j++)
+            ck_assert_uint_eq(p[j], 0);
+        memset(p, 0xab, (size_t)i * 37);
+    }
+    ck_assert_ptr_null(kp_arena_calloc(&a, SIZE_MAX / 2, 8));
+    kp_arena_fini(&a);
+}
+END_TEST
+
+Suite *types_suite(void)
+{
+    Suite *s = suite_create("types");
+    TCase *tc = tcase_create("types");
+    tcase_add_test(tc, test_types_varint_round_trip);
+    tcase_add_test(tc, test_types_big_endian_ints);
+    tcase_add_test(tc, test_types_compact_string_and_null);
+    tcase_add_test(tc, test_types_array_count_bounded_by_bytes);
+    tcase_add_test(tc, test_types_writer_file_chunks);
+    tcase_add_test(tc, test_types_arena_alignment_and_large_blocks);
+    suite_add_tcase(s, tc);
+    return s;
+}
