@@ -1,0 +1,245 @@
+"""Process helpers shared by the integration tests and bench/.
+
+Everything here is bounded in time, listens on loopback only, and signals
+only processes it started itself (by pid, never by name).
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEPS = REPO / "integration" / ".deps"
+JARS = DEPS / "jars"
+
+# Kafka's tools and the server log through slf4j-simple; keep them quiet and
+# start the JVM quickly (these are short-lived processes).
+JAVA_TOOL_OPTS = [
+    "-Xshare:auto",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Xmx256m",
+    "-Djava.awt.headless=true",
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+    "-Dorg.slf4j.simpleLogger.logFile=System.err",
+]
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_accepts(host, port, timeout=0.2):
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def tail(path, limit=6000):
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        return "<%s: %s>" % (path, e)
+    text = data[-limit:].decode(errors="replace")
+    return text if len(data) <= limit else "...\n" + text
+
+
+def stop_process(proc, sig=signal.SIGTERM, timeout=30.0):
+    """Send sig to proc (ours) and wait; SIGKILL after timeout. Returns the exit code
+    (negative signal number if it died of a signal), or None if it was already gone."""
+    if proc is None:
+        return None
+    if proc.poll() is not None:
+        return proc.returncode
+    try:
+        os.kill(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        raise
+
+
+def run(cmd, timeout, env=None, cwd=None, check=False):
+    """Run cmd (a list) capturing text output; kill it at timeout.
+
+    Returns subprocess.CompletedProcess. On timeout raises TimeoutError with
+    what the process printed so far.
+    """
+    proc = subprocess.Popen(
+        [str(c) for c in cmd],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # The child runs in its own session: end it and whatever it spawned.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate(timeout=10)
+        raise TimeoutError(
+            "timed out after %ss: %s\n--- stdout ---\n%s\n--- stderr ---\n%s"
+            % (timeout, " ".join(str(c) for c in cmd), out[-4000:], err[-4000:])
+        )
+    res = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    if check and res.returncode != 0:
+        raise AssertionError(describe(res))
+    return res
+
+
+def describe(res):
+    return "exit %s: %s\n--- stdout ---\n%s\n--- stderr ---\n%s" % (
+        res.returncode,
+        " ".join(res.args),
+        res.stdout[-6000:],
+        res.stderr[-6000:],
+    )
+
+
+def java_classpath(extra=None):
+    cp = [str(JARS / "*")]
+    if extra:
+        cp.insert(0, str(extra))
+    return os.pathsep.join(cp)
+
+
+def run_java(main_class, args, timeout=120, extra_cp=None, check=False, jvm_opts=None):
+    cmd = ["java"] + JAVA_TOOL_OPTS + (jvm_opts or [])
+    cmd += ["-cp", java_classpath(extra_cp), main_class] + list(args)
+    return run(cmd, timeout=timeout, check=check)
+
+
+def wait_until(predicate, timeout, interval=0.05, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError("%s not met within %.1fs" % (what, timeout))
+        time.sleep(interval)
+
+
+class BrokerProcess:
+    """A broker child process with a fixed address and data directory.
+
+    Subclasses provide command() and may extend wait_ready(). The public
+    surface is what the tests use: bootstrap, host, port, datadir, start(),
+    stop(), restart(), kill9(), alive().
+    """
+
+    # Exit codes that count as a clean stop after SIGTERM.
+    clean_exit_codes = (0,)
+    start_timeout = 10.0
+
+    def __init__(self, datadir, port=None, host="127.0.0.1", log_path=None):
+        self.host = host
+        self.port = port or free_port()
+        self.datadir = Path(datadir)
+        self.datadir.mkdir(parents=True, exist_ok=True)
+        self.log_path = Path(log_path) if log_path else self.datadir.parent / (
+            self.datadir.name + ".stderr.log")
+        self.proc = None
+        self.starts = 0
+        self.expect_running = False  # False after stop()/kill9(): exit is intended
+
+    @property
+    def bootstrap(self):
+        return "%s:%d" % (self.host, self.port)
+
+    def command(self):
+        raise NotImplementedError
+
+    def env(self):
+        return None
+
+    def prepare(self):
+        """Hook run before each start (e.g. formatting storage)."""
+
+    def start(self):
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.prepare()
+        self.starts += 1
+        log = open(self.log_path, "ab")
+        log.write(("\n==== start #%d: %s\n" % (self.starts, " ".join(self.command()))).encode())
+        log.flush()
+        try:
+            self.proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env(),
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        self.expect_running = True
+        try:
+            self.wait_ready()
+        except Exception:
+            # Don't leave a half-started broker behind.
+            stop_process(self.proc, signal.SIGKILL, timeout=10)
+            raise
+        return self
+
+    def wait_ready(self):
+        deadline = time.monotonic() + self.start_timeout
+        while not port_accepts(self.host, self.port):
+            if self.proc.poll() is not None:
+                raise RuntimeError("broker exited with %s during start-up\n%s"
+                                   % (self.proc.returncode, self.log_tail()))
+            if time.monotonic() >= deadline:
+                raise TimeoutError("broker did not accept on %s within %.0fs\n%s"
+                                   % (self.bootstrap, self.start_timeout, self.log_tail()))
+            time.sleep(0.02)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=30.0):
+        """SIGTERM, wait, and assert a clean exit."""
+        self.expect_running = False
+        code = stop_process(self.proc, signal.SIGTERM, timeout=timeout)
+        assert code in self.clean_exit_codes, (
+            "broker exit code after SIGTERM was %s, expected one of %s\n%s"
+            % (code, self.clean_exit_codes, self.log_tail()))
+        return code
+
+    def kill9(self):
+        self.expect_running = False
+        return stop_process(self.proc, signal.SIGKILL, timeout=10)
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def log_tail(self, limit=6000):
+        return "--- broker log %s ---\n%s" % (self.log_path, tail(self.log_path, limit))
+
+    def close(self):
+        """Best-effort teardown: SIGTERM, then SIGKILL if needed. Returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        try:
+            return stop_process(self.proc, signal.SIGTERM, timeout=30)
+        except subprocess.TimeoutExpired:
+            return None

@@ -1,0 +1,112 @@
+"""Just enough of the Kafka wire protocol, by hand, for probes and bad-input tests.
+
+Frames are a 4-byte big-endian length followed by the request or response.
+Request header v1: api_key int16, api_version int16, correlation_id int32,
+client_id nullable string (int16 length). Header v2 adds an empty tagged-field
+section (one 0x00 byte). Response header v0 is the correlation id alone.
+"""
+
+import socket
+import struct
+import time
+
+API_VERSIONS = 18
+METADATA = 3
+UNSUPPORTED_VERSION = 35
+
+
+def request_header(api_key, api_version, correlation_id, client_id=b"runnel-it", flexible=False):
+    hdr = struct.pack(">hhi", api_key, api_version, correlation_id)
+    hdr += struct.pack(">h", len(client_id)) + client_id
+    if flexible:
+        hdr += b"\x00"
+    return hdr
+
+
+def frame(payload):
+    return struct.pack(">i", len(payload)) + payload
+
+
+def connect(host, port, timeout=10.0):
+    s = socket.create_connection((host, port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def recv_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed after %d of %d bytes" % (len(buf), n))
+        buf += chunk
+    return buf
+
+
+def recv_frame(sock):
+    (size,) = struct.unpack(">i", recv_exact(sock, 4))
+    if size < 0 or size > 64 << 20:
+        raise ValueError("bad response frame size %d" % size)
+    return recv_exact(sock, size)
+
+
+def wait_closed(sock, timeout=10.0):
+    """True once the peer closes (EOF or reset); False if still open at the deadline.
+
+    Bytes the peer sends before closing are read and dropped.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        sock.settimeout(left)
+        try:
+            data = sock.recv(4096)
+        except socket.timeout:
+            return False
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        if not data:
+            return True
+
+
+def api_versions_v0(sock, correlation_id):
+    """Send ApiVersions v0; return (error_code, {api_key: (min, max)})."""
+    sock.sendall(frame(request_header(API_VERSIONS, 0, correlation_id)))
+    return parse_api_versions_v0(recv_frame(sock), correlation_id)
+
+
+def parse_api_versions_v0(resp, correlation_id):
+    (corr, err, count) = struct.unpack_from(">ihi", resp, 0)
+    if corr != correlation_id:
+        raise ValueError("correlation id %d, expected %d" % (corr, correlation_id))
+    apis = {}
+    off = 10
+    for _ in range(max(count, 0)):
+        key, lo, hi = struct.unpack_from(">hhh", resp, off)
+        apis[key] = (lo, hi)
+        off += 6
+    return err, apis
+
+
+def metadata_v1_brokers(sock, correlation_id):
+    """Send Metadata v1 for no topics; return ([(node_id, host, port)], controller_id)."""
+    body = struct.pack(">i", 0)  # empty topic array: no topics, only brokers
+    sock.sendall(frame(request_header(METADATA, 1, correlation_id) + body))
+    resp = recv_frame(sock)
+    (corr, count) = struct.unpack_from(">ii", resp, 0)
+    if corr != correlation_id:
+        raise ValueError("correlation id %d, expected %d" % (corr, correlation_id))
+    off = 8
+    brokers = []
+    for _ in range(max(count, 0)):
+        (node_id, hlen) = struct.unpack_from(">ih", resp, off)
+        off += 6
+        host = resp[off:off + hlen].decode()
+        off += hlen
+        (port, rlen) = struct.unpack_from(">ih", resp, off)
+        off += 6 + max(rlen, 0)
+        brokers.append((node_id, host, port))
+    (controller,) = struct.unpack_from(">i", resp, off)
+    return brokers, controller
