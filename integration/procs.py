@@ -28,6 +28,18 @@ JAVA_TOOL_OPTS = [
 ]
 
 
+def _die_with_parent():
+    """In the child before exec: get SIGTERM if the test process dies (Linux), so
+    a killed pytest leaves no broker behind."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - best effort, not on every platform
+        pass
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -189,6 +201,7 @@ class BrokerProcess:
                 stderr=subprocess.STDOUT,
                 env=self.env(),
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         finally:
             log.close()
