@@ -1,0 +1,1345 @@
+#include "kb_config.h"
+
+#include "kb_props.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------
+ * Load context, allocation pool, error line
+ * ------------------------------------------------------------------------ */
+
+struct kb_config_priv {
+    void **ptrs; /* every pool allocation, freed by kb_config_free */
+    size_t ptrs_n, ptrs_cap;
+    size_t raw_cap;
+    bool raw_sorted;
+};
+
+typedef struct load_ctx {
+    kb_config *cfg;
+    char *err;
+    size_t errlen;
+} load_ctx;
+
+#define CONFIG_FILE_MAX (16u << 20) /* a properties file larger than this is refused */
+#define ESC_VALUE_MAX   200         /* bytes of a bad value quoted in the error line */
+
+static kp_err failf(load_ctx *lc, kp_err rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static kp_err failf(load_ctx *lc, kp_err rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (lc->err == NULL || lc->errlen == 0)
+        return rc;
+    int n = snprintf(lc->err, lc->errlen, "config: ");
+    if (n > 0 && (size_t)n < lc->errlen) {
+        va_start(ap, fmt);
+        vsnprintf(lc->err + n, lc->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+static kp_err oom(load_ctx *lc)
+{
+    return failf(lc, KP_ERR__NOMEM, "out of memory");
+}
+
+/* "config: key=value: expected ...", the value escaped and bounded. */
+static kp_err bad_value(load_ctx *lc, const char *key, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static kp_err bad_value(load_ctx *lc, const char *key, const char *value, const char *fmt, ...)
+{
+    char esc[ESC_VALUE_MAX * 4 + 4], expect[256];
+    va_list ap;
+
+    kb_log_escape(esc, sizeof esc, value, strlen(value));
+    va_start(ap, fmt);
+    vsnprintf(expect, sizeof expect, fmt, ap);
+    va_end(ap);
+    return failf(lc, KP_ERR__INVAL, "%s=%s: %s", key, esc, expect);
+}
+
+static void *pool_alloc(load_ctx *lc, size_t size)
+{
+    kb_config_priv *pv = lc->cfg->priv;
+
+    if (pv->ptrs_n == pv->ptrs_cap) {
+        size_t cap = pv->ptrs_cap ? pv->ptrs_cap * 2 : 64;
+        void **p = realloc(pv->ptrs, cap * sizeof *p);
+        if (p == NULL)
+            return NULL;
+        pv->ptrs = p;
+        pv->ptrs_cap = cap;
+    }
+    void *mem = calloc(1, size ? size : 1);
+    if (mem != NULL)
+        pv->ptrs[pv->ptrs_n++] = mem;
+    return mem;
+}
+
+static char *pool_strndup(load_ctx *lc, const char *s, size_t n)
+{
+    char *d = pool_alloc(lc, n + 1);
+
+    if (d != NULL) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static char *pool_strdup(load_ctx *lc, const char *s)
+{
+    return pool_strndup(lc, s, strlen(s));
+}
+
+static bool is_space(int c)
+{
+    return c == ' ' || c == '\t' || c == '\f' || c == '\n' || c == '\r' || c == '\v';
+}
+
+/* Bounds of s without leading and trailing whitespace. */
+static void trim(const char **s, size_t *n)
+{
+    while (*n > 0 && is_space((unsigned char)**s)) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n > 0 && is_space((unsigned char)(*s)[*n - 1]))
+        (*n)--;
+}
+
+/* ------------------------------------------------------------------------
+ * The table of known keys
+ * ------------------------------------------------------------------------ */
+
+typedef enum kd_type { T_INT, T_LONG, T_BOOL, T_DOUBLE, T_STRING, T_LIST, T_ENUM } kd_type;
+
+enum kd_flags {
+    KD_IGNORED = 1u << 0, /* accepted, does not apply to a single node */
+    KD_DERIVED = 1u << 1, /* parsed and checked, then resolved with its synonyms */
+};
+
+typedef struct key_def {
+    const char *name;
+    kd_type type;
+    const char *def;     /* default as a string; NULL = null (no value) */
+    int64_t lo, hi;      /* valid range of T_INT/T_LONG/T_DOUBLE */
+    const char *choices; /* T_ENUM / T_LIST: "a|b|c", matched case-insensitively */
+    unsigned flags;
+    size_t off; /* field in kb_config, or NOF */
+} key_def;
+
+#define NOF SIZE_MAX
+/* offsetof with a compile-time check that the field has type T. */
+#define FLD(f, T) (offsetof(kb_config, f) + 0 * sizeof(_Generic(((kb_config *)0)->f, T: 1)))
+#define FI32(f)   FLD(f, int32_t)
+#define FI64(f)   FLD(f, int64_t)
+#define FBOOL(f)  FLD(f, bool)
+#define FDBL(f)   FLD(f, double)
+#define FSTR(f)   FLD(f, char *)
+#define FLIST(f)  FLD(f, kb_strlist)
+#define FENUM(f)  (offsetof(kb_config, f) + 0 * sizeof(char[sizeof(((kb_config *)0)->f) == sizeof(int) ? 1 : -1]))
+
+#define I32MAX INT32_MAX
+#define I64MAX INT64_MAX
+#define KI(n, d, lo, hi, off, fl) {n, T_INT, d, lo, hi, NULL, fl, off}
+#define KL(n, d, lo, hi, off, fl) {n, T_LONG, d, lo, hi, NULL, fl, off}
+#define KB(n, d, off, fl)         {n, T_BOOL, d, 0, 1, NULL, fl, off}
+#define KD(n, d, lo, hi, off)     {n, T_DOUBLE, d, lo, hi, NULL, 0, off}
+#define KS(n, d, off, fl)         {n, T_STRING, d, 0, 0, NULL, fl, off}
+#define KLS(n, d, ch, off, fl)    {n, T_LIST, d, 0, 0, ch, fl, off}
+#define KE(n, d, ch, off)         {n, T_ENUM, d, 0, 0, ch, 0, off}
+
+#define LONG_MAX_S "9223372036854775807"
+#define PROTOCOLS  "PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL"
+
+static const key_def key_defs[] = {
+    KS("advertised.listeners", NULL, NOF, KD_DERIVED),
+    KS("allow.everyone.if.no.acl.found", NULL, NOF, 0),
+    KS("authorizer.class.name", "", NOF, 0),
+    KB("auto.create.topics.enable", "true", FBOOL(auto_create_topics_enable), 0),
+    KB("auto.leader.rebalance.enable", "true", NOF, KD_IGNORED),
+    KI("broker.id", "-1", -1, I32MAX, NOF, KD_DERIVED),
+    KS("broker.rack", NULL, NOF, KD_IGNORED),
+    KS("cluster.id", NULL, FSTR(cluster_id), 0),
+    KE("compression.type", "producer", "producer|uncompressed|gzip|snappy|lz4|zstd",
+       FENUM(compression_type)),
+    KL("connections.max.idle.ms", "600000", -1, I64MAX, FI64(connections_max_idle_ms), 0),
+    KB("controlled.shutdown.enable", "true", NOF, KD_IGNORED),
+    KLS("controller.listener.names", "", NULL, FLIST(controller_listener_names), 0),
+    KLS("controller.quorum.bootstrap.servers", "", NULL, NOF, KD_IGNORED),
+    KI("controller.quorum.election.timeout.ms", "1000", 0, I32MAX, NOF, KD_IGNORED),
+    KI("controller.quorum.fetch.timeout.ms", "2000", 0, I32MAX, NOF, KD_IGNORED),
+    KLS("controller.quorum.voters", "", NULL, NOF, KD_IGNORED),
+    KI("default.replication.factor", "1", 1, I32MAX, FI32(default_replication_factor), 0),
+    KB("delete.topic.enable", "true", FBOOL(delete_topic_enable), 0),
+    KI("group.initial.rebalance.delay.ms", "3000", 0, I32MAX,
+       FI32(group_initial_rebalance_delay_ms), 0),
+    KI("group.max.session.timeout.ms", "1800000", 1, I32MAX, FI32(group_max_session_timeout_ms), 0),
+    KI("group.max.size", "2147483647", 1, I32MAX, FI32(group_max_size), 0),
+    KI("group.min.session.timeout.ms", "6000", 1, I32MAX, FI32(group_min_session_timeout_ms), 0),
+    KS("inter.broker.listener.name", NULL, NOF, KD_IGNORED),
+    KI("leader.imbalance.check.interval.seconds", "300", 1, I32MAX, NOF, KD_IGNORED),
+    KI("leader.imbalance.per.broker.percentage", "10", 0, I32MAX, NOF, KD_IGNORED),
+    KS("listener.security.protocol.map",
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", NOF,
+       KD_DERIVED),
+    KS("listeners", "PLAINTEXT://:9092", NOF, KD_DERIVED),
+    KL("log.cleaner.delete.retention.ms", "86400000", 0, I64MAX,
+       FI64(log_cleaner_delete_retention_ms), 0),
+    KB("log.cleaner.enable", "true", FBOOL(log_cleaner_enable), 0),
+    KL("log.cleaner.max.compaction.lag.ms", LONG_MAX_S, 1, I64MAX,
+       FI64(log_cleaner_max_compaction_lag_ms), 0),
+    KD("log.cleaner.min.cleanable.ratio", "0.5", 0, 1, FDBL(log_cleaner_min_cleanable_ratio)),
+    KL("log.cleaner.min.compaction.lag.ms", "0", 0, I64MAX, FI64(log_cleaner_min_compaction_lag_ms),
+       0),
+    KI("log.cleaner.threads", "1", 0, I32MAX, NOF, KD_IGNORED),
+    KLS("log.cleanup.policy", "delete", "delete|compact", FLIST(log_cleanup_policy), 0),
+    KS("log.dir", "/tmp/runnel-logs", NOF, KD_DERIVED),
+    KLS("log.dirs", NULL, NULL, NOF, KD_DERIVED),
+    KL("log.flush.interval.messages", LONG_MAX_S, 1, I64MAX, FI64(log_flush_interval_messages), 0),
+    KL("log.flush.interval.ms", NULL, 0, I64MAX, FI64(log_flush_interval_ms), KD_DERIVED),
+    KL("log.flush.offset.checkpoint.interval.ms", "60000", 0, I32MAX,
+       FI64(log_flush_offset_checkpoint_interval_ms), 0),
+    KL("log.flush.scheduler.interval.ms", LONG_MAX_S, 0, I64MAX,
+       FI64(log_flush_scheduler_interval_ms), 0),
+    KI("log.index.interval.bytes", "4096", 0, I32MAX, FI32(log_index_interval_bytes), 0),
+    KI("log.index.size.max.bytes", "10485760", 4, I32MAX, FI32(log_index_size_max_bytes), 0),
+    KE("log.message.timestamp.type", "CreateTime", "CreateTime|LogAppendTime",
+       FENUM(log_message_timestamp_type)),
+    KB("log.preallocate", "false", FBOOL(log_preallocate), 0),
+    KL("log.retention.bytes", "-1", -1, I64MAX, FI64(log_retention_bytes), 0),
+    KL("log.retention.check.interval.ms", "300000", 1, I64MAX,
+       FI64(log_retention_check_interval_ms), 0),
+    KI("log.retention.hours", "168", -1, I32MAX, NOF, KD_DERIVED),
+    KI("log.retention.minutes", NULL, -1, I32MAX, NOF, KD_DERIVED),
+    KL("log.retention.ms", NULL, -1, I64MAX, FI64(log_retention_ms), KD_DERIVED),
+    KI("log.roll.hours", "168", 1, I32MAX, NOF, KD_DERIVED),
+    KI("log.roll.jitter.hours", "0", 0, I32MAX, NOF, KD_DERIVED),
+    KL("log.roll.jitter.ms", NULL, 0, I64MAX, FI64(log_roll_jitter_ms), KD_DERIVED),
+    KL("log.roll.ms", NULL, 1, I64MAX, FI64(log_roll_ms), KD_DERIVED),
+    KI("log.segment.bytes", "1073741824", 14, I32MAX, FI32(log_segment_bytes), 0),
+    KL("log.segment.delete.delay.ms", "60000", 0, I64MAX, FI64(log_segment_delete_delay_ms), 0),
+    KI("message.max.bytes", "1048588", 0, I32MAX, FI32(message_max_bytes), 0),
+    KS("metadata.log.dir", NULL, NOF, KD_IGNORED),
+    KI("min.insync.replicas", "1", 1, I32MAX, FI32(min_insync_replicas), 0),
+    KI("node.id", "-1", -1, I32MAX, NOF, KD_DERIVED),
+    KI("num.io.threads", "8", 1, I32MAX, NOF, KD_IGNORED),
+    KI("num.network.threads", "3", 1, I32MAX, NOF, KD_IGNORED),
+    KI("num.partitions", "1", 1, I32MAX, FI32(num_partitions), 0),
+    KI("num.recovery.threads.per.data.dir", "2", 1, I32MAX, NOF, KD_IGNORED),
+    KI("num.replica.fetchers", "1", 1, I32MAX, NOF, KD_IGNORED),
+    KI("offsets.commit.timeout.ms", "5000", 1, I32MAX, FI32(offsets_commit_timeout_ms), 0),
+    KI("offsets.retention.minutes", "10080", 1, I32MAX, FI32(offsets_retention_minutes), 0),
+    KI("offsets.topic.num.partitions", "50", 1, I32MAX, FI32(offsets_topic_num_partitions), 0),
+    KI("offsets.topic.replication.factor", "3", 1, 32767, FI32(offsets_topic_replication_factor),
+       KD_IGNORED),
+    KS("principal.builder.class", NULL, NOF, 0),
+    KLS("process.roles", "", "broker|controller", FLIST(process_roles), KD_IGNORED),
+    KI("replica.fetch.max.bytes", "1048576", 0, I32MAX, NOF, KD_IGNORED),
+    KL("replica.lag.time.max.ms", "30000", 0, I64MAX, NOF, KD_IGNORED),
+    KB("runnel.fetch.zerocopy", "true", FBOOL(fetch_zerocopy), 0),
+    KE("runnel.flush.acks.all", "fsync", "fsync|page-cache", FENUM(flush_acks_all)),
+    KE("runnel.log.level", "INFO", "ERROR|WARN|INFO|DEBUG|TRACE", FENUM(log_level)),
+    KLS("runnel.log.subsystems", "all", "all|net|proto|storage|group|config|main", NOF,
+        KD_DERIVED),
+    KE("security.inter.broker.protocol", "PLAINTEXT", PROTOCOLS, NOF),
+    KI("share.coordinator.state.topic.min.isr", "2", 1, I32MAX, NOF, KD_IGNORED),
+    KI("share.coordinator.state.topic.replication.factor", "3", 1, 32767, NOF, KD_IGNORED),
+    KI("socket.receive.buffer.bytes", "102400", -1, I32MAX, FI32(socket_receive_buffer_bytes), 0),
+    KI("socket.request.max.bytes", "104857600", 1, I32MAX, FI32(socket_request_max_bytes), 0),
+    KI("socket.send.buffer.bytes", "102400", -1, I32MAX, FI32(socket_send_buffer_bytes), 0),
+    KS("super.users", NULL, NOF, 0),
+    KI("transaction.max.timeout.ms", "900000", 1, I32MAX, FI32(transaction_max_timeout_ms), 0),
+    KI("transaction.state.log.min.isr", "2", 1, I32MAX, NOF, KD_IGNORED),
+    KI("transaction.state.log.num.partitions", "50", 1, I32MAX,
+       FI32(transaction_state_log_num_partitions), 0),
+    KI("transaction.state.log.replication.factor", "3", 1, 32767, NOF, KD_IGNORED),
+    KB("unclean.leader.election.enable", "false", FBOOL(unclean_leader_election_enable),
+       KD_IGNORED),
+    KS("zookeeper.connect", NULL, NOF, KD_IGNORED),
+};
+
+#define N_KEY_DEFS (sizeof key_defs / sizeof key_defs[0])
+
+/* Keys under these prefixes are kept as strings for later work (TLS, SASL). */
+static const char *const known_prefixes[] = {"ssl.", "sasl.", "listener.name."};
+/* Keys under these prefixes are multi-node features: accepted, ignored. */
+static const char *const ignored_prefixes[] = {"zookeeper.", "replica.", "controller.quorum.",
+                                               "remote.log.", "leader.imbalance."};
+
+static int key_def_cmp(const void *k, const void *d)
+{
+    return strcmp(k, ((const key_def *)d)->name);
+}
+
+static const key_def *find_key_def(const char *key)
+{
+    return bsearch(key, key_defs, N_KEY_DEFS, sizeof key_defs[0], key_def_cmp);
+}
+
+static bool has_prefix_in(const char *key, const char *const *prefixes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------------
+ * Raw key=value entries
+ * ------------------------------------------------------------------------ */
+
+static int entry_cmp(const void *a, const void *b)
+{
+    return strcmp(((const kb_config_entry *)a)->ce_key, ((const kb_config_entry *)b)->ce_key);
+}
+
+static int entry_key_cmp(const void *k, const void *e)
+{
+    return strcmp(k, ((const kb_config_entry *)e)->ce_key);
+}
+
+static const kb_config_entry *raw_find(const kb_config *cfg, const char *key)
+{
+    if (cfg->raw_n == 0)
+        return NULL;
+    if (cfg->priv != NULL && cfg->priv->raw_sorted)
+        return bsearch(key, cfg->raw, cfg->raw_n, sizeof cfg->raw[0], entry_key_cmp);
+    for (size_t i = 0; i < cfg->raw_n; i++) {
+        if (strcmp(cfg->raw[i].ce_key, key) == 0)
+            return &cfg->raw[i];
+    }
+    return NULL;
+}
+
+/* Sets key to value (both copied) from src; a later source replaces an earlier one. */
+static kp_err raw_set(load_ctx *lc, const char *key, size_t keylen, const char *value,
+                      size_t valuelen, kb_config_source src)
+{
+    kb_config *cfg = lc->cfg;
+    char *k = pool_strndup(lc, key, keylen), *v = pool_strndup(lc, value, valuelen);
+
+    if (k == NULL || v == NULL)
+        return oom(lc);
+    kb_config_entry *e = (kb_config_entry *)raw_find(cfg, k);
+    if (e == NULL) {
+        if (cfg->raw_n == cfg->priv->raw_cap) {
+            size_t cap = cfg->priv->raw_cap ? cfg->priv->raw_cap * 2 : 32;
+            kb_config_entry *r = realloc(cfg->raw, cap * sizeof *r);
+            if (r == NULL)
+                return oom(lc);
+            cfg->raw = r;
+            cfg->priv->raw_cap = cap;
+        }
+        e = &cfg->raw[cfg->raw_n++];
+        e->ce_key = k;
+    }
+    e->ce_value = v;
+    e->ce_source = src;
+    return KP_ERR_NONE;
+}
+
+/* The value of key: set by a source, else its default, else NULL. */
+static const char *effective(const kb_config *cfg, const char *key, kb_config_source *src)
+{
+    const kb_config_entry *e = raw_find(cfg, key);
+
+    if (e != NULL) {
+        *src = e->ce_source;
+        return e->ce_value;
+    }
+    const key_def *kd = find_key_def(key);
+    *src = kd != NULL && kd->def != NULL ? KB_SRC_DEFAULT : KB_SRC_UNSET;
+    return *src == KB_SRC_DEFAULT ? kd->def : NULL;
+}
+
+static bool is_set(const kb_config *cfg, const char *key)
+{
+    return raw_find(cfg, key) != NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Sources: the properties file, the environment, --override
+ * ------------------------------------------------------------------------ */
+
+static kp_err file_property(void *arg, const char *key, const char *value, int line)
+{
+    (void)line;
+    return raw_set(arg, key, strlen(key), value, strlen(value), KB_SRC_FILE);
+}
+
+static kp_err load_file(load_ctx *lc, const char *path)
+{
+    struct stat st;
+    kp_err rc = KP_ERR_NONE;
+    char *text = NULL;
+    size_t len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return failf(lc, errno == ENOENT ? KP_ERR__NOENT : KP_ERR__IO,
+                     "%s: cannot open the properties file: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)CONFIG_FILE_MAX) {
+        rc = failf(lc, KP_ERR__IO, "%s: expected a regular file of at most %u bytes", path,
+                   CONFIG_FILE_MAX);
+        goto out;
+    }
+    text = malloc((size_t)st.st_size + 1);
+    if (text == NULL) {
+        rc = oom(lc);
+        goto out;
+    }
+    while (len < (size_t)st.st_size) {
+        ssize_t r = read(fd, text + len, (size_t)st.st_size - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            rc = failf(lc, KP_ERR__IO, "%s: read failed: %s", path,
+                       r < 0 ? strerror(errno) : "file shrank");
+            goto out;
+        }
+        len += (size_t)r;
+    }
+    kb_props_error perr = {0, ""};
+    rc = kb_props_parse(text, len, file_property, lc, &perr);
+    if (rc == KP_ERR__NOMEM)
+        rc = oom(lc);
+    else if (rc == KP_ERR__INVAL && perr.pe_line > 0)
+        rc = failf(lc, rc, "%s:%d: %s", path, perr.pe_line, perr.pe_what);
+out:
+    free(text);
+    close(fd);
+    return rc;
+}
+
+static kp_err load_env(load_ctx *lc, char **envp)
+{
+    const char *cluster_id = NULL;
+
+    for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+        const char *var = envp[i], *eq = strchr(var, '=');
+        if (eq == NULL)
+            continue;
+        size_t n = (size_t)(eq - var);
+        if (n == 10 && memcmp(var, "CLUSTER_ID", 10) == 0)
+            cluster_id = eq + 1;
+        char *key = pool_alloc(lc, n + 1);
+        if (key == NULL)
+            return oom(lc);
+        size_t keylen = kb_props_env_key(var, n, key);
+        if (keylen == 0)
+            continue;
+        kp_err rc = raw_set(lc, key, keylen, eq + 1, strlen(eq + 1), KB_SRC_ENV);
+        if (rc != KP_ERR_NONE)
+            return rc;
+    }
+    const kb_config_entry *e = raw_find(lc->cfg, "cluster.id");
+    if (cluster_id != NULL && (e == NULL || e->ce_source != KB_SRC_ENV))
+        return raw_set(lc, "cluster.id", 10, cluster_id, strlen(cluster_id), KB_SRC_ENV);
+    return KP_ERR_NONE;
+}
+
+/* ------------------------------------------------------------------------
+ * Typed values
+ * ------------------------------------------------------------------------ */
+
+/* Index of s (n bytes) in "a|b|c", case-insensitively; -1 if absent. */
+static int choice_index(const char *choices, const char *s, size_t n)
+{
+    int idx = 0;
+
+    for (const char *c = choices; *c != '\0'; idx++) {
+        size_t len = strcspn(c, "|");
+        if (len == n && strncasecmp(c, s, n) == 0)
+            return idx;
+        c += len + (c[len] == '|');
+    }
+    return -1;
+}
+
+/* The idx-th choice of "a|b|c" (length in *len). */
+static const char *choice_at(const char *choices, int idx, size_t *len)
+{
+    const char *c = choices;
+
+    for (int i = 0; i < idx && *c != '\0'; i++) {
+        c += strcspn(c, "|");
+        c += *c == '|';
+    }
+    *len = strcspn(c, "|");
+    return c;
+}
+
+static void describe_expected(const key_def *kd, char *buf, size_t cap)
+{
+    char list[256];
+    size_t o = 0;
+
+    for (const char *c = kd->choices; c != NULL && *c != '\0' && o + 8 < sizeof list; c++)
+        o += (size_t)snprintf(list + o, sizeof list - o, *c == '|' ? ", " : "%c", *c);
+    list[o] = '\0';
+    int64_t top = kd->type == T_INT ? I32MAX : I64MAX;
+    switch (kd->type) {
+    case T_INT:
+    case T_LONG:
+        if (kd->hi == top)
+            snprintf(buf, cap, "expected an integer >= %lld", (long long)kd->lo);
+        else
+            snprintf(buf, cap, "expected an integer between %lld and %lld", (long long)kd->lo,
+                     (long long)kd->hi);
+        break;
+    case T_BOOL:
+        snprintf(buf, cap, "expected true or false");
+        break;
+    case T_DOUBLE:
+        snprintf(buf, cap, "expected a number between %lld and %lld", (long long)kd->lo,
+                 (long long)kd->hi);
+        break;
+    case T_ENUM:
+        snprintf(buf, cap, "expected one of %s", list);
+        break;
+    case T_LIST:
+        snprintf(buf, cap, "expected a comma-separated list%s%s without empty items",
+                 o ? " of " : "", list);
+        break;
+    case T_STRING:
+        snprintf(buf, cap, "expected a string");
+        break;
+    }
+}
+
+static kp_err bad_key_value(load_ctx *lc, const key_def *kd, const char *value)
+{
+    char expect[320];
+
+    describe_expected(kd, expect, sizeof expect);
+    return bad_value(lc, kd->name, value, "%s", expect);
+}
+
+static bool parse_integer(const char *s, int64_t *out)
+{
+    char *end;
+
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || is_space((unsigned char)*s))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Splits a comma list into out (items trimmed, checked against kd->choices). */
+static kp_err split_list(load_ctx *lc, const key_def *kd, const char *value, kb_strlist *out)
+{
+    const char *s = value;
+    size_t n = strlen(value), items = 1;
+
+    trim(&s, &n);
+    *out = (kb_strlist){0, NULL};
+    if (n == 0)
+        return KP_ERR_NONE;
+    for (size_t i = 0; i < n; i++)
+        items += s[i] == ',';
+    out->v = pool_alloc(lc, items * sizeof *out->v);
+    if (out->v == NULL)
+        return oom(lc);
+    for (const char *end = s + n; s <= end; s++) {
+        const char *item = s;
+        while (s < end && *s != ',')
+            s++;
+        size_t len = (size_t)(s - item);
+        trim(&item, &len);
+        if (len == 0 || (kd->choices != NULL && choice_index(kd->choices, item, len) < 0))
+            return bad_key_value(lc, kd, value);
+        if (kd->choices != NULL)
+            item = choice_at(kd->choices, choice_index(kd->choices, item, len), &len);
+        if ((out->v[out->n++] = pool_strndup(lc, item, len)) == NULL)
+            return oom(lc);
+    }
+    return KP_ERR_NONE;
+}
+
+/* Checks value against kd; stores it into kd's field, if it has one. */
+static kp_err parse_value(load_ctx *lc, const key_def *kd, const char *value)
+{
+    char *field = kd->off == NOF ? NULL : (char *)lc->cfg + kd->off;
+    const char *s = value;
+    size_t n = strlen(value);
+    int64_t i64 = 0;
+    int32_t i32;
+    double d = 0;
+    bool ok = true;
+
+    trim(&s, &n);
+    char *t = pool_strndup(lc, s, n);
+    if (t == NULL)
+        return oom(lc);
+    switch (kd->type) {
+    case T_INT:
+    case T_LONG:
+        ok = parse_integer(t, &i64) && i64 >= kd->lo && i64 <= kd->hi;
+        i32 = (int32_t)i64;
+        if (ok && field != NULL)
+            memcpy(field, kd->type == T_INT ? (void *)&i32 : (void *)&i64,
+                   kd->type == T_INT ? sizeof i32 : sizeof i64);
+        break;
+    case T_BOOL:
+        ok = strcasecmp(t, "true") == 0 || strcasecmp(t, "false") == 0;
+        if (ok && field != NULL)
+            *(bool *)field = strcasecmp(t, "true") == 0;
+        break;
+    case T_DOUBLE: {
+        char *end;
+        d = strtod(t, &end);
+        ok = end != t && *end == '\0' && isfinite(d) && d >= (double)kd->lo && d <= (double)kd->hi;
+        if (ok && field != NULL)
+            memcpy(field, &d, sizeof d);
+        break;
+    }
+    case T_ENUM:
+        i32 = choice_index(kd->choices, t, n);
+        ok = i32 >= 0;
+        if (ok && field != NULL)
+            memcpy(field, &i32, sizeof i32);
+        break;
+    case T_STRING:
+        if (field != NULL)
+            memcpy(field, &t, sizeof t);
+        break;
+    case T_LIST: {
+        kb_strlist list;
+        kp_err rc = split_list(lc, kd, value, &list);
+        if (rc == KP_ERR_NONE && field != NULL)
+            memcpy(field, &list, sizeof list);
+        return rc;
+    }
+    }
+    return ok ? KP_ERR_NONE : bad_key_value(lc, kd, value);
+}
+
+/* Parses every known key that has a value (set, or a non-null default). */
+static kp_err parse_known(load_ctx *lc)
+{
+    for (size_t i = 0; i < N_KEY_DEFS; i++) {
+        kb_config_source src;
+        const char *v = effective(lc->cfg, key_defs[i].name, &src);
+        if (v == NULL)
+            continue;
+        kp_err rc = parse_value(lc, &key_defs[i], v);
+        if (rc != KP_ERR_NONE)
+            return rc;
+    }
+    return KP_ERR_NONE;
+}
+
+/* Fills unknown_keys and ignored_keys from the keys that were set. */
+static kp_err classify_keys(load_ctx *lc)
+{
+    kb_config *cfg = lc->cfg;
+    size_t np = sizeof ignored_prefixes / sizeof ignored_prefixes[0];
+    size_t nk = sizeof known_prefixes / sizeof known_prefixes[0];
+
+    cfg->unknown_keys.v = pool_alloc(lc, (cfg->raw_n + 1) * sizeof(char *));
+    cfg->ignored_keys.v = pool_alloc(lc, (cfg->raw_n + 1) * sizeof(char *));
+    if (cfg->unknown_keys.v == NULL || cfg->ignored_keys.v == NULL)
+        return oom(lc);
+    for (size_t i = 0; i < cfg->raw_n; i++) {
+        char *key = cfg->raw[i].ce_key;
+        const key_def *kd = find_key_def(key);
+        if (kd != NULL ? (kd->flags & KD_IGNORED) != 0 : has_prefix_in(key, ignored_prefixes, np))
+            cfg->ignored_keys.v[cfg->ignored_keys.n++] = key;
+        else if (kd == NULL && !has_prefix_in(key, known_prefixes, nk))
+            cfg->unknown_keys.v[cfg->unknown_keys.n++] = key;
+    }
+    return KP_ERR_NONE;
+}
+
+/* ------------------------------------------------------------------------
+ * Derived values: ids, directories, times, logging
+ * ------------------------------------------------------------------------ */
+
+/* The integer value of a known key (already checked by parse_known). */
+static int64_t int_of(const kb_config *cfg, const char *key)
+{
+    kb_config_source src;
+    const char *v = effective(cfg, key, &src);
+    int64_t out = 0;
+
+    if (v != NULL) {
+        size_t n = strlen(v);
+        trim(&v, &n);
+        char num[32];
+        snprintf(num, sizeof num, "%.*s", (int)n, v);
+        (void)parse_integer(num, &out);
+    }
+    return out;
+}
+
+/* hours or minutes -> ms, keeping negative as -1 (no limit). */
+static int64_t scale_ms(int64_t v, int64_t unit_ms)
+{
+    return v < 0 ? -1 : v * unit_ms;
+}
+
+static void resolve_times(kb_config *cfg)
+{
+    int64_t node = int_of(cfg, "node.id"), broker = int_of(cfg, "broker.id");
+
+    cfg->node_id = (int32_t)(node != -1 ? node : broker != -1 ? broker : 1);
+    if (!is_set(cfg, "log.retention.ms")) {
+        if (is_set(cfg, "log.retention.minutes"))
+            cfg->log_retention_ms = scale_ms(int_of(cfg, "log.retention.minutes"), 60000);
+        else
+            cfg->log_retention_ms = scale_ms(int_of(cfg, "log.retention.hours"), 3600000);
+    }
+    if (!is_set(cfg, "log.roll.ms"))
+        cfg->log_roll_ms = scale_ms(int_of(cfg, "log.roll.hours"), 3600000);
+    if (!is_set(cfg, "log.roll.jitter.ms"))
+        cfg->log_roll_jitter_ms = scale_ms(int_of(cfg, "log.roll.jitter.hours"), 3600000);
+    if (!is_set(cfg, "log.flush.interval.ms"))
+        cfg->log_flush_interval_ms = cfg->log_flush_scheduler_interval_ms;
+}
+
+static kp_err resolve_dirs_and_logging(load_ctx *lc)
+{
+    kb_config *cfg = lc->cfg;
+    kb_config_source src;
+    const char *key = is_set(cfg, "log.dirs") ? "log.dirs" : "log.dir";
+    const char *dirs = effective(cfg, key, &src);
+    kb_strlist subs;
+
+    kp_err rc = split_list(lc, find_key_def("log.dirs"), dirs, &cfg->log_dirs);
+    if (rc != KP_ERR_NONE)
+        return rc;
+    if (cfg->log_dirs.n == 0)
+        return bad_value(lc, key, dirs, "expected at least one directory");
+    const key_def *kd = find_key_def("runnel.log.subsystems");
+    rc = split_list(lc, kd, effective(cfg, kd->name, &src), &subs);
+    for (size_t i = 0; rc == KP_ERR_NONE && i < subs.n; i++) {
+        int idx = choice_index(kd->choices, subs.v[i], strlen(subs.v[i]));
+        cfg->log_subsystems |= idx == 0 ? KB_SUB_ALL : 1u << (idx - 1);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Listeners
+ * ------------------------------------------------------------------------ */
+
+static const char *const protocol_names[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"};
+
+typedef struct proto_map {
+    size_t n;
+    char **name;
+    kb_security_protocol *proto;
+} proto_map;
+
+typedef struct endpoint {
+    const char *name, *host;
+    size_t name_n, host_n;
+    uint16_t port;
+} endpoint;
+
+static bool host_char_ok(char c, bool bracketed)
+{
+    return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_' ||
+           (bracketed && (c == ':' || c == '%'));
+}
+
+/* "NAME://host:port", "NAME://[v6]:port", "NAME://:port". */
+static bool split_endpoint(const char *s, size_t n, endpoint *ep)
+{
+    const char *sep = memmem(s, n, "://", 3), *end = s + n, *port;
+    bool bracketed;
+
+    if (sep == NULL || sep == s)
+        return false;
+    ep->name = s;
+    ep->name_n = (size_t)(sep - s);
+    for (size_t i = 0; i < ep->name_n; i++) {
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
+            return false;
+    }
+    const char *r = sep + 3;
+    bracketed = r < end && *r == '[';
+    if (bracketed) {
+        const char *close = memchr(r, ']', (size_t)(end - r));
+        if (close == NULL || close == r + 1 || close + 1 >= end || close[1] != ':')
+            return false;
+        ep->host = r + 1;
+        ep->host_n = (size_t)(close - r - 1);
+        port = close + 2;
+    } else {
+        const char *colon = memrchr(r, ':', (size_t)(end - r));
+        if (colon == NULL)
+            return false;
+        ep->host = r;
+        ep->host_n = (size_t)(colon - r);
+        port = colon + 1;
+    }
+    for (size_t i = 0; i < ep->host_n; i++) {
+        if (!host_char_ok(ep->host[i], bracketed))
+            return false;
+    }
+    long v = 0;
+    if (port == end || end - port > 5)
+        return false;
+    for (const char *p = port; p < end; p++) {
+        if (!isdigit((unsigned char)*p))
+            return false;
+        v = v * 10 + (*p - '0');
+    }
+    ep->port = (uint16_t)v;
+    return v <= 65535;
+}
+
+static char *pool_upper(load_ctx *lc, const char *s, size_t n)
+{
+    char *d = pool_strndup(lc, s, n);
+
+    for (size_t i = 0; d != NULL && i < n; i++)
+        d[i] = (char)toupper((unsigned char)d[i]);
+    return d;
+}
+
+static kp_err parse_protocol_map(load_ctx *lc, proto_map *map)
+{
+    const char *key = "listener.security.protocol.map";
+    kb_config_source src;
+    const char *value = effective(lc->cfg, key, &src);
+    kb_strlist items;
+    static const key_def any = {"", T_LIST, NULL, 0, 0, NULL, 0, NOF};
+
+    kp_err rc = split_list(lc, &any, value, &items);
+    if (rc == KP_ERR__NOMEM)
+        return rc;
+    if (rc != KP_ERR_NONE)
+        return bad_value(lc, key, value, "expected NAME:PROTOCOL pairs with PROTOCOL one of "
+                                         "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL");
+    size_t extra = lc->cfg->controller_listener_names.n;
+    map->name = pool_alloc(lc, (items.n + extra) * sizeof *map->name);
+    map->proto = pool_alloc(lc, (items.n + extra) * sizeof *map->proto);
+    if (map->name == NULL || map->proto == NULL)
+        return oom(lc);
+    for (size_t i = 0; i < items.n; i++) {
+        const char *colon = strchr(items.v[i], ':');
+        int p = colon == NULL ? -1 : choice_index(PROTOCOLS, colon + 1, strlen(colon + 1));
+        if (p < 0 || colon == items.v[i])
+            return bad_value(lc, key, value, "expected NAME:PROTOCOL pairs with PROTOCOL one of "
+                                             "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL");
+        map->name[map->n] = pool_upper(lc, items.v[i], (size_t)(colon - items.v[i]));
+        map->proto[map->n++] = (kb_security_protocol)p;
+    }
+    /* As Kafka: with the map left at its default, controller listeners are PLAINTEXT. */
+    for (size_t i = 0; src == KB_SRC_DEFAULT && i < extra; i++) {
+        map->name[map->n] = pool_upper(lc, lc->cfg->controller_listener_names.v[i],
+                                       strlen(lc->cfg->controller_listener_names.v[i]));
+        map->proto[map->n++] = KB_SEC_PLAINTEXT;
+    }
+    for (size_t i = 0; i < map->n; i++) {
+        if (map->name[i] == NULL)
+            return oom(lc);
+    }
+    return KP_ERR_NONE;
+}
+
+static int map_find(const proto_map *map, const char *name)
+{
+    for (size_t i = map->n; i-- > 0;) { /* the last mapping of a name wins */
+        if (strcmp(map->name[i], name) == 0)
+            return (int)map->proto[i];
+    }
+    return -1;
+}
+
+#define LISTENER_EXPECT "expected NAME://host:port entries (empty host = all interfaces, " \
+                        "IPv6 in [brackets], port 0-65535)"
+
+/* Parses key's value into out; names upper-cased, protocols from map. */
+static kp_err parse_listener_list(load_ctx *lc, const char *key, const proto_map *map,
+                                  kb_listener_list *out)
+{
+    kb_config_source src;
+    const char *value = effective(lc->cfg, key, &src);
+    static const key_def any = {"", T_LIST, NULL, 0, 0, NULL, 0, NOF};
+    kb_strlist items;
+    endpoint ep;
+
+    kp_err rc = split_list(lc, &any, value, &items);
+    if (rc == KP_ERR__NOMEM)
+        return rc;
+    if (rc != KP_ERR_NONE)
+        return bad_value(lc, key, value, LISTENER_EXPECT);
+    out->n = 0;
+    out->v = pool_alloc(lc, (items.n + 1) * sizeof *out->v);
+    if (out->v == NULL)
+        return oom(lc);
+    for (size_t i = 0; i < items.n; i++) {
+        kb_listener *li = &out->v[out->n++];
+        if (!split_endpoint(items.v[i], strlen(items.v[i]), &ep))
+            return bad_value(lc, key, value, LISTENER_EXPECT);
+        li->li_name = pool_upper(lc, ep.name, ep.name_n);
+        li->li_host = pool_strndup(lc, ep.host, ep.host_n);
+        li->li_port = ep.port;
+        if (li->li_name == NULL || li->li_host == NULL)
+            return oom(lc);
+        int p = map_find(map, li->li_name);
+        if (p < 0)
+            return bad_value(lc, key, value,
+                             "listener name %s has no entry in listener.security.protocol.map",
+                             li->li_name);
+        li->li_protocol = (kb_security_protocol)p;
+        for (size_t j = 0; j + 1 < out->n; j++) {
+            if (strcmp(out->v[j].li_name, li->li_name) == 0)
+                return bad_value(lc, key, value, "listener name %s appears twice", li->li_name);
+        }
+    }
+    return KP_ERR_NONE;
+}
+
+static bool host_is_wildcard(const char *host)
+{
+    return host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
+}
+
+static kp_err check_listeners(load_ctx *lc)
+{
+    const kb_listener_list *ls = &lc->cfg->listeners;
+    kb_config_source src;
+    const char *value = effective(lc->cfg, "listeners", &src);
+
+    if (ls->n == 0)
+        return bad_value(lc, "listeners", value, "expected at least one listener");
+    for (size_t i = 0; i < ls->n; i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (ls->v[i].li_port != 0 && ls->v[i].li_port == ls->v[j].li_port)
+                return bad_value(lc, "listeners", value, "port %u is used by two listeners",
+                                 (unsigned)ls->v[i].li_port);
+        }
+        for (size_t j = 0; j < lc->cfg->controller_listener_names.n; j++) {
+            if (strcasecmp(ls->v[i].li_name, lc->cfg->controller_listener_names.v[j]) == 0)
+                ls->v[i].li_controller = true;
+        }
+    }
+    return KP_ERR_NONE;
+}
+
+/* One advertised entry per listener: the explicit one, else the listener itself. */
+static kp_err resolve_advertised(load_ctx *lc, const proto_map *map)
+{
+    kb_config *cfg = lc->cfg;
+    kb_listener_list explicit = {0, NULL};
+    kb_config_source src;
+    const char *value = effective(cfg, "advertised.listeners", &src);
+
+    if (value != NULL) {
+        kp_err rc = parse_listener_list(lc, "advertised.listeners", map, &explicit);
+        if (rc != KP_ERR_NONE)
+            return rc;
+    }
+    for (size_t i = 0; i < explicit.n; i++) {
+        if (kb_config_listener(cfg, explicit.v[i].li_name) == NULL)
+            return bad_value(lc, "advertised.listeners", value,
+                             "listener name %s is not in listeners", explicit.v[i].li_name);
+        if (explicit.v[i].li_host[0] != '\0' && host_is_wildcard(explicit.v[i].li_host))
+            return bad_value(lc, "advertised.listeners", value,
+                             "expected a host clients can connect to, not %s",
+                             explicit.v[i].li_host);
+    }
+    cfg->advertised_listeners.v = pool_alloc(lc, cfg->listeners.n * sizeof(kb_listener));
+    if (cfg->advertised_listeners.v == NULL)
+        return oom(lc);
+    for (size_t i = 0; i < cfg->listeners.n; i++) {
+        kb_listener *ad = &cfg->advertised_listeners.v[cfg->advertised_listeners.n++];
+        *ad = cfg->listeners.v[i];
+        for (size_t j = 0; j < explicit.n; j++) {
+            if (strcmp(explicit.v[j].li_name, ad->li_name) == 0) {
+                ad->li_host = explicit.v[j].li_host;
+                ad->li_port = explicit.v[j].li_port;
+            }
+        }
+        if (host_is_wildcard(ad->li_host))
+            ad->li_host = pool_strdup(lc, "localhost"); /* see kb_config.h */
+        if (ad->li_host == NULL)
+            return oom(lc);
+    }
+    return KP_ERR_NONE;
+}
+
+static kp_err resolve_listeners(load_ctx *lc)
+{
+    proto_map map = {0, NULL, NULL};
+
+    kp_err rc = parse_protocol_map(lc, &map);
+    if (rc == KP_ERR_NONE)
+        rc = parse_listener_list(lc, "listeners", &map, &lc->cfg->listeners);
+    if (rc == KP_ERR_NONE)
+        rc = check_listeners(lc);
+    if (rc == KP_ERR_NONE)
+        rc = resolve_advertised(lc, &map);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Topic-level defaults
+ * ------------------------------------------------------------------------ */
+
+/* Topic key, its broker key, and the broker keys it is derived from; sorted by topic key. */
+static const struct topic_key {
+    const char *topic, *broker, *alt1, *alt2;
+} topic_keys[] = {
+    {"cleanup.policy", "log.cleanup.policy", NULL, NULL},
+    {"compression.type", "compression.type", NULL, NULL},
+    {"delete.retention.ms", "log.cleaner.delete.retention.ms", NULL, NULL},
+    {"file.delete.delay.ms", "log.segment.delete.delay.ms", NULL, NULL},
+    {"flush.messages", "log.flush.interval.messages", NULL, NULL},
+    {"flush.ms", "log.flush.interval.ms", "log.flush.scheduler.interval.ms", NULL},
+    {"index.interval.bytes", "log.index.interval.bytes", NULL, NULL},
+    {"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", NULL, NULL},
+    {"max.message.bytes", "message.max.bytes", NULL, NULL},
+    {"message.timestamp.type", "log.message.timestamp.type", NULL, NULL},
+    {"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", NULL, NULL},
+    {"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", NULL, NULL},
+    {"min.insync.replicas", "min.insync.replicas", NULL, NULL},
+    {"preallocate", "log.preallocate", NULL, NULL},
+    {"retention.bytes", "log.retention.bytes", NULL, NULL},
+    {"retention.ms", "log.retention.ms", "log.retention.minutes", "log.retention.hours"},
+    {"segment.bytes", "log.segment.bytes", NULL, NULL},
+    {"segment.index.bytes", "log.index.size.max.bytes", NULL, NULL},
+    {"segment.jitter.ms", "log.roll.jitter.ms", "log.roll.jitter.hours", NULL},
+    {"segment.ms", "log.roll.ms", "log.roll.hours", NULL},
+    {"unclean.leader.election.enable", "unclean.leader.election.enable", NULL, NULL},
+};
+
+#define N_TOPIC_KEYS (sizeof topic_keys / sizeof topic_keys[0])
+
+/* The typed field of kd as a canonical string. */
+static char *format_field(load_ctx *lc, const key_def *kd)
+{
+    const char *field = (const char *)lc->cfg + kd->off;
+    char num[64] = "";
+    int32_t i32;
+    int64_t i64;
+    double d;
+    size_t len;
+
+    switch (kd->type) {
+    case T_INT:
+        memcpy(&i32, field, sizeof i32);
+        snprintf(num, sizeof num, "%d", i32);
+        break;
+    case T_LONG:
+        memcpy(&i64, field, sizeof i64);
+        snprintf(num, sizeof num, "%lld", (long long)i64);
+        break;
+    case T_BOOL:
+        snprintf(num, sizeof num, "%s", *(const bool *)field ? "true" : "false");
+        break;
+    case T_DOUBLE:
+        memcpy(&d, field, sizeof d);
+        snprintf(num, sizeof num, "%g", d);
+        break;
+    case T_ENUM:
+        memcpy(&i32, field, sizeof i32);
+        const char *c = choice_at(kd->choices, i32, &len);
+        snprintf(num, sizeof num, "%.*s", (int)len, c);
+        break;
+    case T_LIST: { /* only cleanup.policy: short */
+        const kb_strlist *l = (const kb_strlist *)(const void *)field;
+        for (size_t i = 0, o = 0; i < l->n && o < sizeof num; i++)
+            o += (size_t)snprintf(num + o, sizeof num - o, "%s%s", i ? "," : "", l->v[i]);
+        break;
+    }
+    case T_STRING:
+        break;
+    }
+    return pool_strdup(lc, num);
+}
+
+static kp_err build_topic_defaults(load_ctx *lc)
+{
+    kb_config *cfg = lc->cfg;
+
+    cfg->topic_defaults = pool_alloc(lc, N_TOPIC_KEYS * sizeof *cfg->topic_defaults);
+    if (cfg->topic_defaults == NULL)
+        return oom(lc);
+    for (size_t i = 0; i < N_TOPIC_KEYS; i++) {
+        const struct topic_key *tk = &topic_keys[i];
+        const key_def *kd = find_key_def(tk->broker);
+        kb_topic_default *td = &cfg->topic_defaults[cfg->topic_defaults_n++];
+        const char *synonyms[] = {tk->broker, tk->alt1, tk->alt2};
+
+        KB_ASSERT(kd != NULL && kd->off != NOF);
+        td->td_name = tk->topic;
+        td->td_broker_key = tk->broker;
+        td->td_source = KB_SRC_DEFAULT;
+        for (size_t s = 0; s < 3 && td->td_source == KB_SRC_DEFAULT; s++) {
+            const kb_config_entry *e = synonyms[s] ? raw_find(cfg, synonyms[s]) : NULL;
+            if (e != NULL)
+                td->td_source = e->ce_source;
+        }
+        if ((td->td_value = format_field(lc, kd)) == NULL)
+            return oom(lc);
+    }
+    return KP_ERR_NONE;
+}
+
+/* ------------------------------------------------------------------------
+ * Command line and the whole load
+ * ------------------------------------------------------------------------ */
+
+typedef struct cli {
+    const char *path;
+    const char **overrides;
+    size_t n_overrides;
+} cli;
+
+/* --help / --version anywhere win over everything else. */
+static kb_config_action scan_action(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--override") == 0)
+            i++; /* its argument is a key=value, not an option */
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return KB_CONFIG_HELP;
+        else if (strcmp(argv[i], "--version") == 0)
+            return KB_CONFIG_VERSION;
+    }
+    return KB_CONFIG_RUN;
+}
+
+static kp_err parse_args(load_ctx *lc, int argc, char **argv, cli *c)
+{
+    c->overrides = pool_alloc(lc, (size_t)(argc > 0 ? argc : 1) * sizeof *c->overrides);
+    if (c->overrides == NULL)
+        return oom(lc);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--override") == 0) {
+            if (i + 1 >= argc)
+                return failf(lc, KP_ERR__INVAL, "--override: expected a key=value argument");
+            c->overrides[c->n_overrides++] = argv[++i];
+        } else if (strncmp(a, "--override=", 11) == 0) {
+            c->overrides[c->n_overrides++] = a + 11;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return failf(lc, KP_ERR__INVAL, "unknown option %s (see --help)", a);
+        } else if (c->path != NULL) {
+            return failf(lc, KP_ERR__INVAL, "expected one properties file, got %s and %s",
+                         c->path, a);
+        } else {
+            c->path = a;
+        }
+    }
+    return KP_ERR_NONE;
+}
+
+static kp_err apply_overrides(load_ctx *lc, const cli *c)
+{
+    for (size_t i = 0; i < c->n_overrides; i++) {
+        const char *kv = c->overrides[i], *eq = strchr(kv, '=');
+        const char *key = kv;
+        size_t keylen = eq != NULL ? (size_t)(eq - kv) : 0;
+
+        trim(&key, &keylen);
+        if (eq == NULL || keylen == 0)
+            return bad_value(lc, "--override", kv, "expected key=value");
+        kp_err rc = raw_set(lc, key, keylen, eq + 1, strlen(eq + 1), KB_SRC_OVERRIDE);
+        if (rc != KP_ERR_NONE)
+            return rc;
+    }
+    return KP_ERR_NONE;
+}
+
+/* Everything after the sources are merged: check, derive, classify. */
+static kp_err build(load_ctx *lc)
+{
+    kb_config *cfg = lc->cfg;
+
+    if (cfg->raw_n > 1)
+        qsort(cfg->raw, cfg->raw_n, sizeof cfg->raw[0], entry_cmp);
+    cfg->priv->raw_sorted = true;
+    kp_err rc = parse_known(lc);
+    if (rc == KP_ERR_NONE)
+        rc = classify_keys(lc);
+    if (rc == KP_ERR_NONE) {
+        resolve_times(cfg);
+        rc = resolve_dirs_and_logging(lc);
+    }
+    if (rc == KP_ERR_NONE)
+        rc = resolve_listeners(lc);
+    if (rc == KP_ERR_NONE)
+        rc = build_topic_defaults(lc);
+    return rc;
+}
+
+kp_err kb_config_load(int argc, char **argv, char **envp, kb_config **out, char *err,
+                      size_t errlen)
+{
+    load_ctx lc = {.err = err, .errlen = errlen};
+    cli c = {0};
+    kp_err rc;
+
+    *out = NULL;
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    lc.cfg = calloc(1, sizeof *lc.cfg);
+    if (lc.cfg == NULL || (lc.cfg->priv = calloc(1, sizeof *lc.cfg->priv)) == NULL) {
+        free(lc.cfg);
+        return oom(&lc);
+    }
+    lc.cfg->action = scan_action(argc, argv);
+    if (lc.cfg->action != KB_CONFIG_RUN) {
+        *out = lc.cfg;
+        return KP_ERR_NONE;
+    }
+    rc = parse_args(&lc, argc, argv, &c);
+    if (rc == KP_ERR_NONE && c.path != NULL) {
+        lc.cfg->properties_path = pool_strdup(&lc, c.path);
+        rc = lc.cfg->properties_path == NULL ? oom(&lc) : load_file(&lc, c.path);
+    }
+    if (rc == KP_ERR_NONE)
+        rc = load_env(&lc, envp);
+    if (rc == KP_ERR_NONE)
+        rc = apply_overrides(&lc, &c);
+    if (rc == KP_ERR_NONE)
+        rc = build(&lc);
+    if (rc != KP_ERR_NONE) {
+        kb_config_free(lc.cfg);
+        return rc;
+    }
+    *out = lc.cfg;
+    return KP_ERR_NONE;
+}
+
+void kb_config_free(kb_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    if (cfg->priv != NULL) {
+        for (size_t i = 0; i < cfg->priv->ptrs_n; i++)
+            free(cfg->priv->ptrs[i]);
+        free(cfg->priv->ptrs);
+        free(cfg->priv);
+    }
+    free(cfg->raw);
+    free(cfg);
+}
+
+/* ------------------------------------------------------------------------
+ * Lookups
+ * ------------------------------------------------------------------------ */
+
+const char *kb_config_lookup(const kb_config *cfg, const char *key, kb_config_source *source)
+{
+    kb_config_source src;
+    const char *v = effective(cfg, key, &src);
+
+    if (source != NULL)
+        *source = src;
+    return v;
+}
+
+const char *kb_config_get_raw(const kb_config *cfg, const char *key)
+{
+    return kb_config_lookup(cfg, key, NULL);
+}
+
+static int topic_default_cmp(const void *k, const void *td)
+{
+    return strcmp(k, ((const kb_topic_default *)td)->td_name);
+}
+
+const kb_topic_default *kb_config_topic_default(const kb_config *cfg, const char *topic_key)
+{
+    return bsearch(topic_key, cfg->topic_defaults, cfg->topic_defaults_n,
+                   sizeof cfg->topic_defaults[0], topic_default_cmp);
+}
+
+static const kb_listener *listener_in(const kb_listener_list *l, const char *name)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcasecmp(l->v[i].li_name, name) == 0)
+            return &l->v[i];
+    }
+    return NULL;
+}
+
+const kb_listener *kb_config_listener(const kb_config *cfg, const char *name)
+{
+    return listener_in(&cfg->listeners, name);
+}
+
+const kb_listener *kb_config_advertised(const kb_config *cfg, const char *name)
+{
+    return listener_in(&cfg->advertised_listeners, name);
+}
+
+static void log_keys(const kb_strlist *keys, kb_log_level level, const char *msg)
+{
+    char esc[KB_LOG_ESC_SHORT];
+
+    for (size_t i = 0; i < keys->n; i++) {
+        KB_LOG(level, KB_SUB_CONFIG, "msg=\"%s\" key=\"%s\"", msg,
+               kb_log_escape(esc, sizeof esc, keys->v[i], strlen(keys->v[i])));
+    }
+}
+
+void kb_config_log_start(const kb_config *cfg)
+{
+    kb_log_set_level(cfg->log_level);
+    kb_log_set_subsystems(cfg->log_subsystems);
+    log_keys(&cfg->unknown_keys, KB_LL_WARN, "unknown key, ignored");
+    log_keys(&cfg->ignored_keys, KB_LL_INFO, "key does not apply to a single node, ignored");
+}
+
+bool kb_config_key_sensitive(const char *key)
+{
+    return strstr(key, "password") != NULL || strstr(key, "secret") != NULL ||
+           strstr(key, "jaas.config") != NULL || strstr(key, "keystore.key") != NULL ||
+           strstr(key, "credential") != NULL;
+}
+
+const char *kb_security_protocol_name(kb_security_protocol p)
+{
+    if ((unsigned)p >= sizeof protocol_names / sizeof protocol_names[0])
+        return "?";
+    return protocol_names[p];
+}
+
+const char *kb_config_source_name(kb_config_source src)
+{
+    static const char *const names[] = {"unset", "default", "file", "env", "override"};
+
+    if ((unsigned)src >= sizeof names / sizeof names[0])
+        return "?";
+    return names[src];
+}
+
+const char *kb_config_usage(void)
+{
+    return "usage: runnel [server.properties] [--override key=value ...] [--version] [--help]\n"
+           "\n"
+           "Starts a Kafka-compatible broker. server.properties uses Kafka's keys;\n"
+           "environment variables KAFKA_<KEY> (KAFKA_LOG_DIRS sets log.dirs) override the\n"
+           "file, and --override key=value (or --override=key=value) overrides both.\n"
+           "\n"
+           "  --override key=value  set one configuration key (repeatable)\n"
+           "  --version             print the version and exit\n"
+           "  --help, -h            print this help and exit\n";
+}

@@ -1,0 +1,15 @@
+/* The Check suites of the broker unit tests, one per module. */
+#ifndef BROKER_SUITES_H
+#define BROKER_SUITES_H
+
+#include <check.h>
+
+Suite *config_suite(void);
+Suite *log_suite(void);
+Suite *props_suite(void);
+
+/* Runs fn with stderr sent to a temporary file; returns what it wrote
+ * (a static buffer, overwritten by the next call). In test_log.c. */
+const char *capture_stderr(void (*fn)(void));
+
+#endif

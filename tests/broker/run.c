@@ -1,0 +1,16 @@
+/* Runs every broker unit suite; exits non-zero on any failure. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "broker_suites.h"
+
+int main(void)
+{
+    SRunner *sr = srunner_create(config_suite());
+    srunner_add_suite(sr, props_suite());
+    srunner_add_suite(sr, log_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
