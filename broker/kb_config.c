@@ -315,17 +315,27 @@ static int entry_key_cmp(const void *k, const void *e)
     return strcmp(k, ((const kb_config_entry *)e)->ce_key);
 }
 
-static const kb_config_entry *raw_find(const kb_config *cfg, const char *key)
+/* The index of key in cfg->raw, or cfg->raw_n if it was not set. */
+static size_t raw_index(const kb_config *cfg, const char *key)
 {
     if (cfg->raw_n == 0)
-        return NULL;
-    if (cfg->priv != NULL && cfg->priv->raw_sorted)
-        return bsearch(key, cfg->raw, cfg->raw_n, sizeof cfg->raw[0], entry_key_cmp);
-    for (size_t i = 0; i < cfg->raw_n; i++) {
-        if (strcmp(cfg->raw[i].ce_key, key) == 0)
-            return &cfg->raw[i];
+        return 0;
+    if (cfg->priv != NULL && cfg->priv->raw_sorted) {
+        const kb_config_entry *e =
+            bsearch(key, cfg->raw, cfg->raw_n, sizeof cfg->raw[0], entry_key_cmp);
+        return e != NULL ? (size_t)(e - cfg->raw) : cfg->raw_n;
     }
-    return NULL;
+    size_t i = 0;
+    while (i < cfg->raw_n && strcmp(cfg->raw[i].ce_key, key) != 0)
+        i++;
+    return i;
+}
+
+static const kb_config_entry *raw_find(const kb_config *cfg, const char *key)
+{
+    size_t i = raw_index(cfg, key);
+
+    return i < cfg->raw_n ? &cfg->raw[i] : NULL;
 }
 
 /* Sets key to value (both copied) from src; a later source replaces an earlier one. */
@@ -337,8 +347,8 @@ static kp_err raw_set(load_ctx *lc, const char *key, size_t keylen, const char *
 
     if (k == NULL || v == NULL)
         return oom(lc);
-    kb_config_entry *e = (kb_config_entry *)raw_find(cfg, k);
-    if (e == NULL) {
+    size_t i = raw_index(cfg, k);
+    if (i == cfg->raw_n) {
         if (cfg->raw_n == cfg->priv->raw_cap) {
             size_t cap = cfg->priv->raw_cap ? cfg->priv->raw_cap * 2 : 32;
             kb_config_entry *r = realloc(cfg->raw, cap * sizeof *r);
@@ -347,11 +357,10 @@ static kp_err raw_set(load_ctx *lc, const char *key, size_t keylen, const char *
             cfg->raw = r;
             cfg->priv->raw_cap = cap;
         }
-        e = &cfg->raw[cfg->raw_n++];
-        e->ce_key = k;
+        cfg->raw[cfg->raw_n++].ce_key = k;
     }
-    e->ce_value = v;
-    e->ce_source = src;
+    cfg->raw[i].ce_value = v;
+    cfg->raw[i].ce_source = src;
     return KP_ERR_NONE;
 }
 
