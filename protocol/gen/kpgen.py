@@ -822,6 +822,7 @@ def main():
           "    size_t size; /* sizeof the root struct */",
           "    kp_err (*decode)(kp_reader *r, kp_arena *a, void *p, int16_t v);",
           "    void (*encode)(kp_writer *w, const void *p, int16_t v);",
+          "    void (*defaults)(void *p);",
           "} kp_msg_codec;", "",
           "typedef struct kp_api_info {",
           "    int16_t key;",
@@ -861,15 +862,18 @@ def main():
             t += ["static kp_err %s_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)" % c,
                   "{", "    return %s_decode(r, a, p, v);" % c, "}", "",
                   "static void %s_encode_any(kp_writer *w, const void *p, int16_t v)" % c,
-                  "{", "    %s_encode(w, p, v);" % c, "}", ""]
+                  "{", "    %s_encode(w, p, v);" % c, "}", "",
+                  "static void %s_defaults_any(void *p)" % c,
+                  "{", "    %s_defaults(p);" % c, "}", ""]
     t.append("static const kp_api_info api_table[] = {")
     for key in sorted(apis):
         rq, rs = apis[key]["request"], apis[key]["response"]
         ff = rq.flexible.lo if not rq.flexible.empty() else -1
         t.append('    {%d, "%s", %d, %d, %d, %s,' % (key, rq.name[: -len("Request")], rq.valid.lo,
                                                      rq.valid.hi, ff, "true" if rq.unstable_top else "false"))
-        t.append("     {sizeof(%s), %s_decode_any, %s_encode_any}," % (rq.cname, rq.cname, rq.cname))
-        t.append("     {sizeof(%s), %s_decode_any, %s_encode_any}}," % (rs.cname, rs.cname, rs.cname))
+        for m, end in ((rq, ","), (rs, "},")):
+            t.append("     {sizeof(%s), %s_decode_any, %s_encode_any, %s_defaults_any}%s"
+                     % (m.cname, m.cname, m.cname, m.cname, end))
     t += ["};", "",
           "const kp_api_info *kp_api_lookup(int key)",
           "{",

@@ -4360,6 +4360,7 @@ typedef struct kp_msg_codec {
     size_t size; /* sizeof the root struct */
     kp_err (*decode)(kp_reader *r, kp_arena *a, void *p, int16_t v);
     void (*encode)(kp_writer *w, const void *p, int16_t v);
+    void (*defaults)(void *p);
 } kp_msg_codec;
 
 typedef struct kp_api_info {

@@ -12,6 +12,11 @@ static void kp_produce_req_encode_any(kp_writer *w, const void *p, int16_t v)
     kp_produce_req_encode(w, p, v);
 }
 
+static void kp_produce_req_defaults_any(void *p)
+{
+    kp_produce_req_defaults(p);
+}
+
 static kp_err kp_produce_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_produce_resp_decode(r, a, p, v);
@@ -20,6 +25,11 @@ static kp_err kp_produce_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int
 static void kp_produce_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_produce_resp_encode(w, p, v);
+}
+
+static void kp_produce_resp_defaults_any(void *p)
+{
+    kp_produce_resp_defaults(p);
 }
 
 static kp_err kp_fetch_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -32,6 +42,11 @@ static void kp_fetch_req_encode_any(kp_writer *w, const void *p, int16_t v)
     kp_fetch_req_encode(w, p, v);
 }
 
+static void kp_fetch_req_defaults_any(void *p)
+{
+    kp_fetch_req_defaults(p);
+}
+
 static kp_err kp_fetch_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_fetch_resp_decode(r, a, p, v);
@@ -40,6 +55,11 @@ static kp_err kp_fetch_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16
 static void kp_fetch_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_fetch_resp_encode(w, p, v);
+}
+
+static void kp_fetch_resp_defaults_any(void *p)
+{
+    kp_fetch_resp_defaults(p);
 }
 
 static kp_err kp_list_offsets_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -52,6 +72,11 @@ static void kp_list_offsets_req_encode_any(kp_writer *w, const void *p, int16_t 
     kp_list_offsets_req_encode(w, p, v);
 }
 
+static void kp_list_offsets_req_defaults_any(void *p)
+{
+    kp_list_offsets_req_defaults(p);
+}
+
 static kp_err kp_list_offsets_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_list_offsets_resp_decode(r, a, p, v);
@@ -60,6 +85,11 @@ static kp_err kp_list_offsets_resp_decode_any(kp_reader *r, kp_arena *a, void *p
 static void kp_list_offsets_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_list_offsets_resp_encode(w, p, v);
+}
+
+static void kp_list_offsets_resp_defaults_any(void *p)
+{
+    kp_list_offsets_resp_defaults(p);
 }
 
 static kp_err kp_metadata_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -72,6 +102,11 @@ static void kp_metadata_req_encode_any(kp_writer *w, const void *p, int16_t v)
     kp_metadata_req_encode(w, p, v);
 }
 
+static void kp_metadata_req_defaults_any(void *p)
+{
+    kp_metadata_req_defaults(p);
+}
+
 static kp_err kp_metadata_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_metadata_resp_decode(r, a, p, v);
@@ -80,6 +115,11 @@ static kp_err kp_metadata_resp_decode_any(kp_reader *r, kp_arena *a, void *p, in
 static void kp_metadata_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_metadata_resp_encode(w, p, v);
+}
+
+static void kp_metadata_resp_defaults_any(void *p)
+{
+    kp_metadata_resp_defaults(p);
 }
 
 static kp_err kp_offset_commit_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -92,6 +132,11 @@ static void kp_offset_commit_req_encode_any(kp_writer *w, const void *p, int16_t
     kp_offset_commit_req_encode(w, p, v);
 }
 
+static void kp_offset_commit_req_defaults_any(void *p)
+{
+    kp_offset_commit_req_defaults(p);
+}
+
 static kp_err kp_offset_commit_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_offset_commit_resp_decode(r, a, p, v);
@@ -100,6 +145,11 @@ static kp_err kp_offset_commit_resp_decode_any(kp_reader *r, kp_arena *a, void *
 static void kp_offset_commit_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_offset_commit_resp_encode(w, p, v);
+}
+
+static void kp_offset_commit_resp_defaults_any(void *p)
+{
+    kp_offset_commit_resp_defaults(p);
 }
 
 static kp_err kp_offset_fetch_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -112,6 +162,11 @@ static void kp_offset_fetch_req_encode_any(kp_writer *w, const void *p, int16_t 
     kp_offset_fetch_req_encode(w, p, v);
 }
 
+static void kp_offset_fetch_req_defaults_any(void *p)
+{
+    kp_offset_fetch_req_defaults(p);
+}
+
 static kp_err kp_offset_fetch_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_offset_fetch_resp_decode(r, a, p, v);
@@ -120,6 +175,11 @@ static kp_err kp_offset_fetch_resp_decode_any(kp_reader *r, kp_arena *a, void *p
 static void kp_offset_fetch_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_offset_fetch_resp_encode(w, p, v);
+}
+
+static void kp_offset_fetch_resp_defaults_any(void *p)
+{
+    kp_offset_fetch_resp_defaults(p);
 }
 
 static kp_err kp_find_coordinator_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -132,6 +192,11 @@ static void kp_find_coordinator_req_encode_any(kp_writer *w, const void *p, int1
     kp_find_coordinator_req_encode(w, p, v);
 }
 
+static void kp_find_coordinator_req_defaults_any(void *p)
+{
+    kp_find_coordinator_req_defaults(p);
+}
+
 static kp_err kp_find_coordinator_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_find_coordinator_resp_decode(r, a, p, v);
@@ -140,6 +205,11 @@ static kp_err kp_find_coordinator_resp_decode_any(kp_reader *r, kp_arena *a, voi
 static void kp_find_coordinator_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_find_coordinator_resp_encode(w, p, v);
+}
+
+static void kp_find_coordinator_resp_defaults_any(void *p)
+{
+    kp_find_coordinator_resp_defaults(p);
 }
 
 static kp_err kp_join_group_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -152,6 +222,11 @@ static void kp_join_group_req_encode_any(kp_writer *w, const void *p, int16_t v)
     kp_join_group_req_encode(w, p, v);
 }
 
+static void kp_join_group_req_defaults_any(void *p)
+{
+    kp_join_group_req_defaults(p);
+}
+
 static kp_err kp_join_group_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_join_group_resp_decode(r, a, p, v);
@@ -160,6 +235,11 @@ static kp_err kp_join_group_resp_decode_any(kp_reader *r, kp_arena *a, void *p, 
 static void kp_join_group_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_join_group_resp_encode(w, p, v);
+}
+
+static void kp_join_group_resp_defaults_any(void *p)
+{
+    kp_join_group_resp_defaults(p);
 }
 
 static kp_err kp_heartbeat_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -172,6 +252,11 @@ static void kp_heartbeat_req_encode_any(kp_writer *w, const void *p, int16_t v)
     kp_heartbeat_req_encode(w, p, v);
 }
 
+static void kp_heartbeat_req_defaults_any(void *p)
+{
+    kp_heartbeat_req_defaults(p);
+}
+
 static kp_err kp_heartbeat_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_heartbeat_resp_decode(r, a, p, v);
@@ -180,6 +265,11 @@ static kp_err kp_heartbeat_resp_decode_any(kp_reader *r, kp_arena *a, void *p, i
 static void kp_heartbeat_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_heartbeat_resp_encode(w, p, v);
+}
+
+static void kp_heartbeat_resp_defaults_any(void *p)
+{
+    kp_heartbeat_resp_defaults(p);
 }
 
 static kp_err kp_leave_group_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -192,6 +282,11 @@ static void kp_leave_group_req_encode_any(kp_writer *w, const void *p, int16_t v
     kp_leave_group_req_encode(w, p, v);
 }
 
+static void kp_leave_group_req_defaults_any(void *p)
+{
+    kp_leave_group_req_defaults(p);
+}
+
 static kp_err kp_leave_group_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_leave_group_resp_decode(r, a, p, v);
@@ -200,6 +295,11 @@ static kp_err kp_leave_group_resp_decode_any(kp_reader *r, kp_arena *a, void *p,
 static void kp_leave_group_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_leave_group_resp_encode(w, p, v);
+}
+
+static void kp_leave_group_resp_defaults_any(void *p)
+{
+    kp_leave_group_resp_defaults(p);
 }
 
 static kp_err kp_sync_group_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -212,6 +312,11 @@ static void kp_sync_group_req_encode_any(kp_writer *w, const void *p, int16_t v)
     kp_sync_group_req_encode(w, p, v);
 }
 
+static void kp_sync_group_req_defaults_any(void *p)
+{
+    kp_sync_group_req_defaults(p);
+}
+
 static kp_err kp_sync_group_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_sync_group_resp_decode(r, a, p, v);
@@ -220,6 +325,11 @@ static kp_err kp_sync_group_resp_decode_any(kp_reader *r, kp_arena *a, void *p, 
 static void kp_sync_group_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_sync_group_resp_encode(w, p, v);
+}
+
+static void kp_sync_group_resp_defaults_any(void *p)
+{
+    kp_sync_group_resp_defaults(p);
 }
 
 static kp_err kp_describe_groups_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -232,6 +342,11 @@ static void kp_describe_groups_req_encode_any(kp_writer *w, const void *p, int16
     kp_describe_groups_req_encode(w, p, v);
 }
 
+static void kp_describe_groups_req_defaults_any(void *p)
+{
+    kp_describe_groups_req_defaults(p);
+}
+
 static kp_err kp_describe_groups_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_groups_resp_decode(r, a, p, v);
@@ -240,6 +355,11 @@ static kp_err kp_describe_groups_resp_decode_any(kp_reader *r, kp_arena *a, void
 static void kp_describe_groups_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_groups_resp_encode(w, p, v);
+}
+
+static void kp_describe_groups_resp_defaults_any(void *p)
+{
+    kp_describe_groups_resp_defaults(p);
 }
 
 static kp_err kp_list_groups_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -252,6 +372,11 @@ static void kp_list_groups_req_encode_any(kp_writer *w, const void *p, int16_t v
     kp_list_groups_req_encode(w, p, v);
 }
 
+static void kp_list_groups_req_defaults_any(void *p)
+{
+    kp_list_groups_req_defaults(p);
+}
+
 static kp_err kp_list_groups_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_list_groups_resp_decode(r, a, p, v);
@@ -260,6 +385,11 @@ static kp_err kp_list_groups_resp_decode_any(kp_reader *r, kp_arena *a, void *p,
 static void kp_list_groups_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_list_groups_resp_encode(w, p, v);
+}
+
+static void kp_list_groups_resp_defaults_any(void *p)
+{
+    kp_list_groups_resp_defaults(p);
 }
 
 static kp_err kp_sasl_handshake_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -272,6 +402,11 @@ static void kp_sasl_handshake_req_encode_any(kp_writer *w, const void *p, int16_
     kp_sasl_handshake_req_encode(w, p, v);
 }
 
+static void kp_sasl_handshake_req_defaults_any(void *p)
+{
+    kp_sasl_handshake_req_defaults(p);
+}
+
 static kp_err kp_sasl_handshake_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_sasl_handshake_resp_decode(r, a, p, v);
@@ -280,6 +415,11 @@ static kp_err kp_sasl_handshake_resp_decode_any(kp_reader *r, kp_arena *a, void 
 static void kp_sasl_handshake_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_sasl_handshake_resp_encode(w, p, v);
+}
+
+static void kp_sasl_handshake_resp_defaults_any(void *p)
+{
+    kp_sasl_handshake_resp_defaults(p);
 }
 
 static kp_err kp_api_versions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -292,6 +432,11 @@ static void kp_api_versions_req_encode_any(kp_writer *w, const void *p, int16_t 
     kp_api_versions_req_encode(w, p, v);
 }
 
+static void kp_api_versions_req_defaults_any(void *p)
+{
+    kp_api_versions_req_defaults(p);
+}
+
 static kp_err kp_api_versions_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_api_versions_resp_decode(r, a, p, v);
@@ -300,6 +445,11 @@ static kp_err kp_api_versions_resp_decode_any(kp_reader *r, kp_arena *a, void *p
 static void kp_api_versions_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_api_versions_resp_encode(w, p, v);
+}
+
+static void kp_api_versions_resp_defaults_any(void *p)
+{
+    kp_api_versions_resp_defaults(p);
 }
 
 static kp_err kp_create_topics_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -312,6 +462,11 @@ static void kp_create_topics_req_encode_any(kp_writer *w, const void *p, int16_t
     kp_create_topics_req_encode(w, p, v);
 }
 
+static void kp_create_topics_req_defaults_any(void *p)
+{
+    kp_create_topics_req_defaults(p);
+}
+
 static kp_err kp_create_topics_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_create_topics_resp_decode(r, a, p, v);
@@ -320,6 +475,11 @@ static kp_err kp_create_topics_resp_decode_any(kp_reader *r, kp_arena *a, void *
 static void kp_create_topics_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_create_topics_resp_encode(w, p, v);
+}
+
+static void kp_create_topics_resp_defaults_any(void *p)
+{
+    kp_create_topics_resp_defaults(p);
 }
 
 static kp_err kp_delete_topics_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -332,6 +492,11 @@ static void kp_delete_topics_req_encode_any(kp_writer *w, const void *p, int16_t
     kp_delete_topics_req_encode(w, p, v);
 }
 
+static void kp_delete_topics_req_defaults_any(void *p)
+{
+    kp_delete_topics_req_defaults(p);
+}
+
 static kp_err kp_delete_topics_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_delete_topics_resp_decode(r, a, p, v);
@@ -340,6 +505,11 @@ static kp_err kp_delete_topics_resp_decode_any(kp_reader *r, kp_arena *a, void *
 static void kp_delete_topics_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_delete_topics_resp_encode(w, p, v);
+}
+
+static void kp_delete_topics_resp_defaults_any(void *p)
+{
+    kp_delete_topics_resp_defaults(p);
 }
 
 static kp_err kp_delete_records_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -352,6 +522,11 @@ static void kp_delete_records_req_encode_any(kp_writer *w, const void *p, int16_
     kp_delete_records_req_encode(w, p, v);
 }
 
+static void kp_delete_records_req_defaults_any(void *p)
+{
+    kp_delete_records_req_defaults(p);
+}
+
 static kp_err kp_delete_records_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_delete_records_resp_decode(r, a, p, v);
@@ -360,6 +535,11 @@ static kp_err kp_delete_records_resp_decode_any(kp_reader *r, kp_arena *a, void 
 static void kp_delete_records_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_delete_records_resp_encode(w, p, v);
+}
+
+static void kp_delete_records_resp_defaults_any(void *p)
+{
+    kp_delete_records_resp_defaults(p);
 }
 
 static kp_err kp_init_producer_id_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -372,6 +552,11 @@ static void kp_init_producer_id_req_encode_any(kp_writer *w, const void *p, int1
     kp_init_producer_id_req_encode(w, p, v);
 }
 
+static void kp_init_producer_id_req_defaults_any(void *p)
+{
+    kp_init_producer_id_req_defaults(p);
+}
+
 static kp_err kp_init_producer_id_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_init_producer_id_resp_decode(r, a, p, v);
@@ -380,6 +565,11 @@ static kp_err kp_init_producer_id_resp_decode_any(kp_reader *r, kp_arena *a, voi
 static void kp_init_producer_id_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_init_producer_id_resp_encode(w, p, v);
+}
+
+static void kp_init_producer_id_resp_defaults_any(void *p)
+{
+    kp_init_producer_id_resp_defaults(p);
 }
 
 static kp_err kp_offset_for_leader_epoch_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -392,6 +582,11 @@ static void kp_offset_for_leader_epoch_req_encode_any(kp_writer *w, const void *
     kp_offset_for_leader_epoch_req_encode(w, p, v);
 }
 
+static void kp_offset_for_leader_epoch_req_defaults_any(void *p)
+{
+    kp_offset_for_leader_epoch_req_defaults(p);
+}
+
 static kp_err kp_offset_for_leader_epoch_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_offset_for_leader_epoch_resp_decode(r, a, p, v);
@@ -400,6 +595,11 @@ static kp_err kp_offset_for_leader_epoch_resp_decode_any(kp_reader *r, kp_arena 
 static void kp_offset_for_leader_epoch_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_offset_for_leader_epoch_resp_encode(w, p, v);
+}
+
+static void kp_offset_for_leader_epoch_resp_defaults_any(void *p)
+{
+    kp_offset_for_leader_epoch_resp_defaults(p);
 }
 
 static kp_err kp_add_partitions_to_txn_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -412,6 +612,11 @@ static void kp_add_partitions_to_txn_req_encode_any(kp_writer *w, const void *p,
     kp_add_partitions_to_txn_req_encode(w, p, v);
 }
 
+static void kp_add_partitions_to_txn_req_defaults_any(void *p)
+{
+    kp_add_partitions_to_txn_req_defaults(p);
+}
+
 static kp_err kp_add_partitions_to_txn_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_add_partitions_to_txn_resp_decode(r, a, p, v);
@@ -420,6 +625,11 @@ static kp_err kp_add_partitions_to_txn_resp_decode_any(kp_reader *r, kp_arena *a
 static void kp_add_partitions_to_txn_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_add_partitions_to_txn_resp_encode(w, p, v);
+}
+
+static void kp_add_partitions_to_txn_resp_defaults_any(void *p)
+{
+    kp_add_partitions_to_txn_resp_defaults(p);
 }
 
 static kp_err kp_add_offsets_to_txn_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -432,6 +642,11 @@ static void kp_add_offsets_to_txn_req_encode_any(kp_writer *w, const void *p, in
     kp_add_offsets_to_txn_req_encode(w, p, v);
 }
 
+static void kp_add_offsets_to_txn_req_defaults_any(void *p)
+{
+    kp_add_offsets_to_txn_req_defaults(p);
+}
+
 static kp_err kp_add_offsets_to_txn_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_add_offsets_to_txn_resp_decode(r, a, p, v);
@@ -440,6 +655,11 @@ static kp_err kp_add_offsets_to_txn_resp_decode_any(kp_reader *r, kp_arena *a, v
 static void kp_add_offsets_to_txn_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_add_offsets_to_txn_resp_encode(w, p, v);
+}
+
+static void kp_add_offsets_to_txn_resp_defaults_any(void *p)
+{
+    kp_add_offsets_to_txn_resp_defaults(p);
 }
 
 static kp_err kp_end_txn_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -452,6 +672,11 @@ static void kp_end_txn_req_encode_any(kp_writer *w, const void *p, int16_t v)
     kp_end_txn_req_encode(w, p, v);
 }
 
+static void kp_end_txn_req_defaults_any(void *p)
+{
+    kp_end_txn_req_defaults(p);
+}
+
 static kp_err kp_end_txn_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_end_txn_resp_decode(r, a, p, v);
@@ -460,6 +685,11 @@ static kp_err kp_end_txn_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int
 static void kp_end_txn_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_end_txn_resp_encode(w, p, v);
+}
+
+static void kp_end_txn_resp_defaults_any(void *p)
+{
+    kp_end_txn_resp_defaults(p);
 }
 
 static kp_err kp_write_txn_markers_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -472,6 +702,11 @@ static void kp_write_txn_markers_req_encode_any(kp_writer *w, const void *p, int
     kp_write_txn_markers_req_encode(w, p, v);
 }
 
+static void kp_write_txn_markers_req_defaults_any(void *p)
+{
+    kp_write_txn_markers_req_defaults(p);
+}
+
 static kp_err kp_write_txn_markers_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_write_txn_markers_resp_decode(r, a, p, v);
@@ -480,6 +715,11 @@ static kp_err kp_write_txn_markers_resp_decode_any(kp_reader *r, kp_arena *a, vo
 static void kp_write_txn_markers_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_write_txn_markers_resp_encode(w, p, v);
+}
+
+static void kp_write_txn_markers_resp_defaults_any(void *p)
+{
+    kp_write_txn_markers_resp_defaults(p);
 }
 
 static kp_err kp_txn_offset_commit_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -492,6 +732,11 @@ static void kp_txn_offset_commit_req_encode_any(kp_writer *w, const void *p, int
     kp_txn_offset_commit_req_encode(w, p, v);
 }
 
+static void kp_txn_offset_commit_req_defaults_any(void *p)
+{
+    kp_txn_offset_commit_req_defaults(p);
+}
+
 static kp_err kp_txn_offset_commit_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_txn_offset_commit_resp_decode(r, a, p, v);
@@ -500,6 +745,11 @@ static kp_err kp_txn_offset_commit_resp_decode_any(kp_reader *r, kp_arena *a, vo
 static void kp_txn_offset_commit_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_txn_offset_commit_resp_encode(w, p, v);
+}
+
+static void kp_txn_offset_commit_resp_defaults_any(void *p)
+{
+    kp_txn_offset_commit_resp_defaults(p);
 }
 
 static kp_err kp_describe_acls_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -512,6 +762,11 @@ static void kp_describe_acls_req_encode_any(kp_writer *w, const void *p, int16_t
     kp_describe_acls_req_encode(w, p, v);
 }
 
+static void kp_describe_acls_req_defaults_any(void *p)
+{
+    kp_describe_acls_req_defaults(p);
+}
+
 static kp_err kp_describe_acls_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_acls_resp_decode(r, a, p, v);
@@ -520,6 +775,11 @@ static kp_err kp_describe_acls_resp_decode_any(kp_reader *r, kp_arena *a, void *
 static void kp_describe_acls_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_acls_resp_encode(w, p, v);
+}
+
+static void kp_describe_acls_resp_defaults_any(void *p)
+{
+    kp_describe_acls_resp_defaults(p);
 }
 
 static kp_err kp_create_acls_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -532,6 +792,11 @@ static void kp_create_acls_req_encode_any(kp_writer *w, const void *p, int16_t v
     kp_create_acls_req_encode(w, p, v);
 }
 
+static void kp_create_acls_req_defaults_any(void *p)
+{
+    kp_create_acls_req_defaults(p);
+}
+
 static kp_err kp_create_acls_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_create_acls_resp_decode(r, a, p, v);
@@ -540,6 +805,11 @@ static kp_err kp_create_acls_resp_decode_any(kp_reader *r, kp_arena *a, void *p,
 static void kp_create_acls_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_create_acls_resp_encode(w, p, v);
+}
+
+static void kp_create_acls_resp_defaults_any(void *p)
+{
+    kp_create_acls_resp_defaults(p);
 }
 
 static kp_err kp_delete_acls_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -552,6 +822,11 @@ static void kp_delete_acls_req_encode_any(kp_writer *w, const void *p, int16_t v
     kp_delete_acls_req_encode(w, p, v);
 }
 
+static void kp_delete_acls_req_defaults_any(void *p)
+{
+    kp_delete_acls_req_defaults(p);
+}
+
 static kp_err kp_delete_acls_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_delete_acls_resp_decode(r, a, p, v);
@@ -560,6 +835,11 @@ static kp_err kp_delete_acls_resp_decode_any(kp_reader *r, kp_arena *a, void *p,
 static void kp_delete_acls_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_delete_acls_resp_encode(w, p, v);
+}
+
+static void kp_delete_acls_resp_defaults_any(void *p)
+{
+    kp_delete_acls_resp_defaults(p);
 }
 
 static kp_err kp_describe_configs_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -572,6 +852,11 @@ static void kp_describe_configs_req_encode_any(kp_writer *w, const void *p, int1
     kp_describe_configs_req_encode(w, p, v);
 }
 
+static void kp_describe_configs_req_defaults_any(void *p)
+{
+    kp_describe_configs_req_defaults(p);
+}
+
 static kp_err kp_describe_configs_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_configs_resp_decode(r, a, p, v);
@@ -580,6 +865,11 @@ static kp_err kp_describe_configs_resp_decode_any(kp_reader *r, kp_arena *a, voi
 static void kp_describe_configs_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_configs_resp_encode(w, p, v);
+}
+
+static void kp_describe_configs_resp_defaults_any(void *p)
+{
+    kp_describe_configs_resp_defaults(p);
 }
 
 static kp_err kp_alter_configs_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -592,6 +882,11 @@ static void kp_alter_configs_req_encode_any(kp_writer *w, const void *p, int16_t
     kp_alter_configs_req_encode(w, p, v);
 }
 
+static void kp_alter_configs_req_defaults_any(void *p)
+{
+    kp_alter_configs_req_defaults(p);
+}
+
 static kp_err kp_alter_configs_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_alter_configs_resp_decode(r, a, p, v);
@@ -600,6 +895,11 @@ static kp_err kp_alter_configs_resp_decode_any(kp_reader *r, kp_arena *a, void *
 static void kp_alter_configs_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_alter_configs_resp_encode(w, p, v);
+}
+
+static void kp_alter_configs_resp_defaults_any(void *p)
+{
+    kp_alter_configs_resp_defaults(p);
 }
 
 static kp_err kp_alter_replica_log_dirs_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -612,6 +912,11 @@ static void kp_alter_replica_log_dirs_req_encode_any(kp_writer *w, const void *p
     kp_alter_replica_log_dirs_req_encode(w, p, v);
 }
 
+static void kp_alter_replica_log_dirs_req_defaults_any(void *p)
+{
+    kp_alter_replica_log_dirs_req_defaults(p);
+}
+
 static kp_err kp_alter_replica_log_dirs_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_alter_replica_log_dirs_resp_decode(r, a, p, v);
@@ -620,6 +925,11 @@ static kp_err kp_alter_replica_log_dirs_resp_decode_any(kp_reader *r, kp_arena *
 static void kp_alter_replica_log_dirs_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_alter_replica_log_dirs_resp_encode(w, p, v);
+}
+
+static void kp_alter_replica_log_dirs_resp_defaults_any(void *p)
+{
+    kp_alter_replica_log_dirs_resp_defaults(p);
 }
 
 static kp_err kp_describe_log_dirs_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -632,6 +942,11 @@ static void kp_describe_log_dirs_req_encode_any(kp_writer *w, const void *p, int
     kp_describe_log_dirs_req_encode(w, p, v);
 }
 
+static void kp_describe_log_dirs_req_defaults_any(void *p)
+{
+    kp_describe_log_dirs_req_defaults(p);
+}
+
 static kp_err kp_describe_log_dirs_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_log_dirs_resp_decode(r, a, p, v);
@@ -640,6 +955,11 @@ static kp_err kp_describe_log_dirs_resp_decode_any(kp_reader *r, kp_arena *a, vo
 static void kp_describe_log_dirs_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_log_dirs_resp_encode(w, p, v);
+}
+
+static void kp_describe_log_dirs_resp_defaults_any(void *p)
+{
+    kp_describe_log_dirs_resp_defaults(p);
 }
 
 static kp_err kp_sasl_authenticate_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -652,6 +972,11 @@ static void kp_sasl_authenticate_req_encode_any(kp_writer *w, const void *p, int
     kp_sasl_authenticate_req_encode(w, p, v);
 }
 
+static void kp_sasl_authenticate_req_defaults_any(void *p)
+{
+    kp_sasl_authenticate_req_defaults(p);
+}
+
 static kp_err kp_sasl_authenticate_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_sasl_authenticate_resp_decode(r, a, p, v);
@@ -660,6 +985,11 @@ static kp_err kp_sasl_authenticate_resp_decode_any(kp_reader *r, kp_arena *a, vo
 static void kp_sasl_authenticate_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_sasl_authenticate_resp_encode(w, p, v);
+}
+
+static void kp_sasl_authenticate_resp_defaults_any(void *p)
+{
+    kp_sasl_authenticate_resp_defaults(p);
 }
 
 static kp_err kp_create_partitions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -672,6 +1002,11 @@ static void kp_create_partitions_req_encode_any(kp_writer *w, const void *p, int
     kp_create_partitions_req_encode(w, p, v);
 }
 
+static void kp_create_partitions_req_defaults_any(void *p)
+{
+    kp_create_partitions_req_defaults(p);
+}
+
 static kp_err kp_create_partitions_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_create_partitions_resp_decode(r, a, p, v);
@@ -680,6 +1015,11 @@ static kp_err kp_create_partitions_resp_decode_any(kp_reader *r, kp_arena *a, vo
 static void kp_create_partitions_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_create_partitions_resp_encode(w, p, v);
+}
+
+static void kp_create_partitions_resp_defaults_any(void *p)
+{
+    kp_create_partitions_resp_defaults(p);
 }
 
 static kp_err kp_create_delegation_token_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -692,6 +1032,11 @@ static void kp_create_delegation_token_req_encode_any(kp_writer *w, const void *
     kp_create_delegation_token_req_encode(w, p, v);
 }
 
+static void kp_create_delegation_token_req_defaults_any(void *p)
+{
+    kp_create_delegation_token_req_defaults(p);
+}
+
 static kp_err kp_create_delegation_token_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_create_delegation_token_resp_decode(r, a, p, v);
@@ -700,6 +1045,11 @@ static kp_err kp_create_delegation_token_resp_decode_any(kp_reader *r, kp_arena 
 static void kp_create_delegation_token_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_create_delegation_token_resp_encode(w, p, v);
+}
+
+static void kp_create_delegation_token_resp_defaults_any(void *p)
+{
+    kp_create_delegation_token_resp_defaults(p);
 }
 
 static kp_err kp_renew_delegation_token_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -712,6 +1062,11 @@ static void kp_renew_delegation_token_req_encode_any(kp_writer *w, const void *p
     kp_renew_delegation_token_req_encode(w, p, v);
 }
 
+static void kp_renew_delegation_token_req_defaults_any(void *p)
+{
+    kp_renew_delegation_token_req_defaults(p);
+}
+
 static kp_err kp_renew_delegation_token_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_renew_delegation_token_resp_decode(r, a, p, v);
@@ -720,6 +1075,11 @@ static kp_err kp_renew_delegation_token_resp_decode_any(kp_reader *r, kp_arena *
 static void kp_renew_delegation_token_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_renew_delegation_token_resp_encode(w, p, v);
+}
+
+static void kp_renew_delegation_token_resp_defaults_any(void *p)
+{
+    kp_renew_delegation_token_resp_defaults(p);
 }
 
 static kp_err kp_expire_delegation_token_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -732,6 +1092,11 @@ static void kp_expire_delegation_token_req_encode_any(kp_writer *w, const void *
     kp_expire_delegation_token_req_encode(w, p, v);
 }
 
+static void kp_expire_delegation_token_req_defaults_any(void *p)
+{
+    kp_expire_delegation_token_req_defaults(p);
+}
+
 static kp_err kp_expire_delegation_token_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_expire_delegation_token_resp_decode(r, a, p, v);
@@ -740,6 +1105,11 @@ static kp_err kp_expire_delegation_token_resp_decode_any(kp_reader *r, kp_arena 
 static void kp_expire_delegation_token_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_expire_delegation_token_resp_encode(w, p, v);
+}
+
+static void kp_expire_delegation_token_resp_defaults_any(void *p)
+{
+    kp_expire_delegation_token_resp_defaults(p);
 }
 
 static kp_err kp_describe_delegation_token_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -752,6 +1122,11 @@ static void kp_describe_delegation_token_req_encode_any(kp_writer *w, const void
     kp_describe_delegation_token_req_encode(w, p, v);
 }
 
+static void kp_describe_delegation_token_req_defaults_any(void *p)
+{
+    kp_describe_delegation_token_req_defaults(p);
+}
+
 static kp_err kp_describe_delegation_token_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_delegation_token_resp_decode(r, a, p, v);
@@ -760,6 +1135,11 @@ static kp_err kp_describe_delegation_token_resp_decode_any(kp_reader *r, kp_aren
 static void kp_describe_delegation_token_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_delegation_token_resp_encode(w, p, v);
+}
+
+static void kp_describe_delegation_token_resp_defaults_any(void *p)
+{
+    kp_describe_delegation_token_resp_defaults(p);
 }
 
 static kp_err kp_delete_groups_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -772,6 +1152,11 @@ static void kp_delete_groups_req_encode_any(kp_writer *w, const void *p, int16_t
     kp_delete_groups_req_encode(w, p, v);
 }
 
+static void kp_delete_groups_req_defaults_any(void *p)
+{
+    kp_delete_groups_req_defaults(p);
+}
+
 static kp_err kp_delete_groups_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_delete_groups_resp_decode(r, a, p, v);
@@ -780,6 +1165,11 @@ static kp_err kp_delete_groups_resp_decode_any(kp_reader *r, kp_arena *a, void *
 static void kp_delete_groups_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_delete_groups_resp_encode(w, p, v);
+}
+
+static void kp_delete_groups_resp_defaults_any(void *p)
+{
+    kp_delete_groups_resp_defaults(p);
 }
 
 static kp_err kp_elect_leaders_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -792,6 +1182,11 @@ static void kp_elect_leaders_req_encode_any(kp_writer *w, const void *p, int16_t
     kp_elect_leaders_req_encode(w, p, v);
 }
 
+static void kp_elect_leaders_req_defaults_any(void *p)
+{
+    kp_elect_leaders_req_defaults(p);
+}
+
 static kp_err kp_elect_leaders_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_elect_leaders_resp_decode(r, a, p, v);
@@ -800,6 +1195,11 @@ static kp_err kp_elect_leaders_resp_decode_any(kp_reader *r, kp_arena *a, void *
 static void kp_elect_leaders_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_elect_leaders_resp_encode(w, p, v);
+}
+
+static void kp_elect_leaders_resp_defaults_any(void *p)
+{
+    kp_elect_leaders_resp_defaults(p);
 }
 
 static kp_err kp_incremental_alter_configs_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -812,6 +1212,11 @@ static void kp_incremental_alter_configs_req_encode_any(kp_writer *w, const void
     kp_incremental_alter_configs_req_encode(w, p, v);
 }
 
+static void kp_incremental_alter_configs_req_defaults_any(void *p)
+{
+    kp_incremental_alter_configs_req_defaults(p);
+}
+
 static kp_err kp_incremental_alter_configs_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_incremental_alter_configs_resp_decode(r, a, p, v);
@@ -820,6 +1225,11 @@ static kp_err kp_incremental_alter_configs_resp_decode_any(kp_reader *r, kp_aren
 static void kp_incremental_alter_configs_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_incremental_alter_configs_resp_encode(w, p, v);
+}
+
+static void kp_incremental_alter_configs_resp_defaults_any(void *p)
+{
+    kp_incremental_alter_configs_resp_defaults(p);
 }
 
 static kp_err kp_alter_partition_reassignments_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -832,6 +1242,11 @@ static void kp_alter_partition_reassignments_req_encode_any(kp_writer *w, const 
     kp_alter_partition_reassignments_req_encode(w, p, v);
 }
 
+static void kp_alter_partition_reassignments_req_defaults_any(void *p)
+{
+    kp_alter_partition_reassignments_req_defaults(p);
+}
+
 static kp_err kp_alter_partition_reassignments_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_alter_partition_reassignments_resp_decode(r, a, p, v);
@@ -840,6 +1255,11 @@ static kp_err kp_alter_partition_reassignments_resp_decode_any(kp_reader *r, kp_
 static void kp_alter_partition_reassignments_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_alter_partition_reassignments_resp_encode(w, p, v);
+}
+
+static void kp_alter_partition_reassignments_resp_defaults_any(void *p)
+{
+    kp_alter_partition_reassignments_resp_defaults(p);
 }
 
 static kp_err kp_list_partition_reassignments_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -852,6 +1272,11 @@ static void kp_list_partition_reassignments_req_encode_any(kp_writer *w, const v
     kp_list_partition_reassignments_req_encode(w, p, v);
 }
 
+static void kp_list_partition_reassignments_req_defaults_any(void *p)
+{
+    kp_list_partition_reassignments_req_defaults(p);
+}
+
 static kp_err kp_list_partition_reassignments_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_list_partition_reassignments_resp_decode(r, a, p, v);
@@ -860,6 +1285,11 @@ static kp_err kp_list_partition_reassignments_resp_decode_any(kp_reader *r, kp_a
 static void kp_list_partition_reassignments_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_list_partition_reassignments_resp_encode(w, p, v);
+}
+
+static void kp_list_partition_reassignments_resp_defaults_any(void *p)
+{
+    kp_list_partition_reassignments_resp_defaults(p);
 }
 
 static kp_err kp_offset_delete_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -872,6 +1302,11 @@ static void kp_offset_delete_req_encode_any(kp_writer *w, const void *p, int16_t
     kp_offset_delete_req_encode(w, p, v);
 }
 
+static void kp_offset_delete_req_defaults_any(void *p)
+{
+    kp_offset_delete_req_defaults(p);
+}
+
 static kp_err kp_offset_delete_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_offset_delete_resp_decode(r, a, p, v);
@@ -880,6 +1315,11 @@ static kp_err kp_offset_delete_resp_decode_any(kp_reader *r, kp_arena *a, void *
 static void kp_offset_delete_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_offset_delete_resp_encode(w, p, v);
+}
+
+static void kp_offset_delete_resp_defaults_any(void *p)
+{
+    kp_offset_delete_resp_defaults(p);
 }
 
 static kp_err kp_describe_client_quotas_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -892,6 +1332,11 @@ static void kp_describe_client_quotas_req_encode_any(kp_writer *w, const void *p
     kp_describe_client_quotas_req_encode(w, p, v);
 }
 
+static void kp_describe_client_quotas_req_defaults_any(void *p)
+{
+    kp_describe_client_quotas_req_defaults(p);
+}
+
 static kp_err kp_describe_client_quotas_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_client_quotas_resp_decode(r, a, p, v);
@@ -900,6 +1345,11 @@ static kp_err kp_describe_client_quotas_resp_decode_any(kp_reader *r, kp_arena *
 static void kp_describe_client_quotas_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_client_quotas_resp_encode(w, p, v);
+}
+
+static void kp_describe_client_quotas_resp_defaults_any(void *p)
+{
+    kp_describe_client_quotas_resp_defaults(p);
 }
 
 static kp_err kp_alter_client_quotas_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -912,6 +1362,11 @@ static void kp_alter_client_quotas_req_encode_any(kp_writer *w, const void *p, i
     kp_alter_client_quotas_req_encode(w, p, v);
 }
 
+static void kp_alter_client_quotas_req_defaults_any(void *p)
+{
+    kp_alter_client_quotas_req_defaults(p);
+}
+
 static kp_err kp_alter_client_quotas_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_alter_client_quotas_resp_decode(r, a, p, v);
@@ -920,6 +1375,11 @@ static kp_err kp_alter_client_quotas_resp_decode_any(kp_reader *r, kp_arena *a, 
 static void kp_alter_client_quotas_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_alter_client_quotas_resp_encode(w, p, v);
+}
+
+static void kp_alter_client_quotas_resp_defaults_any(void *p)
+{
+    kp_alter_client_quotas_resp_defaults(p);
 }
 
 static kp_err kp_describe_user_scram_credentials_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -932,6 +1392,11 @@ static void kp_describe_user_scram_credentials_req_encode_any(kp_writer *w, cons
     kp_describe_user_scram_credentials_req_encode(w, p, v);
 }
 
+static void kp_describe_user_scram_credentials_req_defaults_any(void *p)
+{
+    kp_describe_user_scram_credentials_req_defaults(p);
+}
+
 static kp_err kp_describe_user_scram_credentials_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_user_scram_credentials_resp_decode(r, a, p, v);
@@ -940,6 +1405,11 @@ static kp_err kp_describe_user_scram_credentials_resp_decode_any(kp_reader *r, k
 static void kp_describe_user_scram_credentials_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_user_scram_credentials_resp_encode(w, p, v);
+}
+
+static void kp_describe_user_scram_credentials_resp_defaults_any(void *p)
+{
+    kp_describe_user_scram_credentials_resp_defaults(p);
 }
 
 static kp_err kp_alter_user_scram_credentials_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -952,6 +1422,11 @@ static void kp_alter_user_scram_credentials_req_encode_any(kp_writer *w, const v
     kp_alter_user_scram_credentials_req_encode(w, p, v);
 }
 
+static void kp_alter_user_scram_credentials_req_defaults_any(void *p)
+{
+    kp_alter_user_scram_credentials_req_defaults(p);
+}
+
 static kp_err kp_alter_user_scram_credentials_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_alter_user_scram_credentials_resp_decode(r, a, p, v);
@@ -960,6 +1435,11 @@ static kp_err kp_alter_user_scram_credentials_resp_decode_any(kp_reader *r, kp_a
 static void kp_alter_user_scram_credentials_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_alter_user_scram_credentials_resp_encode(w, p, v);
+}
+
+static void kp_alter_user_scram_credentials_resp_defaults_any(void *p)
+{
+    kp_alter_user_scram_credentials_resp_defaults(p);
 }
 
 static kp_err kp_describe_quorum_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -972,6 +1452,11 @@ static void kp_describe_quorum_req_encode_any(kp_writer *w, const void *p, int16
     kp_describe_quorum_req_encode(w, p, v);
 }
 
+static void kp_describe_quorum_req_defaults_any(void *p)
+{
+    kp_describe_quorum_req_defaults(p);
+}
+
 static kp_err kp_describe_quorum_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_quorum_resp_decode(r, a, p, v);
@@ -980,6 +1465,11 @@ static kp_err kp_describe_quorum_resp_decode_any(kp_reader *r, kp_arena *a, void
 static void kp_describe_quorum_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_quorum_resp_encode(w, p, v);
+}
+
+static void kp_describe_quorum_resp_defaults_any(void *p)
+{
+    kp_describe_quorum_resp_defaults(p);
 }
 
 static kp_err kp_update_features_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -992,6 +1482,11 @@ static void kp_update_features_req_encode_any(kp_writer *w, const void *p, int16
     kp_update_features_req_encode(w, p, v);
 }
 
+static void kp_update_features_req_defaults_any(void *p)
+{
+    kp_update_features_req_defaults(p);
+}
+
 static kp_err kp_update_features_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_update_features_resp_decode(r, a, p, v);
@@ -1000,6 +1495,11 @@ static kp_err kp_update_features_resp_decode_any(kp_reader *r, kp_arena *a, void
 static void kp_update_features_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_update_features_resp_encode(w, p, v);
+}
+
+static void kp_update_features_resp_defaults_any(void *p)
+{
+    kp_update_features_resp_defaults(p);
 }
 
 static kp_err kp_describe_cluster_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1012,6 +1512,11 @@ static void kp_describe_cluster_req_encode_any(kp_writer *w, const void *p, int1
     kp_describe_cluster_req_encode(w, p, v);
 }
 
+static void kp_describe_cluster_req_defaults_any(void *p)
+{
+    kp_describe_cluster_req_defaults(p);
+}
+
 static kp_err kp_describe_cluster_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_cluster_resp_decode(r, a, p, v);
@@ -1020,6 +1525,11 @@ static kp_err kp_describe_cluster_resp_decode_any(kp_reader *r, kp_arena *a, voi
 static void kp_describe_cluster_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_cluster_resp_encode(w, p, v);
+}
+
+static void kp_describe_cluster_resp_defaults_any(void *p)
+{
+    kp_describe_cluster_resp_defaults(p);
 }
 
 static kp_err kp_describe_producers_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1032,6 +1542,11 @@ static void kp_describe_producers_req_encode_any(kp_writer *w, const void *p, in
     kp_describe_producers_req_encode(w, p, v);
 }
 
+static void kp_describe_producers_req_defaults_any(void *p)
+{
+    kp_describe_producers_req_defaults(p);
+}
+
 static kp_err kp_describe_producers_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_producers_resp_decode(r, a, p, v);
@@ -1040,6 +1555,11 @@ static kp_err kp_describe_producers_resp_decode_any(kp_reader *r, kp_arena *a, v
 static void kp_describe_producers_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_producers_resp_encode(w, p, v);
+}
+
+static void kp_describe_producers_resp_defaults_any(void *p)
+{
+    kp_describe_producers_resp_defaults(p);
 }
 
 static kp_err kp_unregister_broker_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1052,6 +1572,11 @@ static void kp_unregister_broker_req_encode_any(kp_writer *w, const void *p, int
     kp_unregister_broker_req_encode(w, p, v);
 }
 
+static void kp_unregister_broker_req_defaults_any(void *p)
+{
+    kp_unregister_broker_req_defaults(p);
+}
+
 static kp_err kp_unregister_broker_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_unregister_broker_resp_decode(r, a, p, v);
@@ -1060,6 +1585,11 @@ static kp_err kp_unregister_broker_resp_decode_any(kp_reader *r, kp_arena *a, vo
 static void kp_unregister_broker_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_unregister_broker_resp_encode(w, p, v);
+}
+
+static void kp_unregister_broker_resp_defaults_any(void *p)
+{
+    kp_unregister_broker_resp_defaults(p);
 }
 
 static kp_err kp_describe_transactions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1072,6 +1602,11 @@ static void kp_describe_transactions_req_encode_any(kp_writer *w, const void *p,
     kp_describe_transactions_req_encode(w, p, v);
 }
 
+static void kp_describe_transactions_req_defaults_any(void *p)
+{
+    kp_describe_transactions_req_defaults(p);
+}
+
 static kp_err kp_describe_transactions_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_transactions_resp_decode(r, a, p, v);
@@ -1080,6 +1615,11 @@ static kp_err kp_describe_transactions_resp_decode_any(kp_reader *r, kp_arena *a
 static void kp_describe_transactions_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_transactions_resp_encode(w, p, v);
+}
+
+static void kp_describe_transactions_resp_defaults_any(void *p)
+{
+    kp_describe_transactions_resp_defaults(p);
 }
 
 static kp_err kp_list_transactions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1092,6 +1632,11 @@ static void kp_list_transactions_req_encode_any(kp_writer *w, const void *p, int
     kp_list_transactions_req_encode(w, p, v);
 }
 
+static void kp_list_transactions_req_defaults_any(void *p)
+{
+    kp_list_transactions_req_defaults(p);
+}
+
 static kp_err kp_list_transactions_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_list_transactions_resp_decode(r, a, p, v);
@@ -1100,6 +1645,11 @@ static kp_err kp_list_transactions_resp_decode_any(kp_reader *r, kp_arena *a, vo
 static void kp_list_transactions_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_list_transactions_resp_encode(w, p, v);
+}
+
+static void kp_list_transactions_resp_defaults_any(void *p)
+{
+    kp_list_transactions_resp_defaults(p);
 }
 
 static kp_err kp_consumer_group_heartbeat_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1112,6 +1662,11 @@ static void kp_consumer_group_heartbeat_req_encode_any(kp_writer *w, const void 
     kp_consumer_group_heartbeat_req_encode(w, p, v);
 }
 
+static void kp_consumer_group_heartbeat_req_defaults_any(void *p)
+{
+    kp_consumer_group_heartbeat_req_defaults(p);
+}
+
 static kp_err kp_consumer_group_heartbeat_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_consumer_group_heartbeat_resp_decode(r, a, p, v);
@@ -1120,6 +1675,11 @@ static kp_err kp_consumer_group_heartbeat_resp_decode_any(kp_reader *r, kp_arena
 static void kp_consumer_group_heartbeat_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_consumer_group_heartbeat_resp_encode(w, p, v);
+}
+
+static void kp_consumer_group_heartbeat_resp_defaults_any(void *p)
+{
+    kp_consumer_group_heartbeat_resp_defaults(p);
 }
 
 static kp_err kp_consumer_group_describe_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1132,6 +1692,11 @@ static void kp_consumer_group_describe_req_encode_any(kp_writer *w, const void *
     kp_consumer_group_describe_req_encode(w, p, v);
 }
 
+static void kp_consumer_group_describe_req_defaults_any(void *p)
+{
+    kp_consumer_group_describe_req_defaults(p);
+}
+
 static kp_err kp_consumer_group_describe_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_consumer_group_describe_resp_decode(r, a, p, v);
@@ -1140,6 +1705,11 @@ static kp_err kp_consumer_group_describe_resp_decode_any(kp_reader *r, kp_arena 
 static void kp_consumer_group_describe_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_consumer_group_describe_resp_encode(w, p, v);
+}
+
+static void kp_consumer_group_describe_resp_defaults_any(void *p)
+{
+    kp_consumer_group_describe_resp_defaults(p);
 }
 
 static kp_err kp_get_telemetry_subscriptions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1152,6 +1722,11 @@ static void kp_get_telemetry_subscriptions_req_encode_any(kp_writer *w, const vo
     kp_get_telemetry_subscriptions_req_encode(w, p, v);
 }
 
+static void kp_get_telemetry_subscriptions_req_defaults_any(void *p)
+{
+    kp_get_telemetry_subscriptions_req_defaults(p);
+}
+
 static kp_err kp_get_telemetry_subscriptions_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_get_telemetry_subscriptions_resp_decode(r, a, p, v);
@@ -1160,6 +1735,11 @@ static kp_err kp_get_telemetry_subscriptions_resp_decode_any(kp_reader *r, kp_ar
 static void kp_get_telemetry_subscriptions_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_get_telemetry_subscriptions_resp_encode(w, p, v);
+}
+
+static void kp_get_telemetry_subscriptions_resp_defaults_any(void *p)
+{
+    kp_get_telemetry_subscriptions_resp_defaults(p);
 }
 
 static kp_err kp_push_telemetry_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1172,6 +1752,11 @@ static void kp_push_telemetry_req_encode_any(kp_writer *w, const void *p, int16_
     kp_push_telemetry_req_encode(w, p, v);
 }
 
+static void kp_push_telemetry_req_defaults_any(void *p)
+{
+    kp_push_telemetry_req_defaults(p);
+}
+
 static kp_err kp_push_telemetry_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_push_telemetry_resp_decode(r, a, p, v);
@@ -1180,6 +1765,11 @@ static kp_err kp_push_telemetry_resp_decode_any(kp_reader *r, kp_arena *a, void 
 static void kp_push_telemetry_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_push_telemetry_resp_encode(w, p, v);
+}
+
+static void kp_push_telemetry_resp_defaults_any(void *p)
+{
+    kp_push_telemetry_resp_defaults(p);
 }
 
 static kp_err kp_list_client_metrics_resources_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1192,6 +1782,11 @@ static void kp_list_client_metrics_resources_req_encode_any(kp_writer *w, const 
     kp_list_client_metrics_resources_req_encode(w, p, v);
 }
 
+static void kp_list_client_metrics_resources_req_defaults_any(void *p)
+{
+    kp_list_client_metrics_resources_req_defaults(p);
+}
+
 static kp_err kp_list_client_metrics_resources_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_list_client_metrics_resources_resp_decode(r, a, p, v);
@@ -1200,6 +1795,11 @@ static kp_err kp_list_client_metrics_resources_resp_decode_any(kp_reader *r, kp_
 static void kp_list_client_metrics_resources_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_list_client_metrics_resources_resp_encode(w, p, v);
+}
+
+static void kp_list_client_metrics_resources_resp_defaults_any(void *p)
+{
+    kp_list_client_metrics_resources_resp_defaults(p);
 }
 
 static kp_err kp_describe_topic_partitions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1212,6 +1812,11 @@ static void kp_describe_topic_partitions_req_encode_any(kp_writer *w, const void
     kp_describe_topic_partitions_req_encode(w, p, v);
 }
 
+static void kp_describe_topic_partitions_req_defaults_any(void *p)
+{
+    kp_describe_topic_partitions_req_defaults(p);
+}
+
 static kp_err kp_describe_topic_partitions_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_topic_partitions_resp_decode(r, a, p, v);
@@ -1220,6 +1825,11 @@ static kp_err kp_describe_topic_partitions_resp_decode_any(kp_reader *r, kp_aren
 static void kp_describe_topic_partitions_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_describe_topic_partitions_resp_encode(w, p, v);
+}
+
+static void kp_describe_topic_partitions_resp_defaults_any(void *p)
+{
+    kp_describe_topic_partitions_resp_defaults(p);
 }
 
 static kp_err kp_share_group_heartbeat_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1232,6 +1842,11 @@ static void kp_share_group_heartbeat_req_encode_any(kp_writer *w, const void *p,
     kp_share_group_heartbeat_req_encode(w, p, v);
 }
 
+static void kp_share_group_heartbeat_req_defaults_any(void *p)
+{
+    kp_share_group_heartbeat_req_defaults(p);
+}
+
 static kp_err kp_share_group_heartbeat_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_share_group_heartbeat_resp_decode(r, a, p, v);
@@ -1240,6 +1855,11 @@ static kp_err kp_share_group_heartbeat_resp_decode_any(kp_reader *r, kp_arena *a
 static void kp_share_group_heartbeat_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_share_group_heartbeat_resp_encode(w, p, v);
+}
+
+static void kp_share_group_heartbeat_resp_defaults_any(void *p)
+{
+    kp_share_group_heartbeat_resp_defaults(p);
 }
 
 static kp_err kp_share_group_describe_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1252,6 +1872,11 @@ static void kp_share_group_describe_req_encode_any(kp_writer *w, const void *p, 
     kp_share_group_describe_req_encode(w, p, v);
 }
 
+static void kp_share_group_describe_req_defaults_any(void *p)
+{
+    kp_share_group_describe_req_defaults(p);
+}
+
 static kp_err kp_share_group_describe_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_share_group_describe_resp_decode(r, a, p, v);
@@ -1260,6 +1885,11 @@ static kp_err kp_share_group_describe_resp_decode_any(kp_reader *r, kp_arena *a,
 static void kp_share_group_describe_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_share_group_describe_resp_encode(w, p, v);
+}
+
+static void kp_share_group_describe_resp_defaults_any(void *p)
+{
+    kp_share_group_describe_resp_defaults(p);
 }
 
 static kp_err kp_share_fetch_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1272,6 +1902,11 @@ static void kp_share_fetch_req_encode_any(kp_writer *w, const void *p, int16_t v
     kp_share_fetch_req_encode(w, p, v);
 }
 
+static void kp_share_fetch_req_defaults_any(void *p)
+{
+    kp_share_fetch_req_defaults(p);
+}
+
 static kp_err kp_share_fetch_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_share_fetch_resp_decode(r, a, p, v);
@@ -1280,6 +1915,11 @@ static kp_err kp_share_fetch_resp_decode_any(kp_reader *r, kp_arena *a, void *p,
 static void kp_share_fetch_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_share_fetch_resp_encode(w, p, v);
+}
+
+static void kp_share_fetch_resp_defaults_any(void *p)
+{
+    kp_share_fetch_resp_defaults(p);
 }
 
 static kp_err kp_share_acknowledge_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1292,6 +1932,11 @@ static void kp_share_acknowledge_req_encode_any(kp_writer *w, const void *p, int
     kp_share_acknowledge_req_encode(w, p, v);
 }
 
+static void kp_share_acknowledge_req_defaults_any(void *p)
+{
+    kp_share_acknowledge_req_defaults(p);
+}
+
 static kp_err kp_share_acknowledge_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_share_acknowledge_resp_decode(r, a, p, v);
@@ -1300,6 +1945,11 @@ static kp_err kp_share_acknowledge_resp_decode_any(kp_reader *r, kp_arena *a, vo
 static void kp_share_acknowledge_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_share_acknowledge_resp_encode(w, p, v);
+}
+
+static void kp_share_acknowledge_resp_defaults_any(void *p)
+{
+    kp_share_acknowledge_resp_defaults(p);
 }
 
 static kp_err kp_add_raft_voter_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1312,6 +1962,11 @@ static void kp_add_raft_voter_req_encode_any(kp_writer *w, const void *p, int16_
     kp_add_raft_voter_req_encode(w, p, v);
 }
 
+static void kp_add_raft_voter_req_defaults_any(void *p)
+{
+    kp_add_raft_voter_req_defaults(p);
+}
+
 static kp_err kp_add_raft_voter_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_add_raft_voter_resp_decode(r, a, p, v);
@@ -1320,6 +1975,11 @@ static kp_err kp_add_raft_voter_resp_decode_any(kp_reader *r, kp_arena *a, void 
 static void kp_add_raft_voter_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_add_raft_voter_resp_encode(w, p, v);
+}
+
+static void kp_add_raft_voter_resp_defaults_any(void *p)
+{
+    kp_add_raft_voter_resp_defaults(p);
 }
 
 static kp_err kp_remove_raft_voter_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1332,6 +1992,11 @@ static void kp_remove_raft_voter_req_encode_any(kp_writer *w, const void *p, int
     kp_remove_raft_voter_req_encode(w, p, v);
 }
 
+static void kp_remove_raft_voter_req_defaults_any(void *p)
+{
+    kp_remove_raft_voter_req_defaults(p);
+}
+
 static kp_err kp_remove_raft_voter_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_remove_raft_voter_resp_decode(r, a, p, v);
@@ -1340,6 +2005,11 @@ static kp_err kp_remove_raft_voter_resp_decode_any(kp_reader *r, kp_arena *a, vo
 static void kp_remove_raft_voter_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_remove_raft_voter_resp_encode(w, p, v);
+}
+
+static void kp_remove_raft_voter_resp_defaults_any(void *p)
+{
+    kp_remove_raft_voter_resp_defaults(p);
 }
 
 static kp_err kp_initialize_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1352,6 +2022,11 @@ static void kp_initialize_share_group_state_req_encode_any(kp_writer *w, const v
     kp_initialize_share_group_state_req_encode(w, p, v);
 }
 
+static void kp_initialize_share_group_state_req_defaults_any(void *p)
+{
+    kp_initialize_share_group_state_req_defaults(p);
+}
+
 static kp_err kp_initialize_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_initialize_share_group_state_resp_decode(r, a, p, v);
@@ -1360,6 +2035,11 @@ static kp_err kp_initialize_share_group_state_resp_decode_any(kp_reader *r, kp_a
 static void kp_initialize_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_initialize_share_group_state_resp_encode(w, p, v);
+}
+
+static void kp_initialize_share_group_state_resp_defaults_any(void *p)
+{
+    kp_initialize_share_group_state_resp_defaults(p);
 }
 
 static kp_err kp_read_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1372,6 +2052,11 @@ static void kp_read_share_group_state_req_encode_any(kp_writer *w, const void *p
     kp_read_share_group_state_req_encode(w, p, v);
 }
 
+static void kp_read_share_group_state_req_defaults_any(void *p)
+{
+    kp_read_share_group_state_req_defaults(p);
+}
+
 static kp_err kp_read_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_read_share_group_state_resp_decode(r, a, p, v);
@@ -1380,6 +2065,11 @@ static kp_err kp_read_share_group_state_resp_decode_any(kp_reader *r, kp_arena *
 static void kp_read_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_read_share_group_state_resp_encode(w, p, v);
+}
+
+static void kp_read_share_group_state_resp_defaults_any(void *p)
+{
+    kp_read_share_group_state_resp_defaults(p);
 }
 
 static kp_err kp_write_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1392,6 +2082,11 @@ static void kp_write_share_group_state_req_encode_any(kp_writer *w, const void *
     kp_write_share_group_state_req_encode(w, p, v);
 }
 
+static void kp_write_share_group_state_req_defaults_any(void *p)
+{
+    kp_write_share_group_state_req_defaults(p);
+}
+
 static kp_err kp_write_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_write_share_group_state_resp_decode(r, a, p, v);
@@ -1400,6 +2095,11 @@ static kp_err kp_write_share_group_state_resp_decode_any(kp_reader *r, kp_arena 
 static void kp_write_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_write_share_group_state_resp_encode(w, p, v);
+}
+
+static void kp_write_share_group_state_resp_defaults_any(void *p)
+{
+    kp_write_share_group_state_resp_defaults(p);
 }
 
 static kp_err kp_delete_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1412,6 +2112,11 @@ static void kp_delete_share_group_state_req_encode_any(kp_writer *w, const void 
     kp_delete_share_group_state_req_encode(w, p, v);
 }
 
+static void kp_delete_share_group_state_req_defaults_any(void *p)
+{
+    kp_delete_share_group_state_req_defaults(p);
+}
+
 static kp_err kp_delete_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_delete_share_group_state_resp_decode(r, a, p, v);
@@ -1420,6 +2125,11 @@ static kp_err kp_delete_share_group_state_resp_decode_any(kp_reader *r, kp_arena
 static void kp_delete_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
 {
     kp_delete_share_group_state_resp_encode(w, p, v);
+}
+
+static void kp_delete_share_group_state_resp_defaults_any(void *p)
+{
+    kp_delete_share_group_state_resp_defaults(p);
 }
 
 static kp_err kp_read_share_group_state_summary_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1432,6 +2142,11 @@ static void kp_read_share_group_state_summary_req_encode_any(kp_writer *w, const
     kp_read_share_group_state_summary_req_encode(w, p, v);
 }
 
+static void kp_read_share_group_state_summary_req_defaults_any(void *p)
+{
+    kp_read_share_group_state_summary_req_defaults(p);
+}
+
 static kp_err kp_read_share_group_state_summary_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_read_share_group_state_summary_resp_decode(r, a, p, v);
@@ -1442,223 +2157,228 @@ static void kp_read_share_group_state_summary_resp_encode_any(kp_writer *w, cons
     kp_read_share_group_state_summary_resp_encode(w, p, v);
 }
 
+static void kp_read_share_group_state_summary_resp_defaults_any(void *p)
+{
+    kp_read_share_group_state_summary_resp_defaults(p);
+}
+
 static const kp_api_info api_table[] = {
     {0, "Produce", 0, 11, 9, false,
-     {sizeof(kp_produce_req), kp_produce_req_decode_any, kp_produce_req_encode_any},
-     {sizeof(kp_produce_resp), kp_produce_resp_decode_any, kp_produce_resp_encode_any}},
+     {sizeof(kp_produce_req), kp_produce_req_decode_any, kp_produce_req_encode_any, kp_produce_req_defaults_any},
+     {sizeof(kp_produce_resp), kp_produce_resp_decode_any, kp_produce_resp_encode_any, kp_produce_resp_defaults_any}},
     {1, "Fetch", 0, 17, 12, false,
-     {sizeof(kp_fetch_req), kp_fetch_req_decode_any, kp_fetch_req_encode_any},
-     {sizeof(kp_fetch_resp), kp_fetch_resp_decode_any, kp_fetch_resp_encode_any}},
+     {sizeof(kp_fetch_req), kp_fetch_req_decode_any, kp_fetch_req_encode_any, kp_fetch_req_defaults_any},
+     {sizeof(kp_fetch_resp), kp_fetch_resp_decode_any, kp_fetch_resp_encode_any, kp_fetch_resp_defaults_any}},
     {2, "ListOffsets", 0, 10, 6, false,
-     {sizeof(kp_list_offsets_req), kp_list_offsets_req_decode_any, kp_list_offsets_req_encode_any},
-     {sizeof(kp_list_offsets_resp), kp_list_offsets_resp_decode_any, kp_list_offsets_resp_encode_any}},
+     {sizeof(kp_list_offsets_req), kp_list_offsets_req_decode_any, kp_list_offsets_req_encode_any, kp_list_offsets_req_defaults_any},
+     {sizeof(kp_list_offsets_resp), kp_list_offsets_resp_decode_any, kp_list_offsets_resp_encode_any, kp_list_offsets_resp_defaults_any}},
     {3, "Metadata", 0, 12, 9, false,
-     {sizeof(kp_metadata_req), kp_metadata_req_decode_any, kp_metadata_req_encode_any},
-     {sizeof(kp_metadata_resp), kp_metadata_resp_decode_any, kp_metadata_resp_encode_any}},
+     {sizeof(kp_metadata_req), kp_metadata_req_decode_any, kp_metadata_req_encode_any, kp_metadata_req_defaults_any},
+     {sizeof(kp_metadata_resp), kp_metadata_resp_decode_any, kp_metadata_resp_encode_any, kp_metadata_resp_defaults_any}},
     {8, "OffsetCommit", 0, 9, 8, false,
-     {sizeof(kp_offset_commit_req), kp_offset_commit_req_decode_any, kp_offset_commit_req_encode_any},
-     {sizeof(kp_offset_commit_resp), kp_offset_commit_resp_decode_any, kp_offset_commit_resp_encode_any}},
+     {sizeof(kp_offset_commit_req), kp_offset_commit_req_decode_any, kp_offset_commit_req_encode_any, kp_offset_commit_req_defaults_any},
+     {sizeof(kp_offset_commit_resp), kp_offset_commit_resp_decode_any, kp_offset_commit_resp_encode_any, kp_offset_commit_resp_defaults_any}},
     {9, "OffsetFetch", 0, 9, 6, false,
-     {sizeof(kp_offset_fetch_req), kp_offset_fetch_req_decode_any, kp_offset_fetch_req_encode_any},
-     {sizeof(kp_offset_fetch_resp), kp_offset_fetch_resp_decode_any, kp_offset_fetch_resp_encode_any}},
+     {sizeof(kp_offset_fetch_req), kp_offset_fetch_req_decode_any, kp_offset_fetch_req_encode_any, kp_offset_fetch_req_defaults_any},
+     {sizeof(kp_offset_fetch_resp), kp_offset_fetch_resp_decode_any, kp_offset_fetch_resp_encode_any, kp_offset_fetch_resp_defaults_any}},
     {10, "FindCoordinator", 0, 6, 3, false,
-     {sizeof(kp_find_coordinator_req), kp_find_coordinator_req_decode_any, kp_find_coordinator_req_encode_any},
-     {sizeof(kp_find_coordinator_resp), kp_find_coordinator_resp_decode_any, kp_find_coordinator_resp_encode_any}},
+     {sizeof(kp_find_coordinator_req), kp_find_coordinator_req_decode_any, kp_find_coordinator_req_encode_any, kp_find_coordinator_req_defaults_any},
+     {sizeof(kp_find_coordinator_resp), kp_find_coordinator_resp_decode_any, kp_find_coordinator_resp_encode_any, kp_find_coordinator_resp_defaults_any}},
     {11, "JoinGroup", 0, 9, 6, false,
-     {sizeof(kp_join_group_req), kp_join_group_req_decode_any, kp_join_group_req_encode_any},
-     {sizeof(kp_join_group_resp), kp_join_group_resp_decode_any, kp_join_group_resp_encode_any}},
+     {sizeof(kp_join_group_req), kp_join_group_req_decode_any, kp_join_group_req_encode_any, kp_join_group_req_defaults_any},
+     {sizeof(kp_join_group_resp), kp_join_group_resp_decode_any, kp_join_group_resp_encode_any, kp_join_group_resp_defaults_any}},
     {12, "Heartbeat", 0, 4, 4, false,
-     {sizeof(kp_heartbeat_req), kp_heartbeat_req_decode_any, kp_heartbeat_req_encode_any},
-     {sizeof(kp_heartbeat_resp), kp_heartbeat_resp_decode_any, kp_heartbeat_resp_encode_any}},
+     {sizeof(kp_heartbeat_req), kp_heartbeat_req_decode_any, kp_heartbeat_req_encode_any, kp_heartbeat_req_defaults_any},
+     {sizeof(kp_heartbeat_resp), kp_heartbeat_resp_decode_any, kp_heartbeat_resp_encode_any, kp_heartbeat_resp_defaults_any}},
     {13, "LeaveGroup", 0, 5, 4, false,
-     {sizeof(kp_leave_group_req), kp_leave_group_req_decode_any, kp_leave_group_req_encode_any},
-     {sizeof(kp_leave_group_resp), kp_leave_group_resp_decode_any, kp_leave_group_resp_encode_any}},
+     {sizeof(kp_leave_group_req), kp_leave_group_req_decode_any, kp_leave_group_req_encode_any, kp_leave_group_req_defaults_any},
+     {sizeof(kp_leave_group_resp), kp_leave_group_resp_decode_any, kp_leave_group_resp_encode_any, kp_leave_group_resp_defaults_any}},
     {14, "SyncGroup", 0, 5, 4, false,
-     {sizeof(kp_sync_group_req), kp_sync_group_req_decode_any, kp_sync_group_req_encode_any},
-     {sizeof(kp_sync_group_resp), kp_sync_group_resp_decode_any, kp_sync_group_resp_encode_any}},
+     {sizeof(kp_sync_group_req), kp_sync_group_req_decode_any, kp_sync_group_req_encode_any, kp_sync_group_req_defaults_any},
+     {sizeof(kp_sync_group_resp), kp_sync_group_resp_decode_any, kp_sync_group_resp_encode_any, kp_sync_group_resp_defaults_any}},
     {15, "DescribeGroups", 0, 5, 5, false,
-     {sizeof(kp_describe_groups_req), kp_describe_groups_req_decode_any, kp_describe_groups_req_encode_any},
-     {sizeof(kp_describe_groups_resp), kp_describe_groups_resp_decode_any, kp_describe_groups_resp_encode_any}},
+     {sizeof(kp_describe_groups_req), kp_describe_groups_req_decode_any, kp_describe_groups_req_encode_any, kp_describe_groups_req_defaults_any},
+     {sizeof(kp_describe_groups_resp), kp_describe_groups_resp_decode_any, kp_describe_groups_resp_encode_any, kp_describe_groups_resp_defaults_any}},
     {16, "ListGroups", 0, 5, 3, false,
-     {sizeof(kp_list_groups_req), kp_list_groups_req_decode_any, kp_list_groups_req_encode_any},
-     {sizeof(kp_list_groups_resp), kp_list_groups_resp_decode_any, kp_list_groups_resp_encode_any}},
+     {sizeof(kp_list_groups_req), kp_list_groups_req_decode_any, kp_list_groups_req_encode_any, kp_list_groups_req_defaults_any},
+     {sizeof(kp_list_groups_resp), kp_list_groups_resp_decode_any, kp_list_groups_resp_encode_any, kp_list_groups_resp_defaults_any}},
     {17, "SaslHandshake", 0, 1, -1, false,
-     {sizeof(kp_sasl_handshake_req), kp_sasl_handshake_req_decode_any, kp_sasl_handshake_req_encode_any},
-     {sizeof(kp_sasl_handshake_resp), kp_sasl_handshake_resp_decode_any, kp_sasl_handshake_resp_encode_any}},
+     {sizeof(kp_sasl_handshake_req), kp_sasl_handshake_req_decode_any, kp_sasl_handshake_req_encode_any, kp_sasl_handshake_req_defaults_any},
+     {sizeof(kp_sasl_handshake_resp), kp_sasl_handshake_resp_decode_any, kp_sasl_handshake_resp_encode_any, kp_sasl_handshake_resp_defaults_any}},
     {18, "ApiVersions", 0, 4, 3, false,
-     {sizeof(kp_api_versions_req), kp_api_versions_req_decode_any, kp_api_versions_req_encode_any},
-     {sizeof(kp_api_versions_resp), kp_api_versions_resp_decode_any, kp_api_versions_resp_encode_any}},
+     {sizeof(kp_api_versions_req), kp_api_versions_req_decode_any, kp_api_versions_req_encode_any, kp_api_versions_req_defaults_any},
+     {sizeof(kp_api_versions_resp), kp_api_versions_resp_decode_any, kp_api_versions_resp_encode_any, kp_api_versions_resp_defaults_any}},
     {19, "CreateTopics", 0, 7, 5, false,
-     {sizeof(kp_create_topics_req), kp_create_topics_req_decode_any, kp_create_topics_req_encode_any},
-     {sizeof(kp_create_topics_resp), kp_create_topics_resp_decode_any, kp_create_topics_resp_encode_any}},
+     {sizeof(kp_create_topics_req), kp_create_topics_req_decode_any, kp_create_topics_req_encode_any, kp_create_topics_req_defaults_any},
+     {sizeof(kp_create_topics_resp), kp_create_topics_resp_decode_any, kp_create_topics_resp_encode_any, kp_create_topics_resp_defaults_any}},
     {20, "DeleteTopics", 0, 6, 4, false,
-     {sizeof(kp_delete_topics_req), kp_delete_topics_req_decode_any, kp_delete_topics_req_encode_any},
-     {sizeof(kp_delete_topics_resp), kp_delete_topics_resp_decode_any, kp_delete_topics_resp_encode_any}},
+     {sizeof(kp_delete_topics_req), kp_delete_topics_req_decode_any, kp_delete_topics_req_encode_any, kp_delete_topics_req_defaults_any},
+     {sizeof(kp_delete_topics_resp), kp_delete_topics_resp_decode_any, kp_delete_topics_resp_encode_any, kp_delete_topics_resp_defaults_any}},
     {21, "DeleteRecords", 0, 2, 2, false,
-     {sizeof(kp_delete_records_req), kp_delete_records_req_decode_any, kp_delete_records_req_encode_any},
-     {sizeof(kp_delete_records_resp), kp_delete_records_resp_decode_any, kp_delete_records_resp_encode_any}},
+     {sizeof(kp_delete_records_req), kp_delete_records_req_decode_any, kp_delete_records_req_encode_any, kp_delete_records_req_defaults_any},
+     {sizeof(kp_delete_records_resp), kp_delete_records_resp_decode_any, kp_delete_records_resp_encode_any, kp_delete_records_resp_defaults_any}},
     {22, "InitProducerId", 0, 5, 2, false,
-     {sizeof(kp_init_producer_id_req), kp_init_producer_id_req_decode_any, kp_init_producer_id_req_encode_any},
-     {sizeof(kp_init_producer_id_resp), kp_init_producer_id_resp_decode_any, kp_init_producer_id_resp_encode_any}},
+     {sizeof(kp_init_producer_id_req), kp_init_producer_id_req_decode_any, kp_init_producer_id_req_encode_any, kp_init_producer_id_req_defaults_any},
+     {sizeof(kp_init_producer_id_resp), kp_init_producer_id_resp_decode_any, kp_init_producer_id_resp_encode_any, kp_init_producer_id_resp_defaults_any}},
     {23, "OffsetForLeaderEpoch", 0, 4, 4, false,
-     {sizeof(kp_offset_for_leader_epoch_req), kp_offset_for_leader_epoch_req_decode_any, kp_offset_for_leader_epoch_req_encode_any},
-     {sizeof(kp_offset_for_leader_epoch_resp), kp_offset_for_leader_epoch_resp_decode_any, kp_offset_for_leader_epoch_resp_encode_any}},
+     {sizeof(kp_offset_for_leader_epoch_req), kp_offset_for_leader_epoch_req_decode_any, kp_offset_for_leader_epoch_req_encode_any, kp_offset_for_leader_epoch_req_defaults_any},
+     {sizeof(kp_offset_for_leader_epoch_resp), kp_offset_for_leader_epoch_resp_decode_any, kp_offset_for_leader_epoch_resp_encode_any, kp_offset_for_leader_epoch_resp_defaults_any}},
     {24, "AddPartitionsToTxn", 0, 5, 3, false,
-     {sizeof(kp_add_partitions_to_txn_req), kp_add_partitions_to_txn_req_decode_any, kp_add_partitions_to_txn_req_encode_any},
-     {sizeof(kp_add_partitions_to_txn_resp), kp_add_partitions_to_txn_resp_decode_any, kp_add_partitions_to_txn_resp_encode_any}},
+     {sizeof(kp_add_partitions_to_txn_req), kp_add_partitions_to_txn_req_decode_any, kp_add_partitions_to_txn_req_encode_any, kp_add_partitions_to_txn_req_defaults_any},
+     {sizeof(kp_add_partitions_to_txn_resp), kp_add_partitions_to_txn_resp_decode_any, kp_add_partitions_to_txn_resp_encode_any, kp_add_partitions_to_txn_resp_defaults_any}},
     {25, "AddOffsetsToTxn", 0, 4, 3, false,
-     {sizeof(kp_add_offsets_to_txn_req), kp_add_offsets_to_txn_req_decode_any, kp_add_offsets_to_txn_req_encode_any},
-     {sizeof(kp_add_offsets_to_txn_resp), kp_add_offsets_to_txn_resp_decode_any, kp_add_offsets_to_txn_resp_encode_any}},
+     {sizeof(kp_add_offsets_to_txn_req), kp_add_offsets_to_txn_req_decode_any, kp_add_offsets_to_txn_req_encode_any, kp_add_offsets_to_txn_req_defaults_any},
+     {sizeof(kp_add_offsets_to_txn_resp), kp_add_offsets_to_txn_resp_decode_any, kp_add_offsets_to_txn_resp_encode_any, kp_add_offsets_to_txn_resp_defaults_any}},
     {26, "EndTxn", 0, 5, 3, true,
-     {sizeof(kp_end_txn_req), kp_end_txn_req_decode_any, kp_end_txn_req_encode_any},
-     {sizeof(kp_end_txn_resp), kp_end_txn_resp_decode_any, kp_end_txn_resp_encode_any}},
+     {sizeof(kp_end_txn_req), kp_end_txn_req_decode_any, kp_end_txn_req_encode_any, kp_end_txn_req_defaults_any},
+     {sizeof(kp_end_txn_resp), kp_end_txn_resp_decode_any, kp_end_txn_resp_encode_any, kp_end_txn_resp_defaults_any}},
     {27, "WriteTxnMarkers", 0, 1, 1, false,
-     {sizeof(kp_write_txn_markers_req), kp_write_txn_markers_req_decode_any, kp_write_txn_markers_req_encode_any},
-     {sizeof(kp_write_txn_markers_resp), kp_write_txn_markers_resp_decode_any, kp_write_txn_markers_resp_encode_any}},
+     {sizeof(kp_write_txn_markers_req), kp_write_txn_markers_req_decode_any, kp_write_txn_markers_req_encode_any, kp_write_txn_markers_req_defaults_any},
+     {sizeof(kp_write_txn_markers_resp), kp_write_txn_markers_resp_decode_any, kp_write_txn_markers_resp_encode_any, kp_write_txn_markers_resp_defaults_any}},
     {28, "TxnOffsetCommit", 0, 4, 3, false,
-     {sizeof(kp_txn_offset_commit_req), kp_txn_offset_commit_req_decode_any, kp_txn_offset_commit_req_encode_any},
-     {sizeof(kp_txn_offset_commit_resp), kp_txn_offset_commit_resp_decode_any, kp_txn_offset_commit_resp_encode_any}},
+     {sizeof(kp_txn_offset_commit_req), kp_txn_offset_commit_req_decode_any, kp_txn_offset_commit_req_encode_any, kp_txn_offset_commit_req_defaults_any},
+     {sizeof(kp_txn_offset_commit_resp), kp_txn_offset_commit_resp_decode_any, kp_txn_offset_commit_resp_encode_any, kp_txn_offset_commit_resp_defaults_any}},
     {29, "DescribeAcls", 0, 3, 2, false,
-     {sizeof(kp_describe_acls_req), kp_describe_acls_req_decode_any, kp_describe_acls_req_encode_any},
-     {sizeof(kp_describe_acls_resp), kp_describe_acls_resp_decode_any, kp_describe_acls_resp_encode_any}},
+     {sizeof(kp_describe_acls_req), kp_describe_acls_req_decode_any, kp_describe_acls_req_encode_any, kp_describe_acls_req_defaults_any},
+     {sizeof(kp_describe_acls_resp), kp_describe_acls_resp_decode_any, kp_describe_acls_resp_encode_any, kp_describe_acls_resp_defaults_any}},
     {30, "CreateAcls", 0, 3, 2, false,
-     {sizeof(kp_create_acls_req), kp_create_acls_req_decode_any, kp_create_acls_req_encode_any},
-     {sizeof(kp_create_acls_resp), kp_create_acls_resp_decode_any, kp_create_acls_resp_encode_any}},
+     {sizeof(kp_create_acls_req), kp_create_acls_req_decode_any, kp_create_acls_req_encode_any, kp_create_acls_req_defaults_any},
+     {sizeof(kp_create_acls_resp), kp_create_acls_resp_decode_any, kp_create_acls_resp_encode_any, kp_create_acls_resp_defaults_any}},
     {31, "DeleteAcls", 0, 3, 2, false,
-     {sizeof(kp_delete_acls_req), kp_delete_acls_req_decode_any, kp_delete_acls_req_encode_any},
-     {sizeof(kp_delete_acls_resp), kp_delete_acls_resp_decode_any, kp_delete_acls_resp_encode_any}},
+     {sizeof(kp_delete_acls_req), kp_delete_acls_req_decode_any, kp_delete_acls_req_encode_any, kp_delete_acls_req_defaults_any},
+     {sizeof(kp_delete_acls_resp), kp_delete_acls_resp_decode_any, kp_delete_acls_resp_encode_any, kp_delete_acls_resp_defaults_any}},
     {32, "DescribeConfigs", 0, 4, 4, false,
-     {sizeof(kp_describe_configs_req), kp_describe_configs_req_decode_any, kp_describe_configs_req_encode_any},
-     {sizeof(kp_describe_configs_resp), kp_describe_configs_resp_decode_any, kp_describe_configs_resp_encode_any}},
+     {sizeof(kp_describe_configs_req), kp_describe_configs_req_decode_any, kp_describe_configs_req_encode_any, kp_describe_configs_req_defaults_any},
+     {sizeof(kp_describe_configs_resp), kp_describe_configs_resp_decode_any, kp_describe_configs_resp_encode_any, kp_describe_configs_resp_defaults_any}},
     {33, "AlterConfigs", 0, 2, 2, false,
-     {sizeof(kp_alter_configs_req), kp_alter_configs_req_decode_any, kp_alter_configs_req_encode_any},
-     {sizeof(kp_alter_configs_resp), kp_alter_configs_resp_decode_any, kp_alter_configs_resp_encode_any}},
+     {sizeof(kp_alter_configs_req), kp_alter_configs_req_decode_any, kp_alter_configs_req_encode_any, kp_alter_configs_req_defaults_any},
+     {sizeof(kp_alter_configs_resp), kp_alter_configs_resp_decode_any, kp_alter_configs_resp_encode_any, kp_alter_configs_resp_defaults_any}},
     {34, "AlterReplicaLogDirs", 0, 2, 2, false,
-     {sizeof(kp_alter_replica_log_dirs_req), kp_alter_replica_log_dirs_req_decode_any, kp_alter_replica_log_dirs_req_encode_any},
-     {sizeof(kp_alter_replica_log_dirs_resp), kp_alter_replica_log_dirs_resp_decode_any, kp_alter_replica_log_dirs_resp_encode_any}},
+     {sizeof(kp_alter_replica_log_dirs_req), kp_alter_replica_log_dirs_req_decode_any, kp_alter_replica_log_dirs_req_encode_any, kp_alter_replica_log_dirs_req_defaults_any},
+     {sizeof(kp_alter_replica_log_dirs_resp), kp_alter_replica_log_dirs_resp_decode_any, kp_alter_replica_log_dirs_resp_encode_any, kp_alter_replica_log_dirs_resp_defaults_any}},
     {35, "DescribeLogDirs", 0, 4, 2, false,
-     {sizeof(kp_describe_log_dirs_req), kp_describe_log_dirs_req_decode_any, kp_describe_log_dirs_req_encode_any},
-     {sizeof(kp_describe_log_dirs_resp), kp_describe_log_dirs_resp_decode_any, kp_describe_log_dirs_resp_encode_any}},
+     {sizeof(kp_describe_log_dirs_req), kp_describe_log_dirs_req_decode_any, kp_describe_log_dirs_req_encode_any, kp_describe_log_dirs_req_defaults_any},
+     {sizeof(kp_describe_log_dirs_resp), kp_describe_log_dirs_resp_decode_any, kp_describe_log_dirs_resp_encode_any, kp_describe_log_dirs_resp_defaults_any}},
     {36, "SaslAuthenticate", 0, 2, 2, false,
-     {sizeof(kp_sasl_authenticate_req), kp_sasl_authenticate_req_decode_any, kp_sasl_authenticate_req_encode_any},
-     {sizeof(kp_sasl_authenticate_resp), kp_sasl_authenticate_resp_decode_any, kp_sasl_authenticate_resp_encode_any}},
+     {sizeof(kp_sasl_authenticate_req), kp_sasl_authenticate_req_decode_any, kp_sasl_authenticate_req_encode_any, kp_sasl_authenticate_req_defaults_any},
+     {sizeof(kp_sasl_authenticate_resp), kp_sasl_authenticate_resp_decode_any, kp_sasl_authenticate_resp_encode_any, kp_sasl_authenticate_resp_defaults_any}},
     {37, "CreatePartitions", 0, 3, 2, false,
-     {sizeof(kp_create_partitions_req), kp_create_partitions_req_decode_any, kp_create_partitions_req_encode_any},
-     {sizeof(kp_create_partitions_resp), kp_create_partitions_resp_decode_any, kp_create_partitions_resp_encode_any}},
+     {sizeof(kp_create_partitions_req), kp_create_partitions_req_decode_any, kp_create_partitions_req_encode_any, kp_create_partitions_req_defaults_any},
+     {sizeof(kp_create_partitions_resp), kp_create_partitions_resp_decode_any, kp_create_partitions_resp_encode_any, kp_create_partitions_resp_defaults_any}},
     {38, "CreateDelegationToken", 0, 3, 2, false,
-     {sizeof(kp_create_delegation_token_req), kp_create_delegation_token_req_decode_any, kp_create_delegation_token_req_encode_any},
-     {sizeof(kp_create_delegation_token_resp), kp_create_delegation_token_resp_decode_any, kp_create_delegation_token_resp_encode_any}},
+     {sizeof(kp_create_delegation_token_req), kp_create_delegation_token_req_decode_any, kp_create_delegation_token_req_encode_any, kp_create_delegation_token_req_defaults_any},
+     {sizeof(kp_create_delegation_token_resp), kp_create_delegation_token_resp_decode_any, kp_create_delegation_token_resp_encode_any, kp_create_delegation_token_resp_defaults_any}},
     {39, "RenewDelegationToken", 0, 2, 2, false,
-     {sizeof(kp_renew_delegation_token_req), kp_renew_delegation_token_req_decode_any, kp_renew_delegation_token_req_encode_any},
-     {sizeof(kp_renew_delegation_token_resp), kp_renew_delegation_token_resp_decode_any, kp_renew_delegation_token_resp_encode_any}},
+     {sizeof(kp_renew_delegation_token_req), kp_renew_delegation_token_req_decode_any, kp_renew_delegation_token_req_encode_any, kp_renew_delegation_token_req_defaults_any},
+     {sizeof(kp_renew_delegation_token_resp), kp_renew_delegation_token_resp_decode_any, kp_renew_delegation_token_resp_encode_any, kp_renew_delegation_token_resp_defaults_any}},
     {40, "ExpireDelegationToken", 0, 2, 2, false,
-     {sizeof(kp_expire_delegation_token_req), kp_expire_delegation_token_req_decode_any, kp_expire_delegation_token_req_encode_any},
-     {sizeof(kp_expire_delegation_token_resp), kp_expire_delegation_token_resp_decode_any, kp_expire_delegation_token_resp_encode_any}},
+     {sizeof(kp_expire_delegation_token_req), kp_expire_delegation_token_req_decode_any, kp_expire_delegation_token_req_encode_any, kp_expire_delegation_token_req_defaults_any},
+     {sizeof(kp_expire_delegation_token_resp), kp_expire_delegation_token_resp_decode_any, kp_expire_delegation_token_resp_encode_any, kp_expire_delegation_token_resp_defaults_any}},
     {41, "DescribeDelegationToken", 0, 3, 2, false,
-     {sizeof(kp_describe_delegation_token_req), kp_describe_delegation_token_req_decode_any, kp_describe_delegation_token_req_encode_any},
-     {sizeof(kp_describe_delegation_token_resp), kp_describe_delegation_token_resp_decode_any, kp_describe_delegation_token_resp_encode_any}},
+     {sizeof(kp_describe_delegation_token_req), kp_describe_delegation_token_req_decode_any, kp_describe_delegation_token_req_encode_any, kp_describe_delegation_token_req_defaults_any},
+     {sizeof(kp_describe_delegation_token_resp), kp_describe_delegation_token_resp_decode_any, kp_describe_delegation_token_resp_encode_any, kp_describe_delegation_token_resp_defaults_any}},
     {42, "DeleteGroups", 0, 2, 2, false,
-     {sizeof(kp_delete_groups_req), kp_delete_groups_req_decode_any, kp_delete_groups_req_encode_any},
-     {sizeof(kp_delete_groups_resp), kp_delete_groups_resp_decode_any, kp_delete_groups_resp_encode_any}},
+     {sizeof(kp_delete_groups_req), kp_delete_groups_req_decode_any, kp_delete_groups_req_encode_any, kp_delete_groups_req_defaults_any},
+     {sizeof(kp_delete_groups_resp), kp_delete_groups_resp_decode_any, kp_delete_groups_resp_encode_any, kp_delete_groups_resp_defaults_any}},
     {43, "ElectLeaders", 0, 2, 2, false,
-     {sizeof(kp_elect_leaders_req), kp_elect_leaders_req_decode_any, kp_elect_leaders_req_encode_any},
-     {sizeof(kp_elect_leaders_resp), kp_elect_leaders_resp_decode_any, kp_elect_leaders_resp_encode_any}},
+     {sizeof(kp_elect_leaders_req), kp_elect_leaders_req_decode_any, kp_elect_leaders_req_encode_any, kp_elect_leaders_req_defaults_any},
+     {sizeof(kp_elect_leaders_resp), kp_elect_leaders_resp_decode_any, kp_elect_leaders_resp_encode_any, kp_elect_leaders_resp_defaults_any}},
     {44, "IncrementalAlterConfigs", 0, 1, 1, false,
-     {sizeof(kp_incremental_alter_configs_req), kp_incremental_alter_configs_req_decode_any, kp_incremental_alter_configs_req_encode_any},
-     {sizeof(kp_incremental_alter_configs_resp), kp_incremental_alter_configs_resp_decode_any, kp_incremental_alter_configs_resp_encode_any}},
+     {sizeof(kp_incremental_alter_configs_req), kp_incremental_alter_configs_req_decode_any, kp_incremental_alter_configs_req_encode_any, kp_incremental_alter_configs_req_defaults_any},
+     {sizeof(kp_incremental_alter_configs_resp), kp_incremental_alter_configs_resp_decode_any, kp_incremental_alter_configs_resp_encode_any, kp_incremental_alter_configs_resp_defaults_any}},
     {45, "AlterPartitionReassignments", 0, 0, 0, false,
-     {sizeof(kp_alter_partition_reassignments_req), kp_alter_partition_reassignments_req_decode_any, kp_alter_partition_reassignments_req_encode_any},
-     {sizeof(kp_alter_partition_reassignments_resp), kp_alter_partition_reassignments_resp_decode_any, kp_alter_partition_reassignments_resp_encode_any}},
+     {sizeof(kp_alter_partition_reassignments_req), kp_alter_partition_reassignments_req_decode_any, kp_alter_partition_reassignments_req_encode_any, kp_alter_partition_reassignments_req_defaults_any},
+     {sizeof(kp_alter_partition_reassignments_resp), kp_alter_partition_reassignments_resp_decode_any, kp_alter_partition_reassignments_resp_encode_any, kp_alter_partition_reassignments_resp_defaults_any}},
     {46, "ListPartitionReassignments", 0, 0, 0, false,
-     {sizeof(kp_list_partition_reassignments_req), kp_list_partition_reassignments_req_decode_any, kp_list_partition_reassignments_req_encode_any},
-     {sizeof(kp_list_partition_reassignments_resp), kp_list_partition_reassignments_resp_decode_any, kp_list_partition_reassignments_resp_encode_any}},
+     {sizeof(kp_list_partition_reassignments_req), kp_list_partition_reassignments_req_decode_any, kp_list_partition_reassignments_req_encode_any, kp_list_partition_reassignments_req_defaults_any},
+     {sizeof(kp_list_partition_reassignments_resp), kp_list_partition_reassignments_resp_decode_any, kp_list_partition_reassignments_resp_encode_any, kp_list_partition_reassignments_resp_defaults_any}},
     {47, "OffsetDelete", 0, 0, -1, false,
-     {sizeof(kp_offset_delete_req), kp_offset_delete_req_decode_any, kp_offset_delete_req_encode_any},
-     {sizeof(kp_offset_delete_resp), kp_offset_delete_resp_decode_any, kp_offset_delete_resp_encode_any}},
+     {sizeof(kp_offset_delete_req), kp_offset_delete_req_decode_any, kp_offset_delete_req_encode_any, kp_offset_delete_req_defaults_any},
+     {sizeof(kp_offset_delete_resp), kp_offset_delete_resp_decode_any, kp_offset_delete_resp_encode_any, kp_offset_delete_resp_defaults_any}},
     {48, "DescribeClientQuotas", 0, 1, 1, false,
-     {sizeof(kp_describe_client_quotas_req), kp_describe_client_quotas_req_decode_any, kp_describe_client_quotas_req_encode_any},
-     {sizeof(kp_describe_client_quotas_resp), kp_describe_client_quotas_resp_decode_any, kp_describe_client_quotas_resp_encode_any}},
+     {sizeof(kp_describe_client_quotas_req), kp_describe_client_quotas_req_decode_any, kp_describe_client_quotas_req_encode_any, kp_describe_client_quotas_req_defaults_any},
+     {sizeof(kp_describe_client_quotas_resp), kp_describe_client_quotas_resp_decode_any, kp_describe_client_quotas_resp_encode_any, kp_describe_client_quotas_resp_defaults_any}},
     {49, "AlterClientQuotas", 0, 1, 1, false,
-     {sizeof(kp_alter_client_quotas_req), kp_alter_client_quotas_req_decode_any, kp_alter_client_quotas_req_encode_any},
-     {sizeof(kp_alter_client_quotas_resp), kp_alter_client_quotas_resp_decode_any, kp_alter_client_quotas_resp_encode_any}},
+     {sizeof(kp_alter_client_quotas_req), kp_alter_client_quotas_req_decode_any, kp_alter_client_quotas_req_encode_any, kp_alter_client_quotas_req_defaults_any},
+     {sizeof(kp_alter_client_quotas_resp), kp_alter_client_quotas_resp_decode_any, kp_alter_client_quotas_resp_encode_any, kp_alter_client_quotas_resp_defaults_any}},
     {50, "DescribeUserScramCredentials", 0, 0, 0, false,
-     {sizeof(kp_describe_user_scram_credentials_req), kp_describe_user_scram_credentials_req_decode_any, kp_describe_user_scram_credentials_req_encode_any},
-     {sizeof(kp_describe_user_scram_credentials_resp), kp_describe_user_scram_credentials_resp_decode_any, kp_describe_user_scram_credentials_resp_encode_any}},
+     {sizeof(kp_describe_user_scram_credentials_req), kp_describe_user_scram_credentials_req_decode_any, kp_describe_user_scram_credentials_req_encode_any, kp_describe_user_scram_credentials_req_defaults_any},
+     {sizeof(kp_describe_user_scram_credentials_resp), kp_describe_user_scram_credentials_resp_decode_any, kp_describe_user_scram_credentials_resp_encode_any, kp_describe_user_scram_credentials_resp_defaults_any}},
     {51, "AlterUserScramCredentials", 0, 0, 0, false,
-     {sizeof(kp_alter_user_scram_credentials_req), kp_alter_user_scram_credentials_req_decode_any, kp_alter_user_scram_credentials_req_encode_any},
-     {sizeof(kp_alter_user_scram_credentials_resp), kp_alter_user_scram_credentials_resp_decode_any, kp_alter_user_scram_credentials_resp_encode_any}},
+     {sizeof(kp_alter_user_scram_credentials_req), kp_alter_user_scram_credentials_req_decode_any, kp_alter_user_scram_credentials_req_encode_any, kp_alter_user_scram_credentials_req_defaults_any},
+     {sizeof(kp_alter_user_scram_credentials_resp), kp_alter_user_scram_credentials_resp_decode_any, kp_alter_user_scram_credentials_resp_encode_any, kp_alter_user_scram_credentials_resp_defaults_any}},
     {55, "DescribeQuorum", 0, 2, 0, false,
-     {sizeof(kp_describe_quorum_req), kp_describe_quorum_req_decode_any, kp_describe_quorum_req_encode_any},
-     {sizeof(kp_describe_quorum_resp), kp_describe_quorum_resp_decode_any, kp_describe_quorum_resp_encode_any}},
+     {sizeof(kp_describe_quorum_req), kp_describe_quorum_req_decode_any, kp_describe_quorum_req_encode_any, kp_describe_quorum_req_defaults_any},
+     {sizeof(kp_describe_quorum_resp), kp_describe_quorum_resp_decode_any, kp_describe_quorum_resp_encode_any, kp_describe_quorum_resp_defaults_any}},
     {57, "UpdateFeatures", 0, 2, 0, false,
-     {sizeof(kp_update_features_req), kp_update_features_req_decode_any, kp_update_features_req_encode_any},
-     {sizeof(kp_update_features_resp), kp_update_features_resp_decode_any, kp_update_features_resp_encode_any}},
+     {sizeof(kp_update_features_req), kp_update_features_req_decode_any, kp_update_features_req_encode_any, kp_update_features_req_defaults_any},
+     {sizeof(kp_update_features_resp), kp_update_features_resp_decode_any, kp_update_features_resp_encode_any, kp_update_features_resp_defaults_any}},
     {60, "DescribeCluster", 0, 1, 0, false,
-     {sizeof(kp_describe_cluster_req), kp_describe_cluster_req_decode_any, kp_describe_cluster_req_encode_any},
-     {sizeof(kp_describe_cluster_resp), kp_describe_cluster_resp_decode_any, kp_describe_cluster_resp_encode_any}},
+     {sizeof(kp_describe_cluster_req), kp_describe_cluster_req_decode_any, kp_describe_cluster_req_encode_any, kp_describe_cluster_req_defaults_any},
+     {sizeof(kp_describe_cluster_resp), kp_describe_cluster_resp_decode_any, kp_describe_cluster_resp_encode_any, kp_describe_cluster_resp_defaults_any}},
     {61, "DescribeProducers", 0, 0, 0, false,
-     {sizeof(kp_describe_producers_req), kp_describe_producers_req_decode_any, kp_describe_producers_req_encode_any},
-     {sizeof(kp_describe_producers_resp), kp_describe_producers_resp_decode_any, kp_describe_producers_resp_encode_any}},
+     {sizeof(kp_describe_producers_req), kp_describe_producers_req_decode_any, kp_describe_producers_req_encode_any, kp_describe_producers_req_defaults_any},
+     {sizeof(kp_describe_producers_resp), kp_describe_producers_resp_decode_any, kp_describe_producers_resp_encode_any, kp_describe_producers_resp_defaults_any}},
     {64, "UnregisterBroker", 0, 0, 0, false,
-     {sizeof(kp_unregister_broker_req), kp_unregister_broker_req_decode_any, kp_unregister_broker_req_encode_any},
-     {sizeof(kp_unregister_broker_resp), kp_unregister_broker_resp_decode_any, kp_unregister_broker_resp_encode_any}},
+     {sizeof(kp_unregister_broker_req), kp_unregister_broker_req_decode_any, kp_unregister_broker_req_encode_any, kp_unregister_broker_req_defaults_any},
+     {sizeof(kp_unregister_broker_resp), kp_unregister_broker_resp_decode_any, kp_unregister_broker_resp_encode_any, kp_unregister_broker_resp_defaults_any}},
     {65, "DescribeTransactions", 0, 0, 0, false,
-     {sizeof(kp_describe_transactions_req), kp_describe_transactions_req_decode_any, kp_describe_transactions_req_encode_any},
-     {sizeof(kp_describe_transactions_resp), kp_describe_transactions_resp_decode_any, kp_describe_transactions_resp_encode_any}},
+     {sizeof(kp_describe_transactions_req), kp_describe_transactions_req_decode_any, kp_describe_transactions_req_encode_any, kp_describe_transactions_req_defaults_any},
+     {sizeof(kp_describe_transactions_resp), kp_describe_transactions_resp_decode_any, kp_describe_transactions_resp_encode_any, kp_describe_transactions_resp_defaults_any}},
     {66, "ListTransactions", 0, 1, 0, false,
-     {sizeof(kp_list_transactions_req), kp_list_transactions_req_decode_any, kp_list_transactions_req_encode_any},
-     {sizeof(kp_list_transactions_resp), kp_list_transactions_resp_decode_any, kp_list_transactions_resp_encode_any}},
+     {sizeof(kp_list_transactions_req), kp_list_transactions_req_decode_any, kp_list_transactions_req_encode_any, kp_list_transactions_req_defaults_any},
+     {sizeof(kp_list_transactions_resp), kp_list_transactions_resp_decode_any, kp_list_transactions_resp_encode_any, kp_list_transactions_resp_defaults_any}},
     {68, "ConsumerGroupHeartbeat", 0, 1, 0, true,
-     {sizeof(kp_consumer_group_heartbeat_req), kp_consumer_group_heartbeat_req_decode_any, kp_consumer_group_heartbeat_req_encode_any},
-     {sizeof(kp_consumer_group_heartbeat_resp), kp_consumer_group_heartbeat_resp_decode_any, kp_consumer_group_heartbeat_resp_encode_any}},
+     {sizeof(kp_consumer_group_heartbeat_req), kp_consumer_group_heartbeat_req_decode_any, kp_consumer_group_heartbeat_req_encode_any, kp_consumer_group_heartbeat_req_defaults_any},
+     {sizeof(kp_consumer_group_heartbeat_resp), kp_consumer_group_heartbeat_resp_decode_any, kp_consumer_group_heartbeat_resp_encode_any, kp_consumer_group_heartbeat_resp_defaults_any}},
     {69, "ConsumerGroupDescribe", 0, 0, 0, false,
-     {sizeof(kp_consumer_group_describe_req), kp_consumer_group_describe_req_decode_any, kp_consumer_group_describe_req_encode_any},
-     {sizeof(kp_consumer_group_describe_resp), kp_consumer_group_describe_resp_decode_any, kp_consumer_group_describe_resp_encode_any}},
+     {sizeof(kp_consumer_group_describe_req), kp_consumer_group_describe_req_decode_any, kp_consumer_group_describe_req_encode_any, kp_consumer_group_describe_req_defaults_any},
+     {sizeof(kp_consumer_group_describe_resp), kp_consumer_group_describe_resp_decode_any, kp_consumer_group_describe_resp_encode_any, kp_consumer_group_describe_resp_defaults_any}},
     {71, "GetTelemetrySubscriptions", 0, 0, 0, false,
-     {sizeof(kp_get_telemetry_subscriptions_req), kp_get_telemetry_subscriptions_req_decode_any, kp_get_telemetry_subscriptions_req_encode_any},
-     {sizeof(kp_get_telemetry_subscriptions_resp), kp_get_telemetry_subscriptions_resp_decode_any, kp_get_telemetry_subscriptions_resp_encode_any}},
+     {sizeof(kp_get_telemetry_subscriptions_req), kp_get_telemetry_subscriptions_req_decode_any, kp_get_telemetry_subscriptions_req_encode_any, kp_get_telemetry_subscriptions_req_defaults_any},
+     {sizeof(kp_get_telemetry_subscriptions_resp), kp_get_telemetry_subscriptions_resp_decode_any, kp_get_telemetry_subscriptions_resp_encode_any, kp_get_telemetry_subscriptions_resp_defaults_any}},
     {72, "PushTelemetry", 0, 0, 0, false,
-     {sizeof(kp_push_telemetry_req), kp_push_telemetry_req_decode_any, kp_push_telemetry_req_encode_any},
-     {sizeof(kp_push_telemetry_resp), kp_push_telemetry_resp_decode_any, kp_push_telemetry_resp_encode_any}},
+     {sizeof(kp_push_telemetry_req), kp_push_telemetry_req_decode_any, kp_push_telemetry_req_encode_any, kp_push_telemetry_req_defaults_any},
+     {sizeof(kp_push_telemetry_resp), kp_push_telemetry_resp_decode_any, kp_push_telemetry_resp_encode_any, kp_push_telemetry_resp_defaults_any}},
     {74, "ListClientMetricsResources", 0, 0, 0, false,
-     {sizeof(kp_list_client_metrics_resources_req), kp_list_client_metrics_resources_req_decode_any, kp_list_client_metrics_resources_req_encode_any},
-     {sizeof(kp_list_client_metrics_resources_resp), kp_list_client_metrics_resources_resp_decode_any, kp_list_client_metrics_resources_resp_encode_any}},
+     {sizeof(kp_list_client_metrics_resources_req), kp_list_client_metrics_resources_req_decode_any, kp_list_client_metrics_resources_req_encode_any, kp_list_client_metrics_resources_req_defaults_any},
+     {sizeof(kp_list_client_metrics_resources_resp), kp_list_client_metrics_resources_resp_decode_any, kp_list_client_metrics_resources_resp_encode_any, kp_list_client_metrics_resources_resp_defaults_any}},
     {75, "DescribeTopicPartitions", 0, 0, 0, false,
-     {sizeof(kp_describe_topic_partitions_req), kp_describe_topic_partitions_req_decode_any, kp_describe_topic_partitions_req_encode_any},
-     {sizeof(kp_describe_topic_partitions_resp), kp_describe_topic_partitions_resp_decode_any, kp_describe_topic_partitions_resp_encode_any}},
+     {sizeof(kp_describe_topic_partitions_req), kp_describe_topic_partitions_req_decode_any, kp_describe_topic_partitions_req_encode_any, kp_describe_topic_partitions_req_defaults_any},
+     {sizeof(kp_describe_topic_partitions_resp), kp_describe_topic_partitions_resp_decode_any, kp_describe_topic_partitions_resp_encode_any, kp_describe_topic_partitions_resp_defaults_any}},
     {76, "ShareGroupHeartbeat", 0, 0, 0, true,
-     {sizeof(kp_share_group_heartbeat_req), kp_share_group_heartbeat_req_decode_any, kp_share_group_heartbeat_req_encode_any},
-     {sizeof(kp_share_group_heartbeat_resp), kp_share_group_heartbeat_resp_decode_any, kp_share_group_heartbeat_resp_encode_any}},
+     {sizeof(kp_share_group_heartbeat_req), kp_share_group_heartbeat_req_decode_any, kp_share_group_heartbeat_req_encode_any, kp_share_group_heartbeat_req_defaults_any},
+     {sizeof(kp_share_group_heartbeat_resp), kp_share_group_heartbeat_resp_decode_any, kp_share_group_heartbeat_resp_encode_any, kp_share_group_heartbeat_resp_defaults_any}},
     {77, "ShareGroupDescribe", 0, 0, 0, true,
-     {sizeof(kp_share_group_describe_req), kp_share_group_describe_req_decode_any, kp_share_group_describe_req_encode_any},
-     {sizeof(kp_share_group_describe_resp), kp_share_group_describe_resp_decode_any, kp_share_group_describe_resp_encode_any}},
+     {sizeof(kp_share_group_describe_req), kp_share_group_describe_req_decode_any, kp_share_group_describe_req_encode_any, kp_share_group_describe_req_defaults_any},
+     {sizeof(kp_share_group_describe_resp), kp_share_group_describe_resp_decode_any, kp_share_group_describe_resp_encode_any, kp_share_group_describe_resp_defaults_any}},
     {78, "ShareFetch", 0, 0, 0, true,
-     {sizeof(kp_share_fetch_req), kp_share_fetch_req_decode_any, kp_share_fetch_req_encode_any},
-     {sizeof(kp_share_fetch_resp), kp_share_fetch_resp_decode_any, kp_share_fetch_resp_encode_any}},
+     {sizeof(kp_share_fetch_req), kp_share_fetch_req_decode_any, kp_share_fetch_req_encode_any, kp_share_fetch_req_defaults_any},
+     {sizeof(kp_share_fetch_resp), kp_share_fetch_resp_decode_any, kp_share_fetch_resp_encode_any, kp_share_fetch_resp_defaults_any}},
     {79, "ShareAcknowledge", 0, 0, 0, true,
-     {sizeof(kp_share_acknowledge_req), kp_share_acknowledge_req_decode_any, kp_share_acknowledge_req_encode_any},
-     {sizeof(kp_share_acknowledge_resp), kp_share_acknowledge_resp_decode_any, kp_share_acknowledge_resp_encode_any}},
+     {sizeof(kp_share_acknowledge_req), kp_share_acknowledge_req_decode_any, kp_share_acknowledge_req_encode_any, kp_share_acknowledge_req_defaults_any},
+     {sizeof(kp_share_acknowledge_resp), kp_share_acknowledge_resp_decode_any, kp_share_acknowledge_resp_encode_any, kp_share_acknowledge_resp_defaults_any}},
     {80, "AddRaftVoter", 0, 0, 0, false,
-     {sizeof(kp_add_raft_voter_req), kp_add_raft_voter_req_decode_any, kp_add_raft_voter_req_encode_any},
-     {sizeof(kp_add_raft_voter_resp), kp_add_raft_voter_resp_decode_any, kp_add_raft_voter_resp_encode_any}},
+     {sizeof(kp_add_raft_voter_req), kp_add_raft_voter_req_decode_any, kp_add_raft_voter_req_encode_any, kp_add_raft_voter_req_defaults_any},
+     {sizeof(kp_add_raft_voter_resp), kp_add_raft_voter_resp_decode_any, kp_add_raft_voter_resp_encode_any, kp_add_raft_voter_resp_defaults_any}},
     {81, "RemoveRaftVoter", 0, 0, 0, false,
-     {sizeof(kp_remove_raft_voter_req), kp_remove_raft_voter_req_decode_any, kp_remove_raft_voter_req_encode_any},
-     {sizeof(kp_remove_raft_voter_resp), kp_remove_raft_voter_resp_decode_any, kp_remove_raft_voter_resp_encode_any}},
+     {sizeof(kp_remove_raft_voter_req), kp_remove_raft_voter_req_decode_any, kp_remove_raft_voter_req_encode_any, kp_remove_raft_voter_req_defaults_any},
+     {sizeof(kp_remove_raft_voter_resp), kp_remove_raft_voter_resp_decode_any, kp_remove_raft_voter_resp_encode_any, kp_remove_raft_voter_resp_defaults_any}},
     {83, "InitializeShareGroupState", 0, 0, 0, true,
-     {sizeof(kp_initialize_share_group_state_req), kp_initialize_share_group_state_req_decode_any, kp_initialize_share_group_state_req_encode_any},
-     {sizeof(kp_initialize_share_group_state_resp), kp_initialize_share_group_state_resp_decode_any, kp_initialize_share_group_state_resp_encode_any}},
+     {sizeof(kp_initialize_share_group_state_req), kp_initialize_share_group_state_req_decode_any, kp_initialize_share_group_state_req_encode_any, kp_initialize_share_group_state_req_defaults_any},
+     {sizeof(kp_initialize_share_group_state_resp), kp_initialize_share_group_state_resp_decode_any, kp_initialize_share_group_state_resp_encode_any, kp_initialize_share_group_state_resp_defaults_any}},
     {84, "ReadShareGroupState", 0, 0, 0, true,
-     {sizeof(kp_read_share_group_state_req), kp_read_share_group_state_req_decode_any, kp_read_share_group_state_req_encode_any},
-     {sizeof(kp_read_share_group_state_resp), kp_read_share_group_state_resp_decode_any, kp_read_share_group_state_resp_encode_any}},
+     {sizeof(kp_read_share_group_state_req), kp_read_share_group_state_req_decode_any, kp_read_share_group_state_req_encode_any, kp_read_share_group_state_req_defaults_any},
+     {sizeof(kp_read_share_group_state_resp), kp_read_share_group_state_resp_decode_any, kp_read_share_group_state_resp_encode_any, kp_read_share_group_state_resp_defaults_any}},
     {85, "WriteShareGroupState", 0, 0, 0, true,
-     {sizeof(kp_write_share_group_state_req), kp_write_share_group_state_req_decode_any, kp_write_share_group_state_req_encode_any},
-     {sizeof(kp_write_share_group_state_resp), kp_write_share_group_state_resp_decode_any, kp_write_share_group_state_resp_encode_any}},
+     {sizeof(kp_write_share_group_state_req), kp_write_share_group_state_req_decode_any, kp_write_share_group_state_req_encode_any, kp_write_share_group_state_req_defaults_any},
+     {sizeof(kp_write_share_group_state_resp), kp_write_share_group_state_resp_decode_any, kp_write_share_group_state_resp_encode_any, kp_write_share_group_state_resp_defaults_any}},
     {86, "DeleteShareGroupState", 0, 0, 0, true,
-     {sizeof(kp_delete_share_group_state_req), kp_delete_share_group_state_req_decode_any, kp_delete_share_group_state_req_encode_any},
-     {sizeof(kp_delete_share_group_state_resp), kp_delete_share_group_state_resp_decode_any, kp_delete_share_group_state_resp_encode_any}},
+     {sizeof(kp_delete_share_group_state_req), kp_delete_share_group_state_req_decode_any, kp_delete_share_group_state_req_encode_any, kp_delete_share_group_state_req_defaults_any},
+     {sizeof(kp_delete_share_group_state_resp), kp_delete_share_group_state_resp_decode_any, kp_delete_share_group_state_resp_encode_any, kp_delete_share_group_state_resp_defaults_any}},
     {87, "ReadShareGroupStateSummary", 0, 0, 0, true,
-     {sizeof(kp_read_share_group_state_summary_req), kp_read_share_group_state_summary_req_decode_any, kp_read_share_group_state_summary_req_encode_any},
-     {sizeof(kp_read_share_group_state_summary_resp), kp_read_share_group_state_summary_resp_decode_any, kp_read_share_group_state_summary_resp_encode_any}},
+     {sizeof(kp_read_share_group_state_summary_req), kp_read_share_group_state_summary_req_decode_any, kp_read_share_group_state_summary_req_encode_any, kp_read_share_group_state_summary_req_defaults_any},
+     {sizeof(kp_read_share_group_state_summary_resp), kp_read_share_group_state_summary_resp_decode_any, kp_read_share_group_state_summary_resp_encode_any, kp_read_share_group_state_summary_resp_defaults_any}},
 };
 
 const kp_api_info *kp_api_lookup(int key)

@@ -1,0 +1,86 @@
+#include "kb_broker.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "kb_log.h"
+#include "kb_server.h"
+#include "kb_topics.h"
+
+static void on_signal(kb_loop *loop, int fd, unsigned events, void *arg)
+{
+    (void)events;
+    (void)arg;
+    struct signalfd_siginfo si;
+    if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"shutting down\" signal=%s",
+               si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        kb_loop_stop(loop);
+    }
+}
+
+/* SIGTERM and SIGINT arrive through a signalfd; SIGPIPE is ignored. */
+static kp_err signals_setup(kb_broker *b)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0)
+        return KP_ERR__IO;
+    signal(SIGPIPE, SIG_IGN);
+    b->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (b->signal_fd < 0)
+        return KP_ERR__IO;
+    return kb_loop_add_fd(b->loop, b->signal_fd, KB_EV_READ, on_signal, b);
+}
+
+kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t errlen)
+{
+    memset(b, 0, sizeof(*b));
+    b->cfg = cfg;
+    b->node_id = cfg->node_id;
+    b->signal_fd = -1;
+    b->loop = kb_loop_new();
+    if (b->loop == NULL) {
+        snprintf(err, errlen, "cannot create the event loop: %s", strerror(errno));
+        return KP_ERR__IO;
+    }
+    if (signals_setup(b) != KP_ERR_NONE) {
+        snprintf(err, errlen, "cannot set up signal handling: %s", strerror(errno));
+        return KP_ERR__IO;
+    }
+    kp_err e = kb_topics_open(cfg, &b->topics, err, errlen);
+    if (e != KP_ERR_NONE)
+        return e;
+    snprintf(b->cluster_id, sizeof(b->cluster_id), "%.63s", kb_topics_cluster_id(b->topics));
+    e = kb_server_start(b, &b->server, err, errlen);
+    if (e != KP_ERR_NONE)
+        return e;
+    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"broker started\" node_id=%d cluster_id=%s topics=%zu",
+           b->node_id, b->cluster_id, kb_topics_count(b->topics));
+    return KP_ERR_NONE;
+}
+
+kp_err kb_broker_run(kb_broker *b)
+{
+    return kb_loop_run(b->loop);
+}
+
+void kb_broker_stop(kb_broker *b)
+{
+    kb_server_stop(b->server);
+    b->server = NULL;
+    kb_topics_close(b->topics);
+    b->topics = NULL;
+    if (b->signal_fd >= 0) {
+        kb_loop_del_fd(b->loop, b->signal_fd);
+        close(b->signal_fd);
+    }
+    kb_loop_free(b->loop);
+    b->loop = NULL;
+}

@@ -1,0 +1,49 @@
+/*
+ * kb_broker: the broker's process-lifetime context, passed to every module.
+ *
+ * Job: hold the frozen config, the loop, the registries and the listening
+ * sockets; start them in order and stop them in reverse.
+ *
+ * Invariants:
+ *   1. All state here is owned by the loop thread (Redis style: no locks).
+ *   2. cluster_id and node_id never change while the broker runs, and the
+ *      cluster id persists in meta.properties of the first log dir.
+ *
+ * Ownership: kb_broker_start() creates everything; kb_broker_stop() frees
+ * it. The config is borrowed and must outlive the broker.
+ *
+ * Threading: loop thread only.
+ *
+ * Errors: kb_broker_start() returns KP_ERR__IO / KP_ERR__INVAL with one line
+ * in err naming the key, value and problem (a port in use, an unwritable
+ * log dir).
+ */
+#ifndef KB_BROKER_H
+#define KB_BROKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_config.h"
+#include "kb_loop.h"
+
+typedef struct kb_topics kb_topics;
+typedef struct kb_conn kb_conn;
+typedef struct kb_server kb_server;
+
+typedef struct kb_broker {
+    const kb_config *cfg;
+    kb_loop *loop;
+    kb_topics *topics;
+    kb_server *server;
+    char cluster_id[64];
+    int32_t node_id;
+    int signal_fd;
+} kb_broker;
+
+kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t errlen);
+/* Runs the loop until SIGTERM or SIGINT. */
+kp_err kb_broker_run(kb_broker *b);
+void kb_broker_stop(kb_broker *b);
+
+#endif

@@ -1,0 +1,301 @@
+#include "kb_conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kb_broker.h"
+#include "kb_dispatch.h"
+#include "kb_log.h"
+#include "kb_server.h"
+
+#define KB_CONN_READ_CHUNK (64 * 1024)
+#define KB_CONN_OUT_PAUSE (16 * 1024 * 1024) /* stop reading above this backlog */
+#define KB_CONN_COPY_BUF (64 * 1024)
+
+static void conn_on_event(kb_loop *loop, int fd, unsigned events, void *arg);
+static void conn_process(kb_conn *c);
+
+kb_conn *kb_conn_new(kb_server *srv, kb_broker *b, int fd, const kb_listener *l,
+                     const char *peer)
+{
+    static uint64_t next_id = 1;
+    kb_conn *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->server = srv;
+    c->broker = b;
+    c->listener = l;
+    c->fd = fd;
+    c->id = next_id++;
+    snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    c->last_active_ms = kb_loop_now_ms(b->loop);
+    if (kb_loop_add_fd(b->loop, fd, KB_EV_READ, conn_on_event, c) != KP_ERR_NONE) {
+        free(c);
+        return NULL;
+    }
+    KB_LOG(KB_LL_DEBUG, KB_SUB_NET, "msg=\"connection accepted\" conn=%llu peer=%s",
+           (unsigned long long)c->id, c->peer);
+    return c;
+}
+
+static void out_free(kb_out *o)
+{
+    if (o->release != NULL)
+        o->release(o->release_arg);
+    free(o->mem);
+    free(o->chunks);
+    free(o);
+}
+
+void kb_conn_free(kb_conn *c)
+{
+    if (c->in_flight)
+        kp_arena_fini(&c->req.arena);
+    while (c->out_head != NULL) {
+        kb_out *o = c->out_head;
+        c->out_head = o->next;
+        out_free(o);
+    }
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->rbuf);
+    free(c);
+}
+
+void kb_conn_close(kb_conn *c, const char *reason)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    KB_LOG(KB_LL_DEBUG, KB_SUB_NET, "msg=\"connection closed\" conn=%llu peer=%s reason=\"%s\"",
+           (unsigned long long)c->id, c->peer, reason);
+    kb_loop_del_fd(c->broker->loop, c->fd);
+    if (c->in_flight && c->req.on_cancel != NULL) {
+        kb_req_cancel_cb *cancel = c->req.on_cancel;
+        c->req.on_cancel = NULL;
+        cancel(&c->req);
+    }
+    kb_server_retire(c->server, c);
+}
+
+/* Reading runs while no request is in flight and the backlog is small;
+ * writing is armed only while output waits on a full socket. */
+static void conn_update_events(kb_conn *c)
+{
+    if (c->closing)
+        return;
+    unsigned ev = 0;
+    if (!c->in_flight && c->out_bytes < KB_CONN_OUT_PAUSE)
+        ev |= KB_EV_READ;
+    if (c->write_blocked)
+        ev |= KB_EV_WRITE;
+    if (kb_loop_mod_fd(c->broker->loop, c->fd, ev) != KP_ERR_NONE)
+        kb_conn_close(c, "epoll_ctl failed");
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static void out_segment(const kb_out *o, int32_t seg, size_t *start, size_t *len)
+{
+    int32_t i = seg / 2;
+    if (seg % 2 == 1) {
+        *start = 0;
+        *len = (size_t)o->chunks[i].file.len;
+        return;
+    }
+    size_t from = i == 0 ? 0 : o->chunks[i - 1].mem_pos;
+    size_t to = i < o->nchunks ? o->chunks[i].mem_pos : o->mem_len;
+    *start = from;
+    *len = to - from;
+}
+
+/* Sends part of a file chunk; returns bytes sent, 0 on EAGAIN, -1 on error. */
+static ssize_t send_file_part(kb_conn *c, const kp_wchunk *ch, size_t done)
+{
+    size_t left = (size_t)ch->file.len - done;
+    off_t off = (off_t)(ch->file.off + (int64_t)done);
+    if (c->broker->cfg->fetch_zerocopy) {
+        ssize_t n = sendfile(c->fd, ch->file.fd, &off, left);
+        if (n < 0)
+            return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+        return n == 0 ? -1 : n; /* 0: the file shrank under us */
+    }
+    uint8_t buf[KB_CONN_COPY_BUF];
+    size_t want = left < sizeof(buf) ? left : sizeof(buf);
+    ssize_t got = pread(ch->file.fd, buf, want, off);
+    if (got <= 0)
+        return -1;
+    ssize_t n = send(c->fd, buf, (size_t)got, MSG_NOSIGNAL);
+    if (n < 0)
+        return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+    return n;
+}
+
+/* Writes as much of o as the socket takes. Returns 1 when o is fully sent,
+ * 0 when the socket is full, -1 on error. */
+static int out_write(kb_conn *c, kb_out *o)
+{
+    while (o->seg <= 2 * o->nchunks) {
+        size_t start, len;
+        out_segment(o, o->seg, &start, &len);
+        if (o->seg_off == len) {
+            o->seg++;
+            o->seg_off = 0;
+            continue;
+        }
+        ssize_t n;
+        if (o->seg % 2 == 1) {
+            n = send_file_part(c, &o->chunks[o->seg / 2], o->seg_off);
+        } else {
+            n = send(c->fd, o->mem + start + o->seg_off, len - o->seg_off, MSG_NOSIGNAL);
+            if (n < 0)
+                n = (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+        }
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return 0;
+        o->seg_off += (size_t)n;
+        c->out_bytes -= (size_t)n;
+    }
+    return 1;
+}
+
+static void conn_flush(kb_conn *c)
+{
+    while (c->out_head != NULL && !c->closing) {
+        kb_out *o = c->out_head;
+        int rc = out_write(c, o);
+        if (rc < 0) {
+            kb_conn_close(c, "write failed");
+            return;
+        }
+        if (rc == 0) {
+            c->write_blocked = true;
+            conn_update_events(c);
+            return;
+        }
+        c->out_head = o->next;
+        if (c->out_head == NULL)
+            c->out_tail = NULL;
+        out_free(o);
+    }
+    c->write_blocked = false;
+    conn_update_events(c);
+}
+
+void kb_conn_send(kb_conn *c, kb_out *out)
+{
+    if (c->closing) {
+        out_free(out);
+        return;
+    }
+    out->next = NULL;
+    if (c->out_tail != NULL)
+        c->out_tail->next = out;
+    else
+        c->out_head = out;
+    c->out_tail = out;
+    c->out_bytes += out->total;
+    conn_flush(c);
+}
+
+/* ---- input -------------------------------------------------------------- */
+
+static int32_t frame_size(const uint8_t *p)
+{
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+}
+
+static bool conn_reserve(kb_conn *c, size_t need)
+{
+    if (need <= c->rcap)
+        return true;
+    uint8_t *b = realloc(c->rbuf, need);
+    if (b == NULL)
+        return false;
+    c->rbuf = b;
+    c->rcap = need;
+    return true;
+}
+
+void kb_conn_request_done(kb_conn *c)
+{
+    size_t used = 4 + (size_t)frame_size(c->rbuf);
+    kp_arena_fini(&c->req.arena);
+    memset(&c->req, 0, sizeof(c->req));
+    c->in_flight = false;
+    memmove(c->rbuf, c->rbuf + used, c->rlen - used);
+    c->rlen -= used;
+    /* Inside kb_dispatch, conn_process's own loop picks up the next frame. */
+    if (c->closing || c->dispatching)
+        return;
+    conn_process(c);
+    conn_update_events(c);
+}
+
+/* Dispatches every whole frame at the front of the buffer, one at a time. */
+static void conn_process(kb_conn *c)
+{
+    while (!c->in_flight && !c->closing && c->rlen >= 4) {
+        int32_t size = frame_size(c->rbuf);
+        if (size <= 0 || size > c->broker->cfg->socket_request_max_bytes) {
+            KB_LOG(KB_LL_WARN, KB_SUB_NET,
+                   "msg=\"invalid frame size; closing\" conn=%llu peer=%s size=%d max=%d",
+                   (unsigned long long)c->id, c->peer, size,
+                   c->broker->cfg->socket_request_max_bytes);
+            kb_conn_close(c, "invalid frame size");
+            return;
+        }
+        if (c->rlen < 4 + (size_t)size) {
+            if (!conn_reserve(c, 4 + (size_t)size))
+                kb_conn_close(c, "out of memory for a frame");
+            return;
+        }
+        c->in_flight = true;
+        c->dispatching = true;
+        kb_dispatch(c, c->rbuf + 4, (size_t)size);
+        c->dispatching = false;
+    }
+    conn_update_events(c);
+}
+
+static void conn_read(kb_conn *c)
+{
+    if (!conn_reserve(c, KB_CONN_READ_CHUNK)) {
+        kb_conn_close(c, "out of memory");
+        return;
+    }
+    size_t room = c->rcap - c->rlen;
+    if (room == 0)
+        return;
+    ssize_t n = recv(c->fd, c->rbuf + c->rlen, room, 0);
+    if (n == 0) {
+        kb_conn_close(c, "peer closed");
+        return;
+    }
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EINTR)
+            kb_conn_close(c, "read failed");
+        return;
+    }
+    c->rlen += (size_t)n;
+    c->last_active_ms = kb_loop_now_ms(c->broker->loop);
+    conn_process(c);
+}
+
+static void conn_on_event(kb_loop *loop, int fd, unsigned events, void *arg)
+{
+    (void)loop;
+    (void)fd;
+    kb_conn *c = arg;
+    if (!c->closing && (events & KB_EV_WRITE))
+        conn_flush(c);
+    if (!c->closing && (events & KB_EV_READ) && !c->in_flight)
+        conn_read(c);
+}

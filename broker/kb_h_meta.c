@@ -1,0 +1,216 @@
+/* Handlers for cluster metadata: ApiVersions, Metadata, DescribeCluster. */
+#include <string.h>
+
+#include "kb_broker.h"
+#include "kb_dispatch.h"
+#include "kb_log.h"
+#include "kb_server.h"
+#include "kb_topics.h"
+
+/* Kafka's AclOperation codes, as bits of an authorized-operations mask. */
+#define OP(n) (1 << (n))
+#define TOPIC_OPERATIONS                                                                   \
+    (OP(3) | OP(4) | OP(5) | OP(6) | OP(7) | OP(8) | OP(10) | OP(11))
+#define CLUSTER_OPERATIONS (OP(5) | OP(7) | OP(8) | OP(9) | OP(10) | OP(11) | OP(12))
+
+kp_str kb_req_str(kb_req *req, const char *s)
+{
+    size_t len = strlen(s);
+    char *p = kp_arena_strdup(&req->arena, s, len);
+    return p != NULL ? (kp_str){p, (int32_t)len} : (kp_str){"", 0};
+}
+
+/* Client software names and versions must match Kafka's pattern. */
+static bool software_string_ok(kp_str s)
+{
+    if (s.len <= 0)
+        return s.len == 0;
+    for (int32_t i = 0; i < s.len; i++) {
+        char c = s.p[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        bool inner = c == '-' || c == '.';
+        if (!alnum && (!inner || i == 0 || i == s.len - 1))
+            return false;
+    }
+    return true;
+}
+
+kp_err kb_h_api_versions(kb_req *req, const kp_api_versions_req *rq, kp_api_versions_resp *rs)
+{
+    if (req->api_version >= 3 &&
+        (!software_string_ok(rq->client_software_name) ||
+         !software_string_ok(rq->client_software_version))) {
+        rs->error_code = KP_ERR_INVALID_REQUEST;
+        return KP_ERR_NONE;
+    }
+    int n = 0;
+    for (int key = 0; key <= KP_API_KEY_MAX; key++) {
+        int16_t lo, hi;
+        n += kb_dispatch_versions(key, &lo, &hi) ? 1 : 0;
+    }
+    if (!KB_ARRAY_ALLOC(req, rs->api_keys, n))
+        return KP_ERR__NOMEM;
+    int i = 0;
+    for (int key = 0; key <= KP_API_KEY_MAX; key++) {
+        int16_t lo, hi;
+        if (!kb_dispatch_versions(key, &lo, &hi))
+            continue;
+        rs->api_keys.v[i].api_key = (int16_t)key;
+        rs->api_keys.v[i].min_version = lo;
+        rs->api_keys.v[i].max_version = hi;
+        i++;
+    }
+    return KP_ERR_NONE;
+}
+
+/* The advertised host and port of the listener the request came in on. */
+static void advertised_endpoint(kb_req *req, kp_str *host, int32_t *port)
+{
+    const kb_config *cfg = req->broker->cfg;
+    const kb_listener *adv = kb_config_advertised(cfg, req->listener->li_name);
+    if (adv == NULL)
+        adv = req->listener;
+    *host = kb_req_str(req, adv->li_host[0] ? adv->li_host : "localhost");
+    *port = adv->li_port;
+    if (*port == 0) {
+        /* an ephemeral listener port: advertise the one actually bound */
+        for (size_t i = 0; i < cfg->listeners.n; i++)
+            if (&cfg->listeners.v[i] == req->listener)
+                *port = kb_server_port(req->broker->server, i);
+    }
+}
+
+static kp_err describe_partitions(kb_req *req, const kb_topic *t,
+                                  kp_metadata_resp_metadata_response_topic *out)
+{
+    int32_t node = req->broker->node_id;
+    if (!KB_ARRAY_ALLOC(req, out->partitions, t->npartitions))
+        return KP_ERR__NOMEM;
+    for (int32_t p = 0; p < t->npartitions; p++) {
+        kp_metadata_resp_metadata_response_partition *mp = &out->partitions.v[p];
+        mp->partition_index = p;
+        mp->leader_id = node;
+        mp->leader_epoch = t->partitions[p].leader_epoch;
+        if (!KB_ARRAY_ALLOC(req, mp->replica_nodes, 1) || !KB_ARRAY_ALLOC(req, mp->isr_nodes, 1))
+            return KP_ERR__NOMEM;
+        mp->replica_nodes.v[0] = node;
+        mp->isr_nodes.v[0] = node;
+        mp->offline_replicas.n = 0;
+    }
+    return KP_ERR_NONE;
+}
+
+static kp_err describe_topic(kb_req *req, const kp_metadata_req *rq, const kb_topic *t,
+                             kp_metadata_resp_metadata_response_topic *out)
+{
+    out->name = kb_req_str(req, t->name);
+    out->topic_id = t->id;
+    out->is_internal = t->internal;
+    if (rq->include_topic_authorized_operations)
+        out->topic_authorized_operations = TOPIC_OPERATIONS;
+    return describe_partitions(req, t, out);
+}
+
+/* Looks up one requested topic, creating it when Kafka would. */
+static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
+                           const kp_metadata_req_metadata_request_topic *want,
+                           kp_metadata_resp_metadata_response_topic *out)
+{
+    kb_broker *b = req->broker;
+    if (want->name.len < 0) {
+        kb_topic *t = kb_topics_find_id(b->topics, &want->topic_id);
+        out->topic_id = want->topic_id;
+        if (t == NULL) {
+            out->error_code = KP_ERR_UNKNOWN_TOPIC_ID;
+            return KP_ERR_NONE;
+        }
+        return describe_topic(req, rq, t, out);
+    }
+    out->name = want->name;
+    kb_topic *t = kb_topics_find(b->topics, want->name);
+    if (t != NULL)
+        return describe_topic(req, rq, t, out);
+    kb_msgbuf msg;
+    kp_err e = kb_topics_check_name(want->name, &msg);
+    if (e != KP_ERR_NONE) {
+        out->error_code = e;
+        return KP_ERR_NONE;
+    }
+    bool allowed = req->api_version < 4 || rq->allow_auto_topic_creation;
+    if (!allowed || !b->cfg->auto_create_topics_enable) {
+        out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        return KP_ERR_NONE;
+    }
+    e = kb_topics_create(b->topics, want->name, b->cfg->num_partitions, NULL, 0, false, &t, &msg);
+    if (e != KP_ERR_NONE) {
+        KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"auto-create failed\" topic=%.*s error=%s",
+               want->name.len, want->name.p, kp_err_name(e));
+        out->error_code = kp_err_to_wire(e);
+        return KP_ERR_NONE;
+    }
+    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%s partitions=%d", t->name,
+           t->npartitions);
+    return describe_topic(req, rq, t, out);
+}
+
+kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *rs)
+{
+    kb_broker *b = req->broker;
+    if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
+        return KP_ERR__NOMEM;
+    rs->brokers.v[0].node_id = b->node_id;
+    rs->brokers.v[0].rack = KP_STR_NULL;
+    advertised_endpoint(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
+    rs->cluster_id = kb_req_str(req, b->cluster_id);
+    rs->controller_id = b->node_id;
+    if (rq->include_cluster_authorized_operations)
+        rs->cluster_authorized_operations = CLUSTER_OPERATIONS;
+
+    /* v0: an empty list means every topic; v1+: null means every topic. */
+    bool all = rq->topics.n < 0 || (req->api_version == 0 && rq->topics.n == 0);
+    if (all) {
+        size_t n = kb_topics_count(b->topics);
+        if (!KB_ARRAY_ALLOC(req, rs->topics, n))
+            return KP_ERR__NOMEM;
+        for (size_t i = 0; i < n; i++) {
+            kp_metadata_resp_metadata_response_topic_defaults(&rs->topics.v[i]);
+            kp_err e = describe_topic(req, rq, kb_topics_at(b->topics, i), &rs->topics.v[i]);
+            if (e != KP_ERR_NONE)
+                return e;
+        }
+        return KP_ERR_NONE;
+    }
+    if (!KB_ARRAY_ALLOC(req, rs->topics, rq->topics.n))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < rq->topics.n; i++) {
+        kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[i];
+        kp_metadata_resp_metadata_response_topic_defaults(out);
+        kp_err e = metadata_one(req, rq, &rq->topics.v[i], out);
+        if (e != KP_ERR_NONE)
+            return e;
+    }
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_describe_cluster(kb_req *req, const kp_describe_cluster_req *rq,
+                             kp_describe_cluster_resp *rs)
+{
+    kb_broker *b = req->broker;
+    rs->endpoint_type = 1;
+    if (req->api_version >= 1 && rq->endpoint_type != 1) {
+        rs->error_code = KP_ERR_MISMATCHED_ENDPOINT_TYPE;
+        rs->error_message = KP_STR_LIT("The request was sent to an endpoint of type BROKER, but we "
+                                       "wanted an endpoint of type CONTROLLER");
+        return KP_ERR_NONE;
+    }
+    rs->cluster_id = kb_req_str(req, b->cluster_id);
+    rs->controller_id = b->node_id;
+    if (rq->include_cluster_authorized_operations)
+        rs->cluster_authorized_operations = CLUSTER_OPERATIONS;
+    if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
+        return KP_ERR__NOMEM;
+    rs->brokers.v[0].broker_id = b->node_id;
+    rs->brokers.v[0].rack = KP_STR_NULL;
+    advertised_endpoint(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
+    return KP_ERR_NONE;
+}
