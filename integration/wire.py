@@ -110,3 +110,99 @@ def metadata_v1_brokers(sock, correlation_id):
         brokers.append((node_id, host, port))
     (controller,) = struct.unpack_from(">i", resp, off)
     return brokers, controller
+
+
+class Reader:
+    """Big-endian reader over a response body; raises ValueError when short."""
+
+    def __init__(self, data, off=0):
+        self.data, self.off = data, off
+
+    def take(self, fmt):
+        size = struct.calcsize(fmt)
+        if self.off + size > len(self.data):
+            raise ValueError("response too short")
+        vals = struct.unpack_from(fmt, self.data, self.off)
+        self.off += size
+        return vals if len(vals) > 1 else vals[0]
+
+    def string(self):
+        n = self.take(">h")
+        if n < 0:
+            return None
+        s = self.data[self.off:self.off + n].decode()
+        self.off += n
+        return s
+
+    def array(self, item):
+        n = self.take(">i")
+        return None if n < 0 else [item(self) for _ in range(n)]
+
+
+def metadata_request(version, topics, correlation_id, allow_auto_create=True):
+    """Metadata v0..v8 (non-flexible). topics=None asks for all topics (v1+)."""
+    assert 0 <= version <= 8
+    if topics is None:
+        body = struct.pack(">i", -1)
+    else:
+        body = struct.pack(">i", len(topics))
+        for t in topics:
+            tb = t.encode()
+            body += struct.pack(">h", len(tb)) + tb
+    if version >= 4:
+        body += struct.pack(">?", allow_auto_create)
+    if version >= 8:
+        body += struct.pack(">??", False, False)  # include cluster/topic authorized ops
+    return frame(request_header(METADATA, version, correlation_id) + body)
+
+
+def parse_metadata(resp, version, correlation_id):
+    """Parse a Metadata v0..v8 response into a dict."""
+    r = Reader(resp)
+    corr = r.take(">i")
+    if corr != correlation_id:
+        raise ValueError("correlation id %d, expected %d" % (corr, correlation_id))
+    out = {}
+    if version >= 3:
+        out["throttle_time_ms"] = r.take(">i")
+
+    def broker(r):
+        b = {"node_id": r.take(">i"), "host": r.string(), "port": r.take(">i")}
+        if version >= 1:
+            b["rack"] = r.string()
+        return b
+
+    out["brokers"] = r.array(broker)
+    if version >= 2:
+        out["cluster_id"] = r.string()
+    if version >= 1:
+        out["controller_id"] = r.take(">i")
+
+    def partition(r):
+        p = {"error_code": r.take(">h"), "partition": r.take(">i"), "leader": r.take(">i")}
+        if version >= 7:
+            p["leader_epoch"] = r.take(">i")
+        p["replicas"] = r.array(lambda r: r.take(">i"))
+        p["isr"] = r.array(lambda r: r.take(">i"))
+        if version >= 5:
+            p["offline"] = r.array(lambda r: r.take(">i"))
+        return p
+
+    def topic(r):
+        t = {"error_code": r.take(">h"), "name": r.string()}
+        if version >= 1:
+            t["is_internal"] = r.take(">?")
+        t["partitions"] = r.array(partition)
+        if version >= 8:
+            t["authorized_operations"] = r.take(">i")
+        return t
+
+    out["topics"] = r.array(topic)
+    if version >= 8:
+        out["cluster_authorized_operations"] = r.take(">i")
+    return out
+
+
+def metadata(sock, version, topics, correlation_id, allow_auto_create=True):
+    sock.sendall(metadata_request(version, topics, correlation_id, allow_auto_create))
+    return parse_metadata(recv_frame(sock), version, correlation_id)
