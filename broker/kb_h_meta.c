@@ -106,8 +106,7 @@ static kp_err describe_topic(kb_req *req, const kp_metadata_req *rq, const kb_to
     out->name = kb_req_str(req, t->name);
     out->topic_id = t->id;
     out->is_internal = t->internal;
-    if (rq->include_topic_authorized_operations)
-        out->topic_authorized_operations = TOPIC_OPERATIONS;
+    (void)rq;
     return describe_partitions(req, t, out);
 }
 
@@ -168,26 +167,19 @@ kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *r
 
     /* v0: an empty list means every topic; v1+: null means every topic. */
     bool all = rq->topics.n < 0 || (req->api_version == 0 && rq->topics.n == 0);
-    if (all) {
-        size_t n = kb_topics_count(b->topics);
-        if (!KB_ARRAY_ALLOC(req, rs->topics, n))
-            return KP_ERR__NOMEM;
-        for (size_t i = 0; i < n; i++) {
-            kp_metadata_resp_metadata_response_topic_defaults(&rs->topics.v[i]);
-            kp_err e = describe_topic(req, rq, kb_topics_at(b->topics, i), &rs->topics.v[i]);
-            if (e != KP_ERR_NONE)
-                return e;
-        }
-        return KP_ERR_NONE;
-    }
-    if (!KB_ARRAY_ALLOC(req, rs->topics, rq->topics.n))
+    size_t n = all ? kb_topics_count(b->topics) : (size_t)rq->topics.n;
+    if (!KB_ARRAY_ALLOC(req, rs->topics, n))
         return KP_ERR__NOMEM;
-    for (int32_t i = 0; i < rq->topics.n; i++) {
+    for (size_t i = 0; i < n; i++) {
         kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[i];
         kp_metadata_resp_metadata_response_topic_defaults(out);
-        kp_err e = metadata_one(req, rq, &rq->topics.v[i], out);
+        kp_err e = all ? describe_topic(req, rq, kb_topics_at(b->topics, i), out)
+                       : metadata_one(req, rq, &rq->topics.v[i], out);
         if (e != KP_ERR_NONE)
             return e;
+        /* Without an authorizer every operation is allowed, error or not (as Kafka). */
+        if (rq->include_topic_authorized_operations)
+            out->topic_authorized_operations = TOPIC_OPERATIONS;
     }
     return KP_ERR_NONE;
 }
