@@ -587,25 +587,24 @@ static void clamp_after_truncate(ks_log *log)
     log->truncations++;
 }
 
-/* Empties the log and restarts it at offset. */
+/* Empties the log and restarts it at offset. Old files are unlinked, not
+ * cut, so readers holding a slice of them still read whole batches. */
 static kp_err truncate_fully(ks_log *log, int64_t offset, int64_t now_ms, kp_errctx *ctx)
 {
-    kp_err err;
     if (offset == log->segs[0]->base_offset) {
         drop_tail(log, 1);
-        err = ks_segment_truncate(log->segs[0], 0, ctx);
-        log->segs[0]->sealed = false;
-    } else {
-        ks_segment *keep[1];
-        err = new_segment(log, offset, now_ms, ctx);
-        if (err != KP_ERR_NONE)
-            return err;
-        keep[0] = log->segs[--log->nsegs];
-        drop_tail(log, 0);
-        log->segs[log->nsegs++] = keep[0];
+        (void)ks_segment_remove(log->segs[0], NULL);
     }
+    kp_err err = new_segment(log, offset, now_ms, ctx);
+    if (err != KP_ERR_NONE) {
+        log->failed = KP_ERR__IO;
+        return err;
+    }
+    ks_segment *fresh = log->segs[--log->nsegs];
+    drop_tail(log, 0);
+    log->segs[log->nsegs++] = fresh;
     log->log_start = offset;
-    return err;
+    return KP_ERR_NONE;
 }
 
 kp_err ks_log_truncate_to(ks_log *log, int64_t offset, int64_t now_ms, kp_errctx *ctx)

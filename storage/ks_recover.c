@@ -152,6 +152,26 @@ static kp_err recover_one(ks_segment **segs, int32_t *n, int32_t i, ks_recover_r
     return KP_ERR_NONE;
 }
 
+/* Dropping segments may leave an unscanned segment active: load its
+ * indexes and find its end, scanning it fully if its tail is bad. */
+static kp_err ready_active(ks_segment **segs, int32_t *n, ks_recover_report *rep,
+                           kp_errctx *ctx)
+{
+    ks_segment *last = segs[*n - 1];
+    bool was_loaded = last->indexes_loaded;
+    last->sealed = false;
+    if (was_loaded)
+        return KP_ERR_NONE;
+    kp_err err = ks_recover_indexes(last, rep, ctx);
+    if (err == KP_ERR_NONE)
+        err = ks_segment_scan_tail(last, ctx);
+    if (err == KP_ERR__CORRUPT) {
+        bool done;
+        err = recover_one(segs, n, *n - 1, rep, &done, ctx);
+    }
+    return err;
+}
+
 static int32_t segment_holding(ks_segment *const *segs, int32_t n, int64_t offset)
 {
     int32_t i = n - 1;
@@ -184,6 +204,5 @@ kp_err ks_recover_segments(ks_segment **segs, int32_t *n, int64_t recovery_point
         if (err != KP_ERR_NONE)
             return err;
     }
-    segs[*n - 1]->sealed = false;
-    return KP_ERR_NONE;
+    return ready_active(segs, n, rep, ctx);
 }

@@ -426,6 +426,8 @@ kp_err ks_segment_remove(ks_segment *seg, kp_errctx *ctx)
 {
     const char *const exts[] = {ext_log, ext_index, ext_time};
     kp_err first = KP_ERR_NONE;
+    if (seg->removed)
+        return KP_ERR_NONE; /* the names may belong to a newer segment now */
     for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
         char path[PATH_MAX];
         file_path(seg, exts[i], path, sizeof(path));

@@ -1,0 +1,137 @@
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ks_retention.h"
+#include "kt_storage.h"
+#include "storage_suites.h"
+
+static char *dir;
+static ks_io io;
+
+static void setup(void)
+{
+    dir = kt_tmpdir();
+    io = ks_io_posix();
+}
+
+static void teardown(void)
+{
+    kt_rmtree(dir);
+    dir = NULL;
+}
+
+/* Runs bounded steps until nothing is eligible; returns segments deleted. */
+static int32_t run_steps(ks_log *log, int64_t now_ms, int32_t max)
+{
+    int32_t total = 0;
+    for (;;) {
+        ks_retention_job job;
+        ck_assert_int_eq(ks_retention_plan(log, now_ms, max, &job, NULL), KP_ERR_NONE);
+        ck_assert_int_le(job.n, max);
+        int32_t n = job.n;
+        ck_assert_int_eq(ks_retention_finish(&job, NULL), KP_ERR_NONE);
+        if (n == 0)
+            return total;
+        total += n;
+    }
+}
+
+/* Timestamps grow with the batch index: 1000 ms per batch. */
+static void fill_timed(ks_log *log, kt_model *m, int32_t batches)
+{
+    for (int32_t i = 0; i < batches; i++)
+        ck_assert_int_eq(kt_model_try(log, m, 2, 200, (int64_t)i * 1000, 0, NULL), KP_ERR_NONE);
+}
+
+START_TEST(test_retention_by_time)
+{
+    ks_log_config cfg;
+    kt_small_config(&cfg, 2048, 256);
+    cfg.retention_ms = 10000;
+    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    kt_model m = {0};
+    fill_timed(log, &m, 60);
+    int32_t before = ks_log_segment_count(log);
+    int64_t now = 59000 + 10000; /* batches with max ts < 59000 are too old */
+    ck_assert_int_eq(run_steps(log, 10000, 2), 0);
+    int32_t deleted = run_steps(log, now, 2);
+    ck_assert_int_gt(deleted, 0);
+    ck_assert_int_eq(ks_log_segment_count(log), before - deleted);
+    for (int32_t i = 0; i < ks_log_segment_count(log) - 1; i++) {
+        ks_segment *seg;
+        ck_assert_int_eq(ks_log_segment_at(log, i, &seg, NULL), KP_ERR_NONE);
+        ck_assert_int_le(now - seg->max_timestamp, cfg.retention_ms);
+    }
+    ks_segment *first;
+    ck_assert_int_eq(ks_log_segment_at(log, 0, &first, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_log_start_offset(log), first->base_offset);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/t-0/00000000000000000000.log", dir);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    /* Never the active segment, however old. */
+    run_steps(log, INT64_MAX / 2, 100);
+    ck_assert_int_eq(ks_log_segment_count(log), 1);
+    ck_assert_int_eq(ks_log_end_offset(log), m.v[m.n - 1].last + 1);
+    ks_log_close(log, NULL);
+    kt_model_free(&m);
+}
+END_TEST
+
+START_TEST(test_retention_by_size)
+{
+    ks_log_config cfg;
+    kt_small_config(&cfg, 2048, 256);
+    cfg.retention_bytes = 5000;
+    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    kt_model m = {0};
+    fill_timed(log, &m, 80);
+    ck_assert_int_gt(ks_log_size(log), 5000);
+    ck_assert_int_gt(run_steps(log, 0, 1), 0);
+    ks_segment *first;
+    ck_assert_int_eq(ks_log_segment_at(log, 0, &first, NULL), KP_ERR_NONE);
+    ck_assert_int_ge(ks_log_size(log), cfg.retention_bytes);
+    ck_assert_int_lt(ks_log_size(log) - first->size, cfg.retention_bytes);
+    ks_log_close(log, NULL);
+    kt_model_free(&m);
+}
+END_TEST
+
+/* DeleteRecords moves the start; whole segments below it go. A reader
+ * still sending a deleted segment finishes. */
+START_TEST(test_retention_log_start_and_reader)
+{
+    ks_log_config cfg;
+    kt_small_config(&cfg, 2048, 256);
+    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    kt_model m = {0};
+    kt_model_fill(log, &m, 60, 5000, 41);
+    ks_log_slice s;
+    ck_assert_int_eq(ks_log_read(log, 0, 1 << 20, INT64_MAX, &s, NULL), KP_ERR_NONE);
+    ks_segment *seg;
+    ck_assert_int_eq(ks_log_segment_at(log, 3, &seg, NULL), KP_ERR_NONE);
+    int64_t start = seg->base_offset + 1;
+    ck_assert_int_eq(ks_log_advance_start(log, start, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(run_steps(log, 0, 10), 3);
+    ck_assert_int_eq(ks_log_start_offset(log), start);
+    uint8_t buf[64];
+    kt_pread(s.range.fd, buf, sizeof(buf), s.range.off);
+    ck_assert_int_eq(kp_be64_get(buf), 0);
+    ks_log_slice_release(&s);
+    ks_log_close(log, NULL);
+    kt_model_free(&m);
+}
+END_TEST
+
+Suite *retention_suite(void)
+{
+    Suite *s = suite_create("retention");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_retention_by_time);
+    tcase_add_test(tc, test_retention_by_size);
+    tcase_add_test(tc, test_retention_log_start_and_reader);
+    suite_add_tcase(s, tc);
+    return s;
+}
