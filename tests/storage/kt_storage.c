@@ -184,6 +184,40 @@ void kt_faultio_set_sync(kt_faultio *f, int sync_errno)
     pthread_mutex_unlock(&f->mu);
 }
 
+/* The fixture's state: one test runs at a time per process. */
+static char *fixture_dir;
+static ks_io fixture_io;
+static kt_faultio fixture_fio;
+
+void kt_fixture_setup(void)
+{
+    fixture_dir = kt_tmpdir();
+    fixture_io = ks_io_posix();
+    kt_faultio_init(&fixture_fio);
+}
+
+void kt_fixture_teardown(void)
+{
+    kt_faultio_fini(&fixture_fio);
+    kt_rmtree(fixture_dir);
+    fixture_dir = NULL;
+}
+
+kt_faultio *kt_fio(void)
+{
+    return &fixture_fio;
+}
+
+const char *kt_dir(void)
+{
+    return fixture_dir;
+}
+
+const ks_io *kt_io(void)
+{
+    return &fixture_io;
+}
+
 char *kt_tmpdir(void)
 {
     char *dir = strdup("/tmp/runnel-storage-XXXXXX");

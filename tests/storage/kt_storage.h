@@ -44,6 +44,15 @@ void kt_faultio_set_sync(kt_faultio *f, int sync_errno);
 void kt_faultio_gate(kt_faultio *f, bool closed);
 void kt_faultio_wait_blocked(kt_faultio *f, int n);
 
+/* Check fixture: a fresh temp dir per test (kt_dir), removed after. */
+void kt_fixture_setup(void);
+void kt_fixture_teardown(void);
+const char *kt_dir(void);
+/* The fixture's fault-injecting file system (no faults until set). */
+kt_faultio *kt_fio(void);
+/* The real file system, as a pointer for the tests' convenience. */
+const ks_io *kt_io(void);
+
 /* mkdtemp under /tmp; kt_rmtree removes it recursively and frees it. */
 char *kt_tmpdir(void);
 void kt_rmtree(char *dir);

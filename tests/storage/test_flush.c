@@ -7,22 +7,6 @@
 #include "kt_storage.h"
 #include "storage_suites.h"
 
-static char *dir;
-static kt_faultio fio;
-
-static void setup(void)
-{
-    dir = kt_tmpdir();
-    kt_faultio_init(&fio);
-}
-
-static void teardown(void)
-{
-    kt_faultio_fini(&fio);
-    kt_rmtree(dir);
-    dir = NULL;
-}
-
 /* Waits on the eventfd and drains until want completions arrived. */
 static void drain(ks_flush *f, ks_flush_done *out, size_t want)
 {
@@ -34,25 +18,32 @@ static void drain(ks_flush *f, ks_flush_done *out, size_t want)
     }
 }
 
-/* Requests queued while a sync runs share the next round's fdatasync. */
-START_TEST(test_flush_group_commit)
+/* A log on the fault file system with three batches, and a flusher. */
+static ks_log *open_with_flusher(ks_flush **f, kt_model *m)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 1 << 20, 4096);
-    ks_log *log = kt_open(&fio.io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(&kt_fio()->io, kt_dir(), &cfg, false, 0, NULL);
+    ck_assert_int_eq(ks_flush_new(f, NULL), KP_ERR_NONE);
+    kt_model_fill(log, m, 3, 5000, 51);
+    return log;
+}
+
+/* Requests queued while a sync runs share the next round's fdatasync. */
+START_TEST(test_flush_group_commit)
+{
     ks_flush *f;
-    ck_assert_int_eq(ks_flush_new(&f, NULL), KP_ERR_NONE);
     kt_model m = {0};
-    kt_model_fill(log, &m, 3, 5000, 51);
-    kt_faultio_gate(&fio, true);
+    ks_log *log = open_with_flusher(&f, &m);
+    kt_faultio_gate(kt_fio(), true);
     ck_assert_int_eq(ks_flush_submit(f, log, 1, NULL), KP_ERR_NONE);
-    kt_faultio_wait_blocked(&fio, 1);
+    kt_faultio_wait_blocked(kt_fio(), 1);
     for (uint64_t c = 2; c <= 9; c++) {
         kt_model_fill(log, &m, 1, 5000, (unsigned)c);
         ck_assert_int_eq(ks_flush_submit(f, log, c, NULL), KP_ERR_NONE);
     }
     ck_assert_int_eq(ks_log_flush_pending(log), 9);
-    kt_faultio_gate(&fio, false);
+    kt_faultio_gate(kt_fio(), false);
     ks_flush_done done[9];
     drain(f, done, 9);
     for (int i = 0; i < 9; i++) {
@@ -74,20 +65,16 @@ END_TEST
 
 START_TEST(test_flush_failure_reported)
 {
-    ks_log_config cfg;
-    kt_small_config(&cfg, 1 << 20, 4096);
-    ks_log *log = kt_open(&fio.io, dir, &cfg, false, 0, NULL);
     ks_flush *f;
-    ck_assert_int_eq(ks_flush_new(&f, NULL), KP_ERR_NONE);
     kt_model m = {0};
-    kt_model_fill(log, &m, 3, 5000, 52);
-    kt_faultio_set_sync(&fio, EIO);
+    ks_log *log = open_with_flusher(&f, &m);
+    kt_faultio_set_sync(kt_fio(), EIO);
     ck_assert_int_eq(ks_flush_submit(f, log, 1, NULL), KP_ERR_NONE);
     ks_flush_done done;
     drain(f, &done, 1);
     ck_assert_int_eq(done.err, KP_ERR__IO);
     ck_assert_int_eq(ks_log_recovery_point(log), 0);
-    kt_faultio_set_sync(&fio, 0);
+    kt_faultio_set_sync(kt_fio(), 0);
     ck_assert_int_eq(ks_flush_submit(f, log, 2, NULL), KP_ERR__IO);
     ks_flush_free(f, 7000);
     ks_log_close(log, NULL);
@@ -101,8 +88,8 @@ START_TEST(test_flush_policy)
     kt_small_config(&cfg, 1 << 20, 4096);
     cfg.flush_messages = 5;
     cfg.flush_ms = 100;
-    ks_io io = ks_io_posix();
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     ck_assert(!ks_flush_policy_due(log, 1000000));
     kt_append(log, 4, 10, 1, 1000);
     ck_assert(!ks_flush_policy_due(log, 1050));
@@ -121,7 +108,7 @@ Suite *flush_suite(void)
 {
     Suite *s = suite_create("flush");
     TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, kt_fixture_setup, kt_fixture_teardown);
     tcase_add_test(tc, test_flush_group_commit);
     tcase_add_test(tc, test_flush_failure_reported);
     tcase_add_test(tc, test_flush_policy);

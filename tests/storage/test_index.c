@@ -9,21 +9,6 @@
 #include "kt_storage.h"
 #include "storage_suites.h"
 
-static char *dir;
-static ks_io io;
-
-static void setup(void)
-{
-    dir = kt_tmpdir();
-    io = ks_io_posix();
-}
-
-static void teardown(void)
-{
-    kt_rmtree(dir);
-    dir = NULL;
-}
-
 static int32_t brute_floor(const ks_index *ix, int64_t key, bool strict)
 {
     int32_t r = -1;
@@ -37,19 +22,19 @@ static int32_t brute_floor(const ks_index *ix, int64_t key, bool strict)
 START_TEST(test_index_lookup_vs_brute_force)
 {
     char path[512];
-    snprintf(path, sizeof(path), "%s/0.index", dir);
+    snprintf(path, sizeof(path), "%s/0.index", kt_dir());
     ks_index ix;
     ks_index_init(&ix, _i == 0 ? KS_INDEX_OFFSET : KS_INDEX_TIME, 100000);
-    ck_assert_int_eq(ks_index_open(&ix, &io, path, true, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_index_open(&ix, kt_io(), path, true, NULL), KP_ERR_NONE);
     unsigned seed = 11;
     int64_t key = 0;
     int32_t val = 0;
     for (int i = 0; i < 3000; i++) {
         key += 1 + rand_r(&seed) % 50;
         val += rand_r(&seed) % 3;
-        ck_assert_int_eq(ks_index_append(&ix, &io, key, val, NULL), KP_ERR_NONE);
+        ck_assert_int_eq(ks_index_append(&ix, kt_io(), key, val, NULL), KP_ERR_NONE);
     }
-    ck_assert_int_eq(ks_index_append(&ix, &io, key, val, NULL), KP_ERR__INVAL);
+    ck_assert_int_eq(ks_index_append(&ix, kt_io(), key, val, NULL), KP_ERR__INVAL);
     for (int64_t k = -5; k < key + 5; k += 1 + rand_r(&seed) % 7) {
         ck_assert_int_eq(ks_index_floor_key(&ix, k, false), brute_floor(&ix, k, false));
         ck_assert_int_eq(ks_index_floor_key(&ix, k, true), brute_floor(&ix, k, true));
@@ -57,18 +42,18 @@ START_TEST(test_index_lookup_vs_brute_force)
     /* What was written reads back identically. */
     ks_index copy;
     ks_index_init(&copy, ix.kind, 100000);
-    ck_assert_int_eq(ks_index_open(&copy, &io, path, false, NULL), KP_ERR_NONE);
-    ck_assert_int_eq(ks_index_load(&copy, &io, INT64_MAX, INT32_MAX, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_index_open(&copy, kt_io(), path, false, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_index_load(&copy, kt_io(), INT64_MAX, INT32_MAX, NULL), KP_ERR_NONE);
     ck_assert_int_eq(copy.n, ix.n);
     for (int32_t i = 0; i < ix.n; i++) {
         ck_assert_int_eq(copy.keys[i], ix.keys[i]);
         ck_assert_int_eq(copy.vals[i], ix.vals[i]);
     }
     /* Out-of-range limits make the file corrupt. */
-    ck_assert_int_eq(ks_index_load(&copy, &io, key, INT32_MAX, NULL), KP_ERR__CORRUPT);
+    ck_assert_int_eq(ks_index_load(&copy, kt_io(), key, INT32_MAX, NULL), KP_ERR__CORRUPT);
     ck_assert_int_eq(copy.n, 0);
-    ks_index_fini(&copy, &io);
-    ks_index_fini(&ix, &io);
+    ks_index_fini(&copy, kt_io());
+    ks_index_fini(&ix, kt_io());
 }
 END_TEST
 
@@ -77,7 +62,7 @@ START_TEST(test_index_time_lookup_vs_brute_force)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 8192, 300);
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 300, 5000, 12);
     for (int pass = 0; pass < 2; pass++) {
@@ -96,7 +81,7 @@ START_TEST(test_index_time_lookup_vs_brute_force)
             ck_assert_int_eq(bts, m.v[want].max_ts);
         }
         ks_log_close(log, NULL);
-        log = kt_open(&io, dir, &cfg, true, -1, NULL);
+        log = kt_open(kt_io(), kt_dir(), &cfg, true, -1, NULL);
     }
     ks_log_close(log, NULL);
     kt_model_free(&m);
@@ -113,7 +98,7 @@ START_TEST(test_index_missing_and_corrupt_rebuilt)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 4096, 200);
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 150, 5000, 13);
     ck_assert_int_gt(ks_log_segment_count(log), 6);
@@ -137,7 +122,7 @@ START_TEST(test_index_missing_and_corrupt_rebuilt)
     fd = open(p[2], O_WRONLY);
     ck_assert_int_eq(pwrite(fd, "\x00\x00\x00\x01\x7f\x00\x00\x00", 8, 0), 8);
     close(fd);
-    log = kt_open(&io, dir, &cfg, true, -1, NULL);
+    log = kt_open(kt_io(), kt_dir(), &cfg, true, -1, NULL);
     kt_check_reads(log, &m, m.n);
     int64_t off, ts;
     ck_assert_int_eq(ks_log_offset_for_time(log, 0, &off, &ts, NULL), KP_ERR_NONE);
@@ -152,7 +137,7 @@ Suite *index_suite(void)
 {
     Suite *s = suite_create("index");
     TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, kt_fixture_setup, kt_fixture_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_index_lookup_vs_brute_force, 0, 2);
     tcase_add_test(tc, test_index_time_lookup_vs_brute_force);

@@ -9,24 +9,6 @@
 #include "kt_storage.h"
 #include "storage_suites.h"
 
-static char *dir;
-static kt_faultio fio;
-static ks_io posix;
-
-static void setup(void)
-{
-    dir = kt_tmpdir();
-    kt_faultio_init(&fio);
-    posix = ks_io_posix();
-}
-
-static void teardown(void)
-{
-    kt_faultio_fini(&fio);
-    kt_rmtree(dir);
-    dir = NULL;
-}
-
 /* Bytes in the .log files on disk, all segments together. */
 static int64_t files_size(ks_log *log)
 {
@@ -59,14 +41,14 @@ START_TEST(test_io_write_errors_leave_no_trace)
     static const int64_t budgets[] = {0, 1, 60, 200};
     ks_log_config cfg;
     kt_small_config(&cfg, 4096, 100);
-    ks_log *log = kt_open(&fio.io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(&kt_fio()->io, kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 20, 5000, 31);
     for (size_t e = 0; e < 3; e++) {
         for (size_t b = 0; b < 4; b++) {
             int64_t leo = ks_log_end_offset(log);
             int64_t fsize = files_size(log);
-            kt_faultio_set(&fio, budgets[b], errs[e], false);
+            kt_faultio_set(kt_fio(), budgets[b], errs[e], false);
             kp_err err = try_append(log, 3, 100);
             ck_assert_int_eq(err, errs[e] == EIO ? KP_ERR__IO : KP_ERR__NOSPC);
             ck_assert_int_eq(kp_err_to_wire(err), KP_ERR_KAFKA_STORAGE_ERROR);
@@ -76,14 +58,14 @@ START_TEST(test_io_write_errors_leave_no_trace)
             ks_log_slice s;
             ck_assert_int_eq(ks_log_read(log, leo, 1000, INT64_MAX, &s, NULL), KP_ERR_NONE);
             ck_assert_int_eq(s.range.len, 0);
-            kt_faultio_set(&fio, -1, 0, false);
+            kt_faultio_set(kt_fio(), -1, 0, false);
             kt_model_fill(log, &m, 3, 5000, 32 + (unsigned)b);
             ck_assert_int_eq(m.v[m.n - 3].base, leo);
         }
     }
     kt_check_reads(log, &m, m.n);
     ks_log_close(log, NULL);
-    log = kt_open(&posix, dir, &cfg, false, 0, NULL);
+    log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     ck_assert_int_eq(ks_log_end_offset(log), m.v[m.n - 1].last + 1);
     kt_check_reads(log, &m, m.n);
     ks_log_close(log, NULL);
@@ -95,13 +77,13 @@ START_TEST(test_io_short_writes)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 4096, 100);
-    fio.short_max = 7;
-    ks_log *log = kt_open(&fio.io, dir, &cfg, false, 0, NULL);
+    kt_fio()->short_max = 7;
+    ks_log *log = kt_open(&kt_fio()->io, kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 50, 5000, 33);
     kt_check_reads(log, &m, m.n);
     ks_log_close(log, NULL);
-    log = kt_open(&posix, dir, &cfg, false, 0, NULL);
+    log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_check_reads(log, &m, m.n);
     ks_log_close(log, NULL);
     kt_model_free(&m);
@@ -115,15 +97,15 @@ START_TEST(test_io_crash_after_n_bytes)
     ks_log_config cfg;
     kt_small_config(&cfg, 2048, 100);
     int64_t budget = 37 + _i * 211;
-    ks_log *log = kt_open(&fio.io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(&kt_fio()->io, kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 5, 5000, 34);
-    kt_faultio_set(&fio, budget, EIO, true);
+    kt_faultio_set(kt_fio(), budget, EIO, true);
     while (kt_model_try(log, &m, 2, 150, 1000, 5000, NULL) == KP_ERR_NONE)
         ck_assert_int_lt(ks_log_end_offset(log), 100000);
     int64_t acked = ks_log_end_offset(log);
     ks_log_close(log, NULL);
-    log = kt_open(&posix, dir, &cfg, false, 0, NULL);
+    log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     ck_assert_int_ge(ks_log_end_offset(log), acked);
     ck_assert_int_le(ks_log_end_offset(log), acked + 2);
     kt_check_reads(log, &m, m.n);
@@ -137,22 +119,22 @@ START_TEST(test_io_failed_fdatasync_poisons)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 4096, 100);
-    ks_log *log = kt_open(&fio.io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(&kt_fio()->io, kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 5, 5000, 35);
     ck_assert_int_eq(ks_log_flush(log, 6000, NULL), KP_ERR_NONE);
     int64_t rp = ks_log_recovery_point(log);
     ck_assert_int_eq(rp, ks_log_end_offset(log));
     kt_model_fill(log, &m, 5, 5000, 36);
-    kt_faultio_set_sync(&fio, EIO);
+    kt_faultio_set_sync(kt_fio(), EIO);
     ck_assert_int_eq(ks_log_flush(log, 6000, NULL), KP_ERR__IO);
-    kt_faultio_set_sync(&fio, 0);
+    kt_faultio_set_sync(kt_fio(), 0);
     ck_assert_int_eq(ks_log_flush(log, 6000, NULL), KP_ERR__IO);
     ck_assert_int_eq(ks_log_recovery_point(log), rp);
     ck_assert_int_eq(try_append(log, 1, 10), KP_ERR__IO);
     ck_assert_int_ne(ks_log_close(log, NULL), KP_ERR_NONE);
     /* Reopening runs recovery and the log works again. */
-    log = kt_open(&posix, dir, &cfg, false, rp, NULL);
+    log = kt_open(kt_io(), kt_dir(), &cfg, false, rp, NULL);
     kt_check_reads(log, &m, m.n);
     ck_assert_int_eq(try_append(log, 1, 10), KP_ERR_NONE);
     ks_log_close(log, NULL);
@@ -164,7 +146,7 @@ Suite *io_suite(void)
 {
     Suite *s = suite_create("io");
     TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, kt_fixture_setup, kt_fixture_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_io_write_errors_leave_no_trace);
     tcase_add_test(tc, test_io_short_writes);

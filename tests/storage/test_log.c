@@ -10,26 +10,11 @@
 #include "kt_storage.h"
 #include "storage_suites.h"
 
-static char *dir;
-static ks_io io;
-
-static void setup(void)
-{
-    dir = kt_tmpdir();
-    io = ks_io_posix();
-}
-
-static void teardown(void)
-{
-    kt_rmtree(dir);
-    dir = NULL;
-}
-
 START_TEST(test_log_round_trip_many_rolls)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 4096, 512);
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 400, 5000, 1);
     ck_assert_int_gt(ks_log_segment_count(log), 20);
@@ -38,7 +23,7 @@ START_TEST(test_log_round_trip_many_rolls)
     kt_check_reads(log, &m, m.n);
     ck_assert_int_eq(ks_log_close(log, NULL), KP_ERR_NONE);
     /* Clean reopen reads no segment data but finds the same log. */
-    log = kt_open(&io, dir, &cfg, true, -1, NULL);
+    log = kt_open(kt_io(), kt_dir(), &cfg, true, -1, NULL);
     ck_assert_int_eq(ks_log_end_offset(log), m.v[m.n - 1].last + 1);
     kt_check_reads(log, &m, m.n);
     kt_model_fill(log, &m, 10, 6000, 2);
@@ -46,7 +31,7 @@ START_TEST(test_log_round_trip_many_rolls)
     ks_log_close(log, NULL);
     /* Unclean reopen from offset 0 rescans every segment. */
     ks_recover_report rep;
-    log = kt_open(&io, dir, &cfg, false, 0, &rep);
+    log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, &rep);
     ck_assert_int_eq(rep.truncated_bytes, 0);
     ck_assert_int_eq(ks_log_end_offset(log), m.v[m.n - 1].last + 1);
     kt_check_reads(log, &m, m.n);
@@ -61,7 +46,7 @@ START_TEST(test_log_read_bounds)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 1 << 20, 256);
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 200, 5000, 3);
     for (int32_t max = 1; max < 4000; max += 97) {
@@ -97,7 +82,7 @@ START_TEST(test_log_append_time)
     ks_log_config cfg;
     kt_small_config(&cfg, 1 << 20, 4096);
     cfg.message_timestamp_type = KS_TS_LOG_APPEND_TIME;
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     size_t len;
     uint8_t *b = kt_batch_build(4, 50, 111, 1, &len);
     ks_append_result res;
@@ -123,7 +108,7 @@ START_TEST(test_log_multi_batch_and_malformed)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 1 << 20, 4096);
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     size_t l1, l2;
     uint8_t *b1 = kt_batch_build(3, 10, 1, 1, &l1);
     uint8_t *b2 = kt_batch_build(2, 10, 1, 1, &l2);
@@ -150,7 +135,7 @@ START_TEST(test_log_truncate_and_start)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 2048, 256);
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 100, 5000, 4);
     int32_t cut = 60;
@@ -190,7 +175,7 @@ START_TEST(test_log_slice_outlives_segment)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 2048, 256);
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 40, 5000, 6);
     ks_log_slice s;
@@ -210,15 +195,15 @@ START_TEST(test_log_on_disk_names)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 2048, 256);
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 30, 5000, 7);
     char path[512];
     ks_segment *seg = NULL;
     ck_assert_int_eq(ks_log_segment_at(log, 1, &seg, NULL), KP_ERR_NONE);
-    snprintf(path, sizeof(path), "%s/t-0/%020lld.log", dir, (long long)seg->base_offset);
+    snprintf(path, sizeof(path), "%s/t-0/%020lld.log", kt_dir(), (long long)seg->base_offset);
     ck_assert_int_eq(access(path, F_OK), 0);
-    snprintf(path, sizeof(path), "%s/t-0/00000000000000000000.timeindex", dir);
+    snprintf(path, sizeof(path), "%s/t-0/00000000000000000000.timeindex", kt_dir());
     ck_assert_int_eq(access(path, F_OK), 0);
     ks_log_close(log, NULL);
     kt_model_free(&m);
@@ -229,7 +214,7 @@ Suite *log_suite(void)
 {
     Suite *s = suite_create("log");
     TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, kt_fixture_setup, kt_fixture_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_log_round_trip_many_rolls);
     tcase_add_test(tc, test_log_read_bounds);

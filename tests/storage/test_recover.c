@@ -10,21 +10,6 @@
 #include "kt_storage.h"
 #include "storage_suites.h"
 
-static char *dir;
-static ks_io io;
-
-static void setup(void)
-{
-    dir = kt_tmpdir();
-    io = ks_io_posix();
-}
-
-static void teardown(void)
-{
-    kt_rmtree(dir);
-    dir = NULL;
-}
-
 typedef struct pristine {
     char path[512];   /* the last segment's .log */
     uint8_t *bytes;   /* its content */
@@ -36,7 +21,7 @@ typedef struct pristine {
 static ks_log *build(ks_log_config *cfg, kt_model *m, pristine *p)
 {
     kt_small_config(cfg, 2048, 256);
-    ks_log *log = kt_open(&io, dir, cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), cfg, false, 0, NULL);
     kt_model_fill(log, m, 60, 5000, 21);
     ks_segment *seg;
     ck_assert_int_eq(ks_log_segment_at(log, ks_log_segment_count(log) - 1, &seg, NULL),
@@ -78,7 +63,7 @@ static void reopen_and_check(const ks_log_config *cfg, const kt_model *m, const 
                              size_t want_end, int64_t want_next, int64_t rp)
 {
     ks_recover_report rep;
-    ks_log *log = kt_open(&io, dir, cfg, false, rp, &rep);
+    ks_log *log = kt_open(kt_io(), kt_dir(), cfg, false, rp, &rep);
     ck_assert_int_eq(ks_log_end_offset(log), want_next);
     ck_assert_int_eq(rep.truncated_bytes, (int64_t)(p->len - want_end) + 0);
     int32_t whole = 0;
@@ -102,7 +87,7 @@ START_TEST(test_recover_truncated_at_every_byte)
         size_t want_end = cut == p.len ? p.len : start;
         /* The truncated bytes are those cut away by recovery only. */
         ks_recover_report rep;
-        ks_log *log = kt_open(&io, dir, &cfg, false, cut % 2 ? 0 : p.base, &rep);
+        ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, cut % 2 ? 0 : p.base, &rep);
         ck_assert_int_eq(ks_log_end_offset(log), want_next);
         ck_assert_int_eq(rep.truncated_bytes, (int64_t)(cut - want_end));
         ck_assert_int_eq(ks_log_size(log) >= (int64_t)want_end, 1);
@@ -132,7 +117,7 @@ START_TEST(test_recover_random_bit_flips)
         int64_t next;
         size_t end = oracle_end(img, p.len, p.base, &next);
         ks_recover_report rep;
-        ks_log *log = kt_open(&io, dir, &cfg, false, p.base, &rep);
+        ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, p.base, &rep);
         ck_assert_int_eq(ks_log_end_offset(log), next > p.base ? next : p.base);
         ck_assert_int_eq(rep.truncated_bytes, (int64_t)(p.len - end));
         ck_assert_int_eq(rep.truncated_bytes > 0, rep.reason[0] != '\0');
@@ -153,7 +138,7 @@ START_TEST(test_recover_clean_but_torn)
     pristine p;
     build(&cfg, &m, &p);
     write_file(&p, p.bytes, p.len - 3);
-    ks_log *log = kt_open(&io, dir, &cfg, true, -1, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, true, -1, NULL);
     ck_assert_int_eq(ks_log_end_offset(log), m.v[m.n - 1].base);
     kt_check_reads(log, &m, m.n - 1);
     ks_log_close(log, NULL);
@@ -166,7 +151,7 @@ Suite *recover_suite(void)
 {
     Suite *s = suite_create("recover");
     TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, kt_fixture_setup, kt_fixture_teardown);
     tcase_set_timeout(tc, 100);
     tcase_add_test(tc, test_recover_truncated_at_every_byte);
     tcase_add_test(tc, test_recover_random_bit_flips);

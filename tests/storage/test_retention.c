@@ -7,21 +7,6 @@
 #include "kt_storage.h"
 #include "storage_suites.h"
 
-static char *dir;
-static ks_io io;
-
-static void setup(void)
-{
-    dir = kt_tmpdir();
-    io = ks_io_posix();
-}
-
-static void teardown(void)
-{
-    kt_rmtree(dir);
-    dir = NULL;
-}
-
 /* Runs bounded steps until nothing is eligible; returns segments deleted. */
 static int32_t run_steps(ks_log *log, int64_t now_ms, int32_t max)
 {
@@ -50,7 +35,7 @@ START_TEST(test_retention_by_time)
     ks_log_config cfg;
     kt_small_config(&cfg, 2048, 256);
     cfg.retention_ms = 10000;
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     fill_timed(log, &m, 60);
     int32_t before = ks_log_segment_count(log);
@@ -68,7 +53,7 @@ START_TEST(test_retention_by_time)
     ck_assert_int_eq(ks_log_segment_at(log, 0, &first, NULL), KP_ERR_NONE);
     ck_assert_int_eq(ks_log_start_offset(log), first->base_offset);
     char path[512];
-    snprintf(path, sizeof(path), "%s/t-0/00000000000000000000.log", dir);
+    snprintf(path, sizeof(path), "%s/t-0/00000000000000000000.log", kt_dir());
     ck_assert_int_ne(access(path, F_OK), 0);
     /* Never the active segment, however old. */
     run_steps(log, INT64_MAX / 2, 100);
@@ -84,7 +69,7 @@ START_TEST(test_retention_by_size)
     ks_log_config cfg;
     kt_small_config(&cfg, 2048, 256);
     cfg.retention_bytes = 5000;
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     fill_timed(log, &m, 80);
     ck_assert_int_gt(ks_log_size(log), 5000);
@@ -104,7 +89,7 @@ START_TEST(test_retention_log_start_and_reader)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 2048, 256);
-    ks_log *log = kt_open(&io, dir, &cfg, false, 0, NULL);
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
     kt_model_fill(log, &m, 60, 5000, 41);
     ks_log_slice s;
@@ -128,7 +113,7 @@ Suite *retention_suite(void)
 {
     Suite *s = suite_create("retention");
     TCase *tc = tcase_create("core");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, kt_fixture_setup, kt_fixture_teardown);
     tcase_add_test(tc, test_retention_by_time);
     tcase_add_test(tc, test_retention_by_size);
     tcase_add_test(tc, test_retention_log_start_and_reader);
