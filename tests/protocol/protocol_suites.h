@@ -6,5 +6,6 @@
 
 Suite *codec_suite(void);
 Suite *types_suite(void);
+Suite *records_suite(void);
 
 #endif
