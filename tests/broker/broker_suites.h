@@ -5,6 +5,7 @@
 #include <check.h>
 
 Suite *config_suite(void);
+Suite *group_suite(void);
 Suite *log_suite(void);
 Suite *props_suite(void);
 

@@ -1,0 +1,283 @@
+#include "kb_offsets.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the map ------------------------------------------------------------ */
+
+static uint64_t key_hash(kp_str topic, int32_t partition)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (int32_t i = 0; i < topic.len; i++) {
+        h ^= (uint8_t)topic.p[i];
+        h *= 1099511628211ull;
+    }
+    h ^= (uint32_t)partition;
+    h *= 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static bool slot_is(const kb_offset *s, kp_str topic, int32_t partition)
+{
+    return s->topic != NULL && s->partition == partition &&
+           strlen(s->topic) == (size_t)topic.len && memcmp(s->topic, topic.p, (size_t)topic.len) == 0;
+}
+
+/* The slot holding (topic, partition), or the free slot where it would go. */
+static size_t map_find(const kb_offset_map *m, kp_str topic, int32_t partition)
+{
+    size_t mask = m->cap - 1;
+    size_t i = (size_t)key_hash(topic, partition) & mask;
+    while (m->slots[i].topic != NULL && !slot_is(&m->slots[i], topic, partition))
+        i = (i + 1) & mask;
+    return i;
+}
+
+void kb_offset_map_init(kb_offset_map *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+static void entry_free(kb_offset *o)
+{
+    free(o->topic);
+    free(o->metadata);
+    memset(o, 0, sizeof(*o));
+}
+
+void kb_offset_map_fini(kb_offset_map *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].topic != NULL)
+            entry_free(&m->slots[i]);
+    free(m->slots);
+    kb_offset_map_init(m);
+}
+
+const kb_offset *kb_offset_map_get(const kb_offset_map *m, kp_str topic, int32_t partition)
+{
+    if (m->n == 0)
+        return NULL;
+    const kb_offset *s = &m->slots[map_find(m, topic, partition)];
+    return s->topic != NULL ? s : NULL;
+}
+
+static kp_err map_grow(kb_offset_map *m)
+{
+    size_t cap = m->cap == 0 ? 16 : m->cap * 2;
+    kb_offset *slots = calloc(cap, sizeof(*slots));
+    if (slots == NULL)
+        return KP_ERR__NOMEM;
+    kb_offset_map old = *m;
+    m->slots = slots;
+    m->cap = cap;
+    for (size_t i = 0; i < old.cap; i++) {
+        kb_offset *o = &old.slots[i];
+        if (o->topic != NULL)
+            m->slots[map_find(m, kp_str_from(o->topic), o->partition)] = *o;
+    }
+    free(old.slots);
+    return KP_ERR_NONE;
+}
+
+kp_err kb_offset_map_put(kb_offset_map *m, const kb_offset *o)
+{
+    if ((m->n + 1) * 2 > m->cap && map_grow(m) != KP_ERR_NONE)
+        return KP_ERR__NOMEM;
+    kp_str topic = kp_str_from(o->topic);
+    kb_offset *s = &m->slots[map_find(m, topic, o->partition)];
+    char *meta = strdup(o->metadata != NULL ? o->metadata : "");
+    char *name = s->topic != NULL ? s->topic : strdup(o->topic);
+    if (meta == NULL || name == NULL) {
+        free(meta);
+        if (name != s->topic)
+            free(name);
+        return KP_ERR__NOMEM;
+    }
+    if (s->topic == NULL)
+        m->n++;
+    free(s->metadata);
+    *s = *o;
+    s->topic = name;
+    s->metadata = meta;
+    return KP_ERR_NONE;
+}
+
+bool kb_offset_map_del(kb_offset_map *m, kp_str topic, int32_t partition)
+{
+    if (m->n == 0)
+        return false;
+    size_t mask = m->cap - 1;
+    size_t i = map_find(m, topic, partition);
+    if (m->slots[i].topic == NULL)
+        return false;
+    entry_free(&m->slots[i]);
+    m->n--;
+    /* Backward-shift deletion keeps every probe chain unbroken. */
+    for (size_t j = (i + 1) & mask; m->slots[j].topic != NULL; j = (j + 1) & mask) {
+        kb_offset *s = &m->slots[j];
+        size_t home = (size_t)key_hash(kp_str_from(s->topic), s->partition) & mask;
+        bool movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+        if (movable) {
+            m->slots[i] = *s;
+            memset(s, 0, sizeof(*s));
+            i = j;
+        }
+    }
+    return true;
+}
+
+const kb_offset *kb_offset_map_next(const kb_offset_map *m, size_t *cursor)
+{
+    while (*cursor < m->cap) {
+        const kb_offset *s = &m->slots[(*cursor)++];
+        if (s->topic != NULL)
+            return s;
+    }
+    return NULL;
+}
+
+/* ---- partition mapping -------------------------------------------------- */
+
+/* Decodes one UTF-8 sequence at s[*i] (advancing *i); an invalid byte
+ * counts as U+FFFD, as Java's decoder replaces it. */
+static uint32_t utf8_next(kp_str s, int32_t *i)
+{
+    uint8_t c = (uint8_t)s.p[(*i)++];
+    int extra = c >= 0xF0 && c < 0xF8 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+    if (c >= 0x80 && extra == 0)
+        return 0xFFFD;
+    uint32_t cp = extra == 0 ? c : (uint32_t)(c & (0x3F >> extra));
+    for (int k = 0; k < extra; k++) {
+        if (*i >= s.len || ((uint8_t)s.p[*i] & 0xC0) != 0x80)
+            return 0xFFFD;
+        cp = (cp << 6) | ((uint8_t)s.p[(*i)++] & 0x3F);
+    }
+    return cp;
+}
+
+int32_t kb_offsets_partition_for(kp_str group_id, int32_t partitions)
+{
+    uint32_t h = 0;
+    for (int32_t i = 0; i < group_id.len;) {
+        uint32_t cp = utf8_next(group_id, &i);
+        if (cp >= 0x10000) {
+            cp -= 0x10000;
+            h = h * 31 + (0xD800 + (cp >> 10));
+            h = h * 31 + (0xDC00 + (cp & 0x3FF));
+        } else {
+            h = h * 31 + cp;
+        }
+    }
+    int32_t sh = (int32_t)h;
+    int32_t abs = sh == INT32_MIN ? 0 : (sh < 0 ? -sh : sh);
+    return partitions > 0 ? abs % partitions : 0;
+}
+
+/* ---- record bytes ------------------------------------------------------- */
+
+void kb_offsets_write_commit_key(kp_writer *w, kp_str group, kp_str topic, int32_t partition)
+{
+    kp_offset_commit_key k = {.group = group, .topic = topic, .partition = partition};
+    kp_write_i16(w, KB_OFFSETS_COMMIT_KEY_VERSION);
+    kp_offset_commit_key_encode(w, &k, KB_OFFSETS_COMMIT_KEY_VERSION);
+}
+
+void kb_offsets_write_commit_value(kp_writer *w, const kb_offset *o)
+{
+    kp_offset_commit_value v = {
+        .offset = o->offset,
+        .leader_epoch = o->leader_epoch,
+        .metadata = kp_str_from(o->metadata != NULL ? o->metadata : ""),
+        .commit_timestamp = o->commit_ts,
+        .expire_timestamp = o->expire_ts,
+    };
+    int16_t version =
+        o->expire_ts >= 0 ? KB_OFFSETS_COMMIT_VALUE_EXPIRE_V : KB_OFFSETS_COMMIT_VALUE_VERSION;
+    kp_write_i16(w, version);
+    kp_offset_commit_value_encode(w, &v, version);
+}
+
+void kb_offsets_write_group_key(kp_writer *w, kp_str group)
+{
+    kp_group_metadata_key k = {.group = group};
+    kp_write_i16(w, KB_OFFSETS_GROUP_KEY_VERSION);
+    kp_group_metadata_key_encode(w, &k, KB_OFFSETS_GROUP_KEY_VERSION);
+}
+
+void kb_offsets_write_group_value(kp_writer *w, const kp_group_metadata_value *v)
+{
+    kp_write_i16(w, KB_OFFSETS_GROUP_VALUE_VERSION);
+    kp_group_metadata_value_encode(w, v, KB_OFFSETS_GROUP_VALUE_VERSION);
+}
+
+/* A reader over the struct after the version; false if too short. */
+static bool read_version(kp_slice s, kp_reader *r, int16_t *version)
+{
+    if (s.len < 2)
+        return false;
+    *r = kp_reader_make(s.p, (size_t)s.len);
+    *version = kp_read_i16(r);
+    return true;
+}
+
+kp_err kb_offsets_read_key(kp_slice key, kp_arena *a, kb_offsets_key *out)
+{
+    kp_reader r;
+    int16_t version;
+    memset(out, 0, sizeof(*out));
+    if (!read_version(key, &r, &version))
+        return KP_ERR__CORRUPT;
+    if (version == 0 || version == 1) {
+        kp_offset_commit_key k;
+        if (kp_offset_commit_key_decode(&r, a, &k, version) != KP_ERR_NONE || k.group.len < 0 ||
+            k.topic.len < 0)
+            return KP_ERR__CORRUPT;
+        out->type = KB_OFFSETS_KEY_COMMIT;
+        out->group = k.group;
+        out->topic = k.topic;
+        out->partition = k.partition;
+        return KP_ERR_NONE;
+    }
+    if (version == 2) {
+        kp_group_metadata_key k;
+        if (kp_group_metadata_key_decode(&r, a, &k, version) != KP_ERR_NONE || k.group.len < 0)
+            return KP_ERR__CORRUPT;
+        out->type = KB_OFFSETS_KEY_GROUP;
+        out->group = k.group;
+        return KP_ERR_NONE;
+    }
+    return version > 2 ? KP_ERR__NOENT : KP_ERR__CORRUPT;
+}
+
+kp_err kb_offsets_read_commit_value(kp_slice value, kp_arena *a, kb_offset *o)
+{
+    kp_reader r;
+    int16_t version;
+    if (!read_version(value, &r, &version) || version < 0 || version > 4)
+        return KP_ERR__CORRUPT;
+    kp_offset_commit_value v;
+    kp_offset_commit_value_defaults(&v);
+    if (kp_offset_commit_value_decode(&r, a, &v, version) != KP_ERR_NONE)
+        return KP_ERR__CORRUPT;
+    memset(o, 0, sizeof(*o));
+    o->offset = v.offset;
+    o->leader_epoch = v.leader_epoch;
+    int32_t mlen = v.metadata.len > 0 ? v.metadata.len : 0;
+    o->metadata = kp_arena_strdup(a, mlen > 0 ? v.metadata.p : "", (size_t)mlen);
+    o->commit_ts = v.commit_timestamp;
+    o->expire_ts = version == 1 ? v.expire_timestamp : -1;
+    return o->metadata != NULL ? KP_ERR_NONE : KP_ERR__NOMEM;
+}
+
+kp_err kb_offsets_read_group_value(kp_slice value, kp_arena *a, kp_group_metadata_value *out)
+{
+    kp_reader r;
+    int16_t version;
+    if (!read_version(value, &r, &version) || version < 0 || version > 4)
+        return KP_ERR__CORRUPT;
+    kp_group_metadata_value_defaults(out);
+    if (kp_group_metadata_value_decode(&r, a, out, version) != KP_ERR_NONE)
+        return KP_ERR__CORRUPT;
+    return KP_ERR_NONE;
+}

@@ -1,0 +1,115 @@
+/*
+ * kb_offsets: committed offsets of one group, and the records of
+ * __consumer_offsets in Apache Kafka's own formats.
+ *
+ * Job: keep a group's committed offsets in a hash map keyed by (topic,
+ * partition); encode the key and value bytes Kafka writes for offset commits
+ * and group metadata (so Kafka's OffsetsMessageFormatter and Burrow read our
+ * topic), decode them again when the coordinator rebuilds its state, and map
+ * a group id to its partition as Kafka does.
+ *
+ * Record formats (../shared/kafka-protocol/records; every key and value is an
+ * int16 version followed by the struct encoded at that version):
+ *
+ *   key version  key struct          value struct, version written
+ *   -----------  ------------------  ---------------------------------------
+ *   0 or 1       OffsetCommitKey     OffsetCommitValue v3 (v1 when an expire
+ *                (we write 1)        timestamp is set); null value: deleted
+ *   2            GroupMetadataKey    GroupMetadataValue v3; null: deleted
+ *   3 and up     consumer/share group records of the new protocol: skipped
+ *
+ * Invariants:
+ *   1. A map holds at most one entry per (topic, partition); its load factor
+ *      stays at or below 1/2, so lookups terminate.
+ *   2. Every string in an entry is owned by the map and NUL-terminated.
+ *   3. Decoding never reads outside the given bytes; an unknown or malformed
+ *      record is reported, never trusted.
+ *
+ * Ownership: the map owns its entries; pointers returned by get/next stay
+ * valid until the next put/del/fini on that map. Decoded records borrow
+ * from the input bytes and the caller's arena.
+ *
+ * Threading: no shared state; the loop thread uses it.
+ *
+ * Errors: KP_ERR__NOMEM; KP_ERR__CORRUPT for a record that does not parse;
+ * KP_ERR__NOENT for a key type this module does not handle.
+ */
+#ifndef KB_OFFSETS_H
+#define KB_OFFSETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kp_msg.h"
+#include "kp_types.h"
+
+/* Versions Kafka 4 writes. */
+#define KB_OFFSETS_COMMIT_KEY_VERSION     1
+#define KB_OFFSETS_GROUP_KEY_VERSION      2
+#define KB_OFFSETS_COMMIT_VALUE_VERSION   3
+#define KB_OFFSETS_COMMIT_VALUE_EXPIRE_V  1
+#define KB_OFFSETS_GROUP_VALUE_VERSION    3
+
+/* Kafka's offset.metadata.max.bytes default. */
+#define KB_OFFSETS_METADATA_MAX 4096
+
+typedef struct kb_offset {
+    char *topic;          /* NULL marks a free slot */
+    int32_t partition;
+    int64_t offset;
+    int32_t leader_epoch; /* -1 when unknown */
+    char *metadata;       /* never NULL; "" when none */
+    int64_t commit_ts;    /* wall clock ms */
+    int64_t expire_ts;    /* wall clock ms, -1 when none (v1 records only) */
+} kb_offset;
+
+typedef struct kb_offset_map {
+    kb_offset *slots;
+    size_t cap; /* power of two, or 0 */
+    size_t n;
+} kb_offset_map;
+
+void kb_offset_map_init(kb_offset_map *m);
+void kb_offset_map_fini(kb_offset_map *m);
+const kb_offset *kb_offset_map_get(const kb_offset_map *m, kp_str topic, int32_t partition);
+/* Inserts or replaces the entry of (o->topic, o->partition); copies every
+ * string of o. */
+kp_err kb_offset_map_put(kb_offset_map *m, const kb_offset *o);
+/* Removes the entry; false when there was none. */
+bool kb_offset_map_del(kb_offset_map *m, kp_str topic, int32_t partition);
+/* Iterates: start with *cursor = 0; NULL after the last entry. Deleting the
+ * entry just returned is not allowed while iterating. */
+const kb_offset *kb_offset_map_next(const kb_offset_map *m, size_t *cursor);
+
+/* The partition of __consumer_offsets holding group_id: Java's
+ * String.hashCode over its UTF-16 units, Utils.abs, modulo partitions. */
+int32_t kb_offsets_partition_for(kp_str group_id, int32_t partitions);
+
+/* ---- record bytes (each writer appends version + struct to w) ---------- */
+
+void kb_offsets_write_commit_key(kp_writer *w, kp_str group, kp_str topic, int32_t partition);
+void kb_offsets_write_commit_value(kp_writer *w, const kb_offset *o);
+void kb_offsets_write_group_key(kp_writer *w, kp_str group);
+void kb_offsets_write_group_value(kp_writer *w, const kp_group_metadata_value *v);
+
+typedef enum kb_offsets_key_type {
+    KB_OFFSETS_KEY_COMMIT,
+    KB_OFFSETS_KEY_GROUP,
+} kb_offsets_key_type;
+
+typedef struct kb_offsets_key {
+    kb_offsets_key_type type;
+    kp_str group;
+    kp_str topic;      /* commit keys only */
+    int32_t partition; /* commit keys only */
+} kb_offsets_key;
+
+/* Decodes a record key; KP_ERR__NOENT for record types we skip. */
+kp_err kb_offsets_read_key(kp_slice key, kp_arena *a, kb_offsets_key *out);
+/* Decodes an OffsetCommitValue (v0-v4) into o (strings borrowed: topic is
+ * left NULL and metadata points into the arena). */
+kp_err kb_offsets_read_commit_value(kp_slice value, kp_arena *a, kb_offset *o);
+kp_err kb_offsets_read_group_value(kp_slice value, kp_arena *a, kp_group_metadata_value *out);
+
+#endif
