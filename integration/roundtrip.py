@@ -360,6 +360,28 @@ def create_topic(bootstrap, name, partitions, config=None):
     return name
 
 
+def produce_kafka_python(bootstrap, topic, records, **conf):
+    """Send records in order with kafka-python's KafkaProducer (acks=all,
+    murmur2 partitioner); return {index: Ack}. Raises on any send error."""
+    from kafka import KafkaProducer
+
+    cfg = dict(bootstrap_servers=bootstrap, acks="all", linger_ms=20, request_timeout_ms=30000,
+               client_id="runnel-it-kafka-python")
+    cfg.update(conf)
+    p = KafkaProducer(**cfg)
+    try:
+        futs = [p.send(topic, key=r.key, value=r.value, headers=list(r.headers),
+                       timestamp_ms=r.timestamp) for r in records]
+        p.flush(timeout=60)
+        acks = {}
+        for i, f in enumerate(futs):
+            md = f.get(timeout=30)
+            acks[i] = Ack(md.partition, md.offset, md.timestamp)
+        return acks
+    finally:
+        p.close(timeout=10)
+
+
 def end_offsets(bootstrap, topic, partitions):
     """{partition: end offset} via kafka-python (ListOffsets latest), no group."""
     from kafka import KafkaConsumer, TopicPartition

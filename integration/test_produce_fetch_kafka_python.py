@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import require_module
-from roundtrip import Ack, Got, check_roundtrip, create_topic, make_records
+from roundtrip import Got, check_roundtrip, create_topic, make_records, produce_kafka_python
 
 PARTITIONS = 3
 COUNT = 250
@@ -27,26 +27,6 @@ def kp():
     import kafka
 
     return kafka
-
-
-def produce(kp, bootstrap, topic, records, **conf):
-    cfg = dict(bootstrap_servers=bootstrap, acks="all", linger_ms=20, request_timeout_ms=30000,
-               client_id="runnel-it-kafka-python")
-    cfg.update(conf)
-    p = kp.KafkaProducer(**cfg)
-    try:
-        futs = []
-        for r in records:
-            futs.append(p.send(topic, key=r.key, value=r.value, headers=list(r.headers),
-                               timestamp_ms=r.timestamp))
-        p.flush(timeout=60)
-        acks = {}
-        for i, f in enumerate(futs):
-            md = f.get(timeout=30)
-            acks[i] = Ack(md.partition, md.offset, md.timestamp)
-        return acks
-    finally:
-        p.close(timeout=10)
 
 
 def consume(kp, bootstrap, topic, partitions, count, timeout=60.0):
@@ -80,7 +60,7 @@ def test_roundtrip(kp, broker, topic_name, codec):
     topic = create_topic(broker.bootstrap, topic_name(codec), PARTITIONS)
     records = make_records("kp-" + codec, COUNT, null_header_values=False,
                            both_null=False)
-    acks = produce(kp, broker.bootstrap, topic, records,
+    acks = produce_kafka_python(broker.bootstrap, topic, records,
                    compression_type=None if codec == "none" else codec)
     got = consume(kp, broker.bootstrap, topic, PARTITIONS, len(records))
     check_roundtrip(records, got, PARTITIONS, acks)
@@ -93,7 +73,7 @@ def test_explicit_timestamps_and_partitions(kp, broker, topic_name):
     records = [r._replace(timestamp=base + 997 * i)
                for i, r in enumerate(make_records("kp-ts", 80, null_keys=False,
                                                          null_header_values=False))]
-    acks = produce(kp, broker.bootstrap, topic, records)
+    acks = produce_kafka_python(broker.bootstrap, topic, records)
     got = consume(kp, broker.bootstrap, topic, PARTITIONS, len(records))
     check_roundtrip(records, got, PARTITIONS, acks,
                     timestamps={i: r.timestamp for i, r in enumerate(records)})
