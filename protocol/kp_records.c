@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kp_batch.h"
+#include "kp_compress.h"
 
 void kp_records_iter_init(kp_record_iter *it, const uint8_t *records, size_t len, int32_t count)
 {
@@ -102,8 +103,10 @@ static size_t varbytes_size(kp_slice s)
     return kp_varint_size(s.len < 0 ? -1 : s.len) + (s.len > 0 ? (size_t)s.len : 0);
 }
 
-void kp_batch_builder_add(kp_batch_builder *b, int64_t timestamp, kp_slice key, kp_slice value,
-                          const kp_record_header *headers, int32_t header_count)
+/* Writes a record's length, fixed fields, key, value and header count; the
+ * caller then writes headers_size bytes of headers. */
+static void begin_record(kp_batch_builder *b, int64_t timestamp, kp_slice key, kp_slice value,
+                         int32_t header_count, size_t headers_size)
 {
     if (!b->started) {
         b->base_timestamp = timestamp;
@@ -112,12 +115,15 @@ void kp_batch_builder_add(kp_batch_builder *b, int64_t timestamp, kp_slice key, 
     }
     if (timestamp > b->max_timestamp)
         b->max_timestamp = timestamp;
-    int64_t ts_delta = timestamp - b->base_timestamp;
+    int64_t ts_delta = (int64_t)((uint64_t)timestamp - (uint64_t)b->base_timestamp);
     int32_t off_delta = b->count;
     size_t body = 1 + kp_varlong_size(ts_delta) + kp_varint_size(off_delta) +
-                  varbytes_size(key) + varbytes_size(value) + kp_varint_size(header_count);
-    for (int32_t i = 0; i < header_count; i++)
-        body += varbytes_size(headers[i].key) + varbytes_size(headers[i].value);
+                  varbytes_size(key) + varbytes_size(value) + kp_varint_size(header_count) +
+                  headers_size;
+    if (body > INT32_MAX) {
+        b->w.err = KP_ERR__MALFORMED;
+        return;
+    }
     kp_write_varint(&b->w, (int32_t)body);
     kp_write_i8(&b->w, 0);
     kp_write_varlong(&b->w, ts_delta);
@@ -125,26 +131,88 @@ void kp_batch_builder_add(kp_batch_builder *b, int64_t timestamp, kp_slice key, 
     write_varbytes(&b->w, key);
     write_varbytes(&b->w, value);
     kp_write_varint(&b->w, header_count);
+    b->count++;
+}
+
+void kp_batch_builder_add(kp_batch_builder *b, int64_t timestamp, kp_slice key, kp_slice value,
+                          const kp_record_header *headers, int32_t header_count)
+{
+    size_t headers_size = 0;
+    for (int32_t i = 0; i < header_count; i++)
+        headers_size += varbytes_size(headers[i].key) + varbytes_size(headers[i].value);
+    begin_record(b, timestamp, key, value, header_count, headers_size);
     for (int32_t i = 0; i < header_count; i++) {
         write_varbytes(&b->w, headers[i].key);
         write_varbytes(&b->w, headers[i].value);
     }
-    b->count++;
 }
 
-uint8_t *kp_batch_builder_finish(kp_batch_builder *b, size_t *len)
+void kp_batch_builder_add_record(kp_batch_builder *b, int64_t timestamp, const kp_record *rec)
 {
-    if (b->w.err != KP_ERR_NONE || b->count == 0)
-        return NULL;
-    uint8_t *p = b->w.buf;
-    kp_be32_put(p + KP_BATCH_OFF_LENGTH, (int32_t)(b->w.len - KP_BATCH_LOG_OVERHEAD));
+    size_t headers_size = kp_reader_left(&rec->headers);
+    begin_record(b, timestamp, rec->key, rec->value, rec->header_count, headers_size);
+    if (headers_size > 0)
+        kp_write_raw(&b->w, rec->headers.p, headers_size);
+}
+
+/* Fills the header fields known only at the end, and the CRC. */
+static void seal_batch(const kp_batch_builder *b, uint8_t *p, size_t total)
+{
+    kp_be32_put(p + KP_BATCH_OFF_LENGTH, (int32_t)(total - KP_BATCH_LOG_OVERHEAD));
     kp_be32_put(p + KP_BATCH_OFF_LAST_DELTA, b->count - 1);
     kp_be64_put(p + KP_BATCH_OFF_BASE_TIMESTAMP, b->base_timestamp);
     kp_be64_put(p + KP_BATCH_OFF_MAX_TIMESTAMP, b->max_timestamp);
     kp_be32_put(p + KP_BATCH_HDR_SIZE - 4, b->count);
-    kp_batch_crc_store(p, b->w.len);
+    kp_batch_crc_store(p, total);
+}
+
+static bool builder_ready(const kp_batch_builder *b)
+{
+    return b->w.err == KP_ERR_NONE && b->count > 0 && b->w.len - KP_BATCH_LOG_OVERHEAD <= INT32_MAX;
+}
+
+uint8_t *kp_batch_builder_finish(kp_batch_builder *b, size_t *len)
+{
+    if (!builder_ready(b))
+        return NULL;
+    seal_batch(b, b->w.buf, b->w.len);
     *len = b->w.len;
     return kp_writer_steal(&b->w);
+}
+
+kp_err kp_batch_builder_finish_codec(kp_batch_builder *b, int codec, int32_t level,
+                                     uint8_t **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    if (codec == KP_CODEC_NONE) {
+        *out = kp_batch_builder_finish(b, len);
+        return *out != NULL ? KP_ERR_NONE : KP_ERR__INVAL;
+    }
+    if (!builder_ready(b))
+        return b->w.err != KP_ERR_NONE ? b->w.err : KP_ERR__INVAL;
+    uint8_t *z;
+    size_t zlen;
+    kp_err err = kp_compress((kp_codec)codec, b->w.buf + KP_BATCH_HDR_SIZE,
+                             b->w.len - KP_BATCH_HDR_SIZE, level, &z, &zlen, NULL);
+    if (err != KP_ERR_NONE)
+        return err;
+    size_t total = KP_BATCH_HDR_SIZE + zlen;
+    uint8_t *p = total - KP_BATCH_LOG_OVERHEAD <= INT32_MAX ? malloc(total) : NULL;
+    if (p == NULL) {
+        free(z);
+        return KP_ERR__NOMEM;
+    }
+    memcpy(p, b->w.buf, KP_BATCH_HDR_SIZE);
+    memcpy(p + KP_BATCH_HDR_SIZE, z, zlen);
+    free(z);
+    /* The codec sits in the low 3 bits of the big-endian attributes. */
+    uint8_t *attr_lo = p + KP_BATCH_OFF_ATTRIBUTES + 1;
+    *attr_lo = (uint8_t)((*attr_lo & ~KP_BATCH_ATTR_CODEC_MASK) | (codec & KP_BATCH_ATTR_CODEC_MASK));
+    seal_batch(b, p, total);
+    *out = p;
+    *len = total;
+    return KP_ERR_NONE;
 }
 
 void kp_batch_builder_fini(kp_batch_builder *b)

@@ -11,13 +11,17 @@
  * Invariants:
  *   1. The iterator never reads outside the records buffer; a record whose
  *      length varint disagrees with its fields is KP_ERR__CORRUPT.
- *   2. A built batch passes kp_batch_check() (magic 2, lengths, CRC-32C).
+ *   2. A built batch passes kp_batch_check() (magic 2, lengths, CRC-32C);
+ *      its offset deltas are 0..count-1 and base_timestamp is the first
+ *      record's timestamp.
  *
  * Ownership: records and headers returned by the iterator borrow from the
  * buffer given to kp_records_iter_init(). A builder owns its buffer until
  * kp_batch_builder_finish() hands it to the caller (who free()s it).
  * Threading: no shared state.
- * Errors: KP_ERR__CORRUPT for malformed records, KP_ERR__NOMEM.
+ * Errors: KP_ERR__CORRUPT for malformed records, KP_ERR__NOMEM; the
+ * builder keeps a sticky error in w.err (KP_ERR__MALFORMED for a record over
+ * 2 GiB) and then finishes with NULL.
  */
 #ifndef KP_RECORDS_H
 #define KP_RECORDS_H
@@ -64,13 +68,24 @@ typedef struct kp_batch_builder {
     bool started;
 } kp_batch_builder;
 
-/* Starts an uncompressed batch. attributes: KP_BATCH_ATTR_* (no codec). */
+/* Starts a batch. attributes: KP_BATCH_ATTR_* (codec bits are ignored: the
+ * codec is chosen by kp_batch_builder_finish_codec). */
 void kp_batch_builder_init(kp_batch_builder *b, int64_t base_offset, int16_t attributes,
                            int64_t producer_id, int16_t producer_epoch, int32_t base_sequence);
 void kp_batch_builder_add(kp_batch_builder *b, int64_t timestamp, kp_slice key, kp_slice value,
                           const kp_record_header *headers, int32_t header_count);
-/* Completes the header and CRC; returns the batch (caller frees) or NULL. */
+/* Appends rec, as returned by kp_records_next (its headers not yet walked),
+ * keeping key, value and headers byte for byte; timestamp is absolute. */
+void kp_batch_builder_add_record(kp_batch_builder *b, int64_t timestamp, const kp_record *rec);
+/* Completes the header and CRC; returns the batch (caller frees) or NULL
+ * (no records, out of memory, or a batch over 2 GiB). */
 uint8_t *kp_batch_builder_finish(kp_batch_builder *b, size_t *len);
+/* Same, with the records section compressed by codec (a kp_codec; NONE is
+ * kp_batch_builder_finish) at level (KP_COMPRESS_LEVEL_DEFAULT or a codec
+ * level) and the attribute codec bits set. *out is malloc()ed. Errors:
+ * KP_ERR__INVAL (no records), KP_ERR__NOMEM, kp_compress's errors. */
+kp_err kp_batch_builder_finish_codec(kp_batch_builder *b, int codec, int32_t level,
+                                     uint8_t **out, size_t *len);
 void kp_batch_builder_fini(kp_batch_builder *b);
 
 #endif

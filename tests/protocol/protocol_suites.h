@@ -5,7 +5,9 @@
 #include <check.h>
 
 Suite *codec_suite(void);
+Suite *compress_suite(void);
 Suite *types_suite(void);
+Suite *validate_suite(void);
 Suite *records_suite(void);
 
 #endif

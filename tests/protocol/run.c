@@ -8,6 +8,8 @@ int main(void)
 {
     SRunner *sr = srunner_create(codec_suite());
     srunner_add_suite(sr, types_suite());
+    srunner_add_suite(sr, compress_suite());
+    srunner_add_suite(sr, validate_suite());
     srunner_add_suite(sr, records_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
