@@ -8,6 +8,8 @@
 //       otherwise at its defaults: idempotent, acks=all), then read the whole
 //       topic back with assign() and print "topic NAME", ack/err lines, rec lines
 //   RecordsTool produce BOOTSTRAP TOPIC INFILE [key=value...]
+//       producer settings as key=value; "sync=true" waits for each send to
+//       complete before the next one
 //   RecordsTool consume BOOTSTRAP TOPIC
 //   RecordsTool times BOOTSTRAP TOPIC PARTITION TS...
 //       offsetsForTimes, beginningOffsets and endOffsets for one partition
@@ -126,7 +128,10 @@ public final class RecordsTool {
         return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
-    private static void produce(String bootstrap, String topic, List<String> lines, Map<String, String> extra) {
+    private static void produce(String bootstrap, String topic, List<String> lines, Map<String, String> conf)
+            throws Exception {
+        Map<String, String> extra = new HashMap<>(conf);
+        boolean sync = "true".equals(extra.remove("sync"));
         try (KafkaProducer<byte[], byte[]> prod = producer(bootstrap, extra)) {
             String[] results = new String[lines.size()];
             for (int i = 0; i < lines.size(); i++) {
@@ -134,7 +139,14 @@ public final class RecordsTool {
                 Callback cb = (md, e) -> results[idx] = e != null ? err(idx, e)
                         : "ack " + idx + " " + md.partition() + " " + md.offset() + " " + md.timestamp();
                 try {
-                    prod.send(parse(topic, lines.get(i)), cb);
+                    java.util.concurrent.Future<?> f = prod.send(parse(topic, lines.get(i)), cb);
+                    if (sync) {
+                        try {
+                            f.get();
+                        } catch (ExecutionException e) {
+                            // reported through the callback
+                        }
+                    }
                 } catch (RuntimeException e) {
                     results[idx] = err(idx, e);
                 }
