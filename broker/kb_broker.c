@@ -7,7 +7,11 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "kb_fetch.h"
+#include "kb_gcoord.h"
 #include "kb_log.h"
+#include "kb_plog.h"
+#include "kb_req.h"
 #include "kb_server.h"
 #include "kb_topics.h"
 
@@ -58,6 +62,12 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
     if (e != KP_ERR_NONE)
         return e;
     snprintf(b->cluster_id, sizeof(b->cluster_id), "%.63s", kb_topics_cluster_id(b->topics));
+    if ((e = kb_plog_start(b, err, errlen)) != KP_ERR_NONE)
+        return e;
+    if ((e = kb_fetch_start(b)) != KP_ERR_NONE)
+        return e;
+    if ((e = kb_gcoord_start(b, err, errlen)) != KP_ERR_NONE)
+        return e;
     e = kb_server_start(b, &b->server, err, errlen);
     if (e != KP_ERR_NONE)
         return e;
@@ -75,6 +85,9 @@ void kb_broker_stop(kb_broker *b)
 {
     kb_server_stop(b->server);
     b->server = NULL;
+    kb_fetch_stop(b);
+    kb_gcoord_stop(b);
+    kb_plog_stop(b);
     kb_topics_close(b->topics);
     b->topics = NULL;
     if (b->signal_fd >= 0) {
@@ -83,4 +96,20 @@ void kb_broker_stop(kb_broker *b)
     }
     kb_loop_free(b->loop);
     b->loop = NULL;
+}
+
+void kb_broker_advertised(kb_req *req, kp_str *host, int32_t *port)
+{
+    const kb_config *cfg = req->broker->cfg;
+    const kb_listener *adv = kb_config_advertised(cfg, req->listener->li_name);
+    if (adv == NULL)
+        adv = req->listener;
+    *host = kb_req_str(req, adv->li_host[0] ? adv->li_host : "localhost");
+    *port = adv->li_port;
+    if (*port == 0) {
+        /* an ephemeral listener port: advertise the one actually bound */
+        for (size_t i = 0; i < cfg->listeners.n; i++)
+            if (&cfg->listeners.v[i] == req->listener)
+                *port = kb_server_port(req->broker->server, i);
+    }
 }

@@ -26,24 +26,38 @@
 
 #include "kb_config.h"
 #include "kb_loop.h"
+#include "kp_types.h"
 
 typedef struct kb_topics kb_topics;
 typedef struct kb_conn kb_conn;
 typedef struct kb_server kb_server;
+typedef struct kb_gcoord kb_gcoord;
+typedef struct kb_req kb_req;
+typedef struct kb_plog kb_plog;
+typedef struct kb_fetch_waiters kb_fetch_waiters;
 
 typedef struct kb_broker {
     const kb_config *cfg;
     kb_loop *loop;
     kb_topics *topics;
     kb_server *server;
+    kb_gcoord *gcoord; /* the group coordinator (kb_gcoord.h) */
+    kb_plog *plog;
+    kb_fetch_waiters *fetch_waiters;
     char cluster_id[64];
     int32_t node_id;
     int signal_fd;
+    int64_t next_pid;      /* next idempotent producer id to hand out */
+    int64_t pid_block_end; /* first id past the durably reserved block */
 } kb_broker;
 
 kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t errlen);
 /* Runs the loop until SIGTERM or SIGINT. */
 kp_err kb_broker_run(kb_broker *b);
 void kb_broker_stop(kb_broker *b);
+
+/* The advertised host and port of the listener req came in on (Metadata,
+ * FindCoordinator and DescribeCluster all answer with it). */
+void kb_broker_advertised(kb_req *req, kp_str *host, int32_t *port);
 
 #endif

@@ -63,23 +63,6 @@ kp_err kb_h_api_versions(kb_req *req, const kp_api_versions_req *rq, kp_api_vers
     return KP_ERR_NONE;
 }
 
-/* The advertised host and port of the listener the request came in on. */
-static void advertised_endpoint(kb_req *req, kp_str *host, int32_t *port)
-{
-    const kb_config *cfg = req->broker->cfg;
-    const kb_listener *adv = kb_config_advertised(cfg, req->listener->li_name);
-    if (adv == NULL)
-        adv = req->listener;
-    *host = kb_req_str(req, adv->li_host[0] ? adv->li_host : "localhost");
-    *port = adv->li_port;
-    if (*port == 0) {
-        /* an ephemeral listener port: advertise the one actually bound */
-        for (size_t i = 0; i < cfg->listeners.n; i++)
-            if (&cfg->listeners.v[i] == req->listener)
-                *port = kb_server_port(req->broker->server, i);
-    }
-}
-
 static kp_err describe_partitions(kb_req *req, const kb_topic *t,
                                   kp_metadata_resp_metadata_response_topic *out)
 {
@@ -159,7 +142,7 @@ kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *r
         return KP_ERR__NOMEM;
     rs->brokers.v[0].node_id = b->node_id;
     rs->brokers.v[0].rack = KP_STR_NULL;
-    advertised_endpoint(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
+    kb_broker_advertised(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
     rs->cluster_id = kb_req_str(req, b->cluster_id);
     rs->controller_id = b->node_id;
     if (rq->include_cluster_authorized_operations)
@@ -203,6 +186,6 @@ kp_err kb_h_describe_cluster(kb_req *req, const kp_describe_cluster_req *rq,
         return KP_ERR__NOMEM;
     rs->brokers.v[0].broker_id = b->node_id;
     rs->brokers.v[0].rack = KP_STR_NULL;
-    advertised_endpoint(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
+    kb_broker_advertised(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
     return KP_ERR_NONE;
 }

@@ -4,6 +4,7 @@
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_log.h"
+#include "kb_plog.h"
 #include "kb_tconf.h"
 #include "kb_topics.h"
 
@@ -182,6 +183,7 @@ static void delete_one(kb_req *req, kp_str name, const kp_uuid *id,
     }
     kb_msgbuf msg = {{0}};
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"deleting topic\" topic=%s", t->name);
+    kb_plog_drop_topic(b, t);
     kp_err e = kb_topics_delete(b->topics, t, &msg);
     if (e != KP_ERR_NONE) {
         out->error_code = kp_err_to_wire(e);

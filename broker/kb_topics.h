@@ -45,9 +45,14 @@ typedef struct kb_topic_config {
     char *value;
 } kb_topic_config;
 
+struct ks_log;
+struct kb_pidstate;
+
 typedef struct kb_partition {
     int32_t index;
     int32_t leader_epoch;
+    struct ks_log *log;         /* opened on first use by kb_plog; NULL until then */
+    struct kb_pidstate *pids;   /* idempotent producers; set with log */
 } kb_partition;
 
 typedef struct kb_topic {

@@ -1,0 +1,506 @@
+#include "kb_gcoord.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "kb_log.h"
+#include "kb_logscan.h"
+#include "kb_plog.h"
+#include "kp_batch.h"
+#include "kp_records.h"
+
+#define EXPIRY_INTERVAL_MS (10 * 60 * 1000) /* offsets.retention.check.interval.ms */
+#define LOAD_BATCH_MAX     (64 << 20)       /* a batch larger than this is corrupt */
+
+struct kb_gcoord {
+    kb_broker *b;
+    kb_groups *groups;
+    kb_timer expiry;
+};
+
+int64_t kb_gcoord_now(kb_broker *b)
+{
+    return kb_loop_now_ms(b->loop);
+}
+
+int64_t kb_gcoord_wall(kb_broker *b)
+{
+    (void)b;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+kb_groups *kb_gcoord_groups(kb_broker *b)
+{
+    return b->gcoord->groups;
+}
+
+/* ---- env callbacks ------------------------------------------------------ */
+
+static void env_join_done(void *w, const kb_group *g, const kb_group_join_result *res, void *ctx)
+{
+    (void)ctx;
+    ((kb_gwaiter *)w)->join_done(w, g, res);
+}
+
+static void env_sync_done(void *w, const kb_group *g, kp_err err, kp_slice assignment, void *ctx)
+{
+    (void)ctx;
+    ((kb_gwaiter *)w)->sync_done(w, g, err, assignment);
+}
+
+static void env_uuid(char out[37], void *ctx)
+{
+    (void)ctx;
+    uint8_t u[16];
+    if (getrandom(u, sizeof(u), 0) != (ssize_t)sizeof(u)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t x = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_sec;
+        for (size_t i = 0; i < sizeof(u); i++, x = x * 6364136223846793005ull + 1)
+            u[i] = (uint8_t)(x >> 56);
+    }
+    u[6] = (uint8_t)((u[6] & 0x0F) | 0x40); /* version 4, as UUID.randomUUID */
+    u[8] = (uint8_t)((u[8] & 0x3F) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+             u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
+}
+
+static int64_t env_wall(void *ctx)
+{
+    return kb_gcoord_wall(((kb_gcoord *)ctx)->b);
+}
+
+/* ---- writing records ---------------------------------------------------- */
+
+kp_err kb_gcoord_offsets_topic(kb_broker *b, kb_topic **out)
+{
+    kp_str name = KP_STR_LIT(KB_GCOORD_OFFSETS_TOPIC);
+    *out = kb_topics_find(b->topics, name);
+    if (*out != NULL)
+        return KP_ERR_NONE;
+    kb_topic_config cfg[] = {{"cleanup.policy", "compact"},
+                             {"compression.type", "producer"},
+                             {"segment.bytes", "104857600"}};
+    kb_msgbuf msg;
+    kp_err e = kb_topics_create(b->topics, name, b->cfg->offsets_topic_num_partitions, cfg,
+                                sizeof(cfg) / sizeof(cfg[0]), false, out, &msg);
+    if (e != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"cannot create __consumer_offsets\" error=%s %s",
+               kp_err_name(e), msg.text);
+    else
+        KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"created __consumer_offsets\" partitions=%d",
+               (*out)->npartitions);
+    return e;
+}
+
+/* Records of one append: keys and values encoded into their own writers. */
+typedef struct gbatch {
+    kp_batch_builder bb;
+    int64_t ts;
+    int32_t n;
+    kp_err err;
+} gbatch;
+
+static void gbatch_init(gbatch *gb, int64_t ts)
+{
+    kp_batch_builder_init(&gb->bb, 0, 0, -1, -1, -1);
+    gb->ts = ts;
+    gb->n = 0;
+    gb->err = KP_ERR_NONE;
+}
+
+/* Adds key (and value, or a tombstone when value is NULL); frees both. */
+static void gbatch_add(gbatch *gb, kp_writer *key, kp_writer *value)
+{
+    if (key->err != KP_ERR_NONE || (value != NULL && value->err != KP_ERR_NONE))
+        gb->err = KP_ERR__NOMEM;
+    else
+        kp_batch_builder_add(&gb->bb, gb->ts, (kp_slice){key->buf, (int32_t)key->len},
+                             value != NULL ? (kp_slice){value->buf, (int32_t)value->len}
+                                           : (kp_slice){NULL, -1},
+                             NULL, 0);
+    gb->n++;
+    kp_writer_fini(key);
+    if (value != NULL)
+        kp_writer_fini(value);
+}
+
+static kp_err gbatch_append(kb_broker *b, const kb_group *g, gbatch *gb)
+{
+    kb_topic *t;
+    kp_err e = gb->err != KP_ERR_NONE ? gb->err : kb_gcoord_offsets_topic(b, &t);
+    if (e != KP_ERR_NONE || gb->n == 0) {
+        kp_batch_builder_fini(&gb->bb);
+        return e;
+    }
+    size_t len;
+    uint8_t *buf = kp_batch_builder_finish(&gb->bb, &len);
+    kp_batch_builder_fini(&gb->bb);
+    if (buf == NULL)
+        return KP_ERR__NOMEM;
+    ks_append_result res;
+    int32_t p = kb_offsets_partition_for(kp_str_from(g->id), t->npartitions);
+    e = kb_plog_append(b, t, p, buf, len, &res);
+    free(buf);
+    if (e != KP_ERR_NONE)
+        KB_LOG(KB_LL_WARN, KB_SUB_GROUP,
+               "msg=\"cannot write to __consumer_offsets\" group=%s partition=%d error=%s", g->id,
+               p, kp_err_name(e));
+    return e;
+}
+
+static void add_commit(gbatch *gb, const kb_group *g, const kb_offset *o, bool tombstone)
+{
+    kp_writer k, v;
+    kp_writer_init(&k, 64);
+    kb_offsets_write_commit_key(&k, kp_str_from(g->id), kp_str_from(o->topic), o->partition);
+    if (!tombstone) {
+        kp_writer_init(&v, 64);
+        kb_offsets_write_commit_value(&v, o);
+    }
+    gbatch_add(gb, &k, tombstone ? NULL : &v);
+}
+
+static void add_group(gbatch *gb, const kb_group *g, bool tombstone)
+{
+    kp_writer k, v;
+    kp_writer_init(&k, 64);
+    kb_offsets_write_group_key(&k, kp_str_from(g->id));
+    if (tombstone)
+        return gbatch_add(gb, &k, NULL);
+    kp_arena a;
+    kp_arena_init(&a);
+    kp_group_metadata_value val;
+    kp_writer_init(&v, 256);
+    if (kb_group_to_record(g, &a, &val) == KP_ERR_NONE)
+        kb_offsets_write_group_value(&v, &val);
+    else
+        v.err = KP_ERR__NOMEM;
+    gbatch_add(gb, &k, &v);
+    kp_arena_fini(&a);
+}
+
+static kp_err env_store(kb_group *g, void *ctx)
+{
+    kb_gcoord *c = ctx;
+    gbatch gb;
+    gbatch_init(&gb, kb_gcoord_wall(c->b));
+    add_group(&gb, g, false);
+    kp_err e = gbatch_append(c->b, g, &gb);
+    if (e == KP_ERR_NONE)
+        g->persisted = true;
+    return e == KP_ERR_NONE ? KP_ERR_NONE : KP_ERR_COORDINATOR_NOT_AVAILABLE;
+}
+
+/* Writes commits (or their tombstones), then changes the map to match. */
+static kp_err write_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n,
+                            bool tombstones)
+{
+    gbatch gb;
+    gbatch_init(&gb, kb_gcoord_wall(b));
+    for (int32_t i = 0; i < n; i++)
+        add_commit(&gb, g, &offs[i], tombstones);
+    kp_err e = gbatch_append(b, g, &gb);
+    for (int32_t i = 0; e == KP_ERR_NONE && i < n; i++) {
+        if (tombstones)
+            kb_offset_map_del(&g->offsets, kp_str_from(offs[i].topic), offs[i].partition);
+        else
+            e = kb_offset_map_put(&g->offsets, &offs[i]);
+    }
+    return e;
+}
+
+kp_err kb_gcoord_commit(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n)
+{
+    return write_offsets(b, g, offs, n, false);
+}
+
+kp_err kb_gcoord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n)
+{
+    return write_offsets(b, g, offs, n, true);
+}
+
+kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g)
+{
+    gbatch gb;
+    gbatch_init(&gb, kb_gcoord_wall(b));
+    size_t cur = 0;
+    for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &cur)) != NULL;)
+        add_commit(&gb, g, o, true);
+    add_group(&gb, g, true);
+    kp_err e = gbatch_append(b, g, &gb);
+    if (e != KP_ERR_NONE)
+        return e;
+    kb_timer_disarm(b->loop, &g->timer);
+    KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"group deleted\" group=%s", g->id);
+    kb_groups_remove(b->gcoord->groups, g);
+    return KP_ERR_NONE;
+}
+
+/* ---- timers ------------------------------------------------------------- */
+
+static void on_group_timer(kb_loop *loop, void *arg)
+{
+    kb_group *g = arg;
+    kb_gcoord *c = g->host;
+    kb_group_tick(c->groups, g, kb_loop_now_ms(loop));
+    kb_gcoord_touch(c->b, g);
+}
+
+void kb_gcoord_touch(kb_broker *b, kb_group *g)
+{
+    g->host = b->gcoord;
+    g->timer.cb = on_group_timer;
+    g->timer.arg = g;
+    int64_t d = kb_group_next_deadline(g);
+    if (d == KB_GROUP_NO_DEADLINE) {
+        kb_timer_disarm(b->loop, &g->timer);
+        return;
+    }
+    int64_t ms = d - kb_loop_now_ms(b->loop);
+    if (kb_timer_arm(b->loop, &g->timer, ms > 0 ? ms : 0) != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"cannot arm group timer\" group=%s", g->id);
+}
+
+/* Kafka's offset expiration: an EMPTY group's offsets once the retention
+ * passed since it became empty; a simple group's (no protocol type) since
+ * each commit; an explicit expire timestamp wins. */
+static bool offset_expired(const kb_group *g, const kb_offset *o, int64_t now, int64_t retention)
+{
+    if (o->expire_ts >= 0)
+        return now >= o->expire_ts;
+    int64_t base = g->protocol_type != NULL && g->state_timestamp > 0 ? g->state_timestamp
+                                                                       : o->commit_ts;
+    return now - base >= retention;
+}
+
+static void expire_group(kb_gcoord *c, kb_group *g, int64_t now, int64_t retention)
+{
+    if (g->state != KB_GS_EMPTY || g->npending > 0)
+        return;
+    kb_offset *dead = calloc(g->offsets.n + 1, sizeof(*dead));
+    if (dead == NULL)
+        return;
+    int32_t n = 0;
+    size_t cur = 0;
+    for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &cur)) != NULL;)
+        if (offset_expired(g, o, now, retention))
+            dead[n++] = *o;
+    bool all = (size_t)n == g->offsets.n;
+    if (all) {
+        free(dead);
+        KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"offsets expired; group removed\" group=%s", g->id);
+        kb_gcoord_delete_group(c->b, g);
+        return;
+    }
+    if (n > 0)
+        kb_gcoord_delete_offsets(c->b, g, dead, n);
+    free(dead);
+}
+
+static void on_expiry_timer(kb_loop *loop, void *arg)
+{
+    kb_gcoord *c = arg;
+    int64_t now = kb_gcoord_wall(c->b);
+    int64_t retention = (int64_t)c->b->cfg->offsets_retention_minutes * 60000;
+    kb_group **all = calloc(kb_groups_count(c->groups) + 1, sizeof(*all));
+    size_t n = 0, cur = 0;
+    for (kb_group *g; all != NULL && (g = kb_groups_next(c->groups, &cur)) != NULL;)
+        all[n++] = g;
+    for (size_t i = 0; i < n; i++)
+        expire_group(c, all[i], now, retention);
+    free(all);
+    kb_timer_arm(loop, &c->expiry, EXPIRY_INTERVAL_MS);
+}
+
+/* ---- rebuilding from __consumer_offsets --------------------------------- */
+
+typedef struct loader {
+    kb_gcoord *c;
+    const ks_io *io;
+    int64_t now;
+    int64_t records;
+    int64_t skipped;
+} loader;
+
+static kp_err load_commit(loader *ld, const kb_offsets_key *k, kp_slice value, kp_arena *a)
+{
+    kb_group *g = kb_groups_find(ld->c->groups, k->group);
+    if (value.len < 0) {
+        if (g != NULL)
+            kb_offset_map_del(&g->offsets, k->topic, k->partition);
+        return KP_ERR_NONE;
+    }
+    kb_offset o;
+    kp_err e = kb_offsets_read_commit_value(value, a, &o);
+    if (e != KP_ERR_NONE)
+        return e;
+    o.topic = kp_arena_strdup(a, k->topic.p, (size_t)k->topic.len);
+    o.partition = k->partition;
+    if (o.topic == NULL)
+        return KP_ERR__NOMEM;
+    if (g == NULL && (e = kb_groups_get(ld->c->groups, k->group, &g)) != KP_ERR_NONE)
+        return e;
+    return kb_offset_map_put(&g->offsets, &o);
+}
+
+static kp_err load_group(loader *ld, const kb_offsets_key *k, kp_slice value, kp_arena *a)
+{
+    kb_group *g;
+    kp_group_metadata_value v;
+    kp_group_metadata_value_defaults(&v);
+    kp_err e = value.len < 0 ? KP_ERR_NONE : kb_offsets_read_group_value(value, a, &v);
+    if (e != KP_ERR_NONE)
+        return e;
+    if (value.len < 0) {
+        v.protocol_type = KP_STR_LIT("");
+        v.protocol = KP_STR_NULL;
+        v.leader = KP_STR_NULL;
+        if (kb_groups_find(ld->c->groups, k->group) == NULL)
+            return KP_ERR_NONE;
+    }
+    if ((e = kb_groups_get(ld->c->groups, k->group, &g)) != KP_ERR_NONE)
+        return e;
+    g->persisted = value.len >= 0;
+    return kb_group_from_record(g, &v, ld->now);
+}
+
+static kp_err load_record(loader *ld, const kp_record *rec, kp_arena *a)
+{
+    kb_offsets_key k;
+    kp_err e = kb_offsets_read_key(rec->key, a, &k);
+    if (e == KP_ERR__NOENT)
+        return KP_ERR_NONE;
+    if (e == KP_ERR_NONE)
+        e = k.type == KB_OFFSETS_KEY_COMMIT ? load_commit(ld, &k, rec->value, a)
+                                            : load_group(ld, &k, rec->value, a);
+    if (e == KP_ERR__NOMEM)
+        return e;
+    if (e != KP_ERR_NONE)
+        ld->skipped++;
+    ld->records++;
+    return KP_ERR_NONE;
+}
+
+static kp_err load_batch(void *arg, const kp_batch_hdr *h, int64_t file_pos, int fd)
+{
+    loader *ld = arg;
+    if (h->attributes & (KP_BATCH_ATTR_CONTROL | KP_BATCH_ATTR_TRANSACTIONAL))
+        return KP_ERR_NONE; /* transactional offset commits are not supported yet */
+    int64_t total = kp_batch_total_size(h);
+    if ((h->attributes & KP_BATCH_ATTR_CODEC_MASK) != 0 || total > LOAD_BATCH_MAX) {
+        ld->skipped += h->records_count;
+        return KP_ERR_NONE;
+    }
+    uint8_t *buf = malloc((size_t)total);
+    if (buf == NULL)
+        return KP_ERR__NOMEM;
+    kp_err e = KP_ERR__CORRUPT;
+    if (ld->io->ops->pread(ld->io->ctx, fd, buf, (size_t)total, file_pos) == (ssize_t)total &&
+        kp_batch_check(buf, (size_t)total, NULL) == KP_ERR_NONE) {
+        kp_arena a;
+        kp_arena_init(&a);
+        kp_record_iter it;
+        kp_record rec;
+        kp_records_iter_init(&it, buf + KP_BATCH_HDR_SIZE, (size_t)total - KP_BATCH_HDR_SIZE,
+                             h->records_count);
+        while ((e = kp_records_next(&it, &rec)) == KP_ERR_NONE &&
+               (e = load_record(ld, &rec, &a)) == KP_ERR_NONE)
+            kp_arena_reset(&a);
+        kp_arena_fini(&a);
+        e = e == KP_ERR__NOENT ? KP_ERR_NONE : e;
+    }
+    free(buf);
+    return e;
+}
+
+/* Drops groups the log left with nothing; arms the timers of the rest. */
+static void load_finish(kb_gcoord *c)
+{
+    size_t cur = 0;
+    kb_group *g;
+    while ((g = kb_groups_next(c->groups, &cur)) != NULL) {
+        if (g->nmembers == 0 && !g->persisted && g->offsets.n == 0)
+            kb_groups_remove(c->groups, g);
+        else
+            kb_gcoord_touch(c->b, g);
+    }
+}
+
+static kp_err load_all(kb_gcoord *c, char *err, size_t errlen)
+{
+    kb_broker *b = c->b;
+    kb_topic *t = kb_topics_find(b->topics, KP_STR_LIT(KB_GCOORD_OFFSETS_TOPIC));
+    if (t == NULL)
+        return KP_ERR_NONE;
+    loader ld = {.c = c, .io = kb_plog_io(b), .now = kb_loop_now_ms(b->loop)};
+    for (int32_t p = 0; p < t->npartitions; p++) {
+        ks_log *log;
+        kp_err e = kb_plog_get(b, t, p, &log);
+        if (e == KP_ERR_NONE)
+            e = kb_log_scan(ld.io, log, ks_log_start_offset(log), load_batch, &ld);
+        if (e != KP_ERR_NONE) {
+            snprintf(err, errlen, "cannot load %s-%d: %s", KB_GCOORD_OFFSETS_TOPIC, p,
+                     kp_err_name(e));
+            return KP_ERR__IO;
+        }
+    }
+    load_finish(c);
+    KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"groups loaded\" groups=%zu records=%lld skipped=%lld",
+           kb_groups_count(c->groups), (long long)ld.records, (long long)ld.skipped);
+    return KP_ERR_NONE;
+}
+
+/* ---- start and stop ----------------------------------------------------- */
+
+kp_err kb_gcoord_start(kb_broker *b, char *err, size_t errlen)
+{
+    kb_gcoord *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KP_ERR__NOMEM;
+    }
+    const kb_config *cfg = b->cfg;
+    kb_group_env env = {
+        .join_done = env_join_done,
+        .sync_done = env_sync_done,
+        .store = env_store,
+        .uuid = env_uuid,
+        .wall_ms = env_wall,
+        .ctx = c,
+        .initial_rebalance_delay_ms = cfg->group_initial_rebalance_delay_ms,
+        .min_session_timeout_ms = cfg->group_min_session_timeout_ms,
+        .max_session_timeout_ms = cfg->group_max_session_timeout_ms,
+        .max_size = cfg->group_max_size,
+    };
+    c->b = b;
+    c->groups = kb_groups_new(&env);
+    b->gcoord = c;
+    if (c->groups == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KP_ERR__NOMEM;
+    }
+    kb_timer_init(&c->expiry, on_expiry_timer, c);
+    kb_timer_arm(b->loop, &c->expiry, EXPIRY_INTERVAL_MS);
+    return load_all(c, err, errlen);
+}
+
+void kb_gcoord_stop(kb_broker *b)
+{
+    kb_gcoord *c = b->gcoord;
+    if (c == NULL)
+        return;
+    size_t cur = 0;
+    for (kb_group *g; c->groups != NULL && (g = kb_groups_next(c->groups, &cur)) != NULL;)
+        kb_timer_disarm(b->loop, &g->timer);
+    kb_timer_disarm(b->loop, &c->expiry);
+    kb_groups_free(c->groups);
+    free(c);
+    b->gcoord = NULL;
+}

@@ -1,0 +1,71 @@
+/*
+ * kb_gcoord: the group coordinator of this broker: the kb_group state
+ * machines wired to the event loop, and their persistence in
+ * __consumer_offsets.
+ *
+ * Job: own the group registry; arm each group's timer at its next deadline;
+ * write offset commits, group metadata and tombstones as records (kb_offsets
+ * formats) to the group's partition of __consumer_offsets before anything is
+ * acknowledged; rebuild every group from that topic at start-up; expire the
+ * offsets of empty groups after offsets.retention.minutes.
+ *
+ * Invariants:
+ *   1. A group's in-memory offsets and metadata change only after the
+ *      records saying so were appended (page-cache durable) to its partition
+ *      kafka-style: partition = kb_offsets_partition_for(group id).
+ *   2. A group's timer is armed exactly when kb_group_next_deadline() is
+ *      finite, at that deadline (kb_gcoord_touch after every event).
+ *   3. __consumer_offsets exists once any group state was written, with
+ *      offsets.topic.num.partitions partitions and cleanup.policy=compact.
+ *
+ * Ownership: the coordinator (b->gcoord) owns the registry; kb_gcoord_stop
+ * frees it after the server stopped (parked requests are gone by then).
+ *
+ * Threading: loop thread only.
+ *
+ * Errors: KP_ERR__NOMEM; storage errors from the appends (callers answer
+ * COORDINATOR_NOT_AVAILABLE); start-up returns KP_ERR__IO with a message
+ * when __consumer_offsets cannot be read.
+ */
+#ifndef KB_GCOORD_H
+#define KB_GCOORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_broker.h"
+#include "kb_group.h"
+#include "kb_topics.h"
+
+#define KB_GCOORD_OFFSETS_TOPIC "__consumer_offsets"
+
+/* What a handler hands kb_group_join/kb_group_sync as the waiter: the
+ * coordinator's env forwards the answer to these. */
+typedef struct kb_gwaiter kb_gwaiter;
+struct kb_gwaiter {
+    void (*join_done)(kb_gwaiter *w, const kb_group *g, const kb_group_join_result *res);
+    void (*sync_done)(kb_gwaiter *w, const kb_group *g, kp_err err, kp_slice assignment);
+};
+
+kp_err kb_gcoord_start(kb_broker *b, char *err, size_t errlen);
+void kb_gcoord_stop(kb_broker *b);
+
+kb_groups *kb_gcoord_groups(kb_broker *b);
+int64_t kb_gcoord_now(kb_broker *b);  /* monotonic ms */
+int64_t kb_gcoord_wall(kb_broker *b); /* wall clock ms */
+
+/* __consumer_offsets, created on first use. */
+kp_err kb_gcoord_offsets_topic(kb_broker *b, kb_topic **out);
+
+/* Re-arms g's timer after an event changed its deadlines. */
+void kb_gcoord_touch(kb_broker *b, kb_group *g);
+
+/* Writes the commits then applies them to g->offsets. */
+kp_err kb_gcoord_commit(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n);
+/* Writes tombstones for the given offsets of g, then forgets them. */
+kp_err kb_gcoord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n);
+/* Writes tombstones for every offset and the metadata of an EMPTY group,
+ * then removes it. */
+kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g);
+
+#endif

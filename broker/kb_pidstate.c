@@ -1,0 +1,127 @@
+#include "kb_pidstate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb_logscan.h"
+#include "kp_batch.h"
+
+typedef struct pid_entry {
+    int64_t producer_id;
+    int16_t epoch;
+    int32_t nbatches;
+    kb_pid_batch batches[KB_PID_CACHED_BATCHES]; /* oldest first */
+} pid_entry;
+
+struct kb_pidstate {
+    pid_entry *v;
+    int32_t n;
+    int32_t cap;
+};
+
+kb_pidstate *kb_pidstate_new(void)
+{
+    return calloc(1, sizeof(kb_pidstate));
+}
+
+void kb_pidstate_free(kb_pidstate *ps)
+{
+    if (ps == NULL)
+        return;
+    free(ps->v);
+    free(ps);
+}
+
+int32_t kb_pidstate_count(const kb_pidstate *ps)
+{
+    return ps->n;
+}
+
+static pid_entry *find(const kb_pidstate *ps, int64_t producer_id)
+{
+    /* Few producers write to one partition; a linear scan is the fast path. */
+    for (int32_t i = 0; i < ps->n; i++)
+        if (ps->v[i].producer_id == producer_id)
+            return &ps->v[i];
+    return NULL;
+}
+
+static int32_t next_seq(int32_t seq)
+{
+    return seq == INT32_MAX ? 0 : seq + 1;
+}
+
+kp_err kb_pidstate_check(const kb_pidstate *ps, int64_t producer_id, int16_t epoch,
+                         int32_t first_seq, int32_t last_seq, kb_pid_batch *dup)
+{
+    const pid_entry *e = find(ps, producer_id);
+    if (e == NULL || e->nbatches == 0)
+        return first_seq == 0 || e == NULL ? KP_ERR_NONE : KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+    if (epoch < e->epoch)
+        return KP_ERR_INVALID_PRODUCER_EPOCH;
+    if (epoch > e->epoch)
+        return first_seq == 0 ? KP_ERR_NONE : KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+    for (int32_t i = 0; i < e->nbatches; i++) {
+        if (e->batches[i].first_seq == first_seq && e->batches[i].last_seq == last_seq) {
+            *dup = e->batches[i];
+            return KP_ERR_DUPLICATE_SEQUENCE_NUMBER;
+        }
+    }
+    if (first_seq != next_seq(e->batches[e->nbatches - 1].last_seq))
+        return KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_pidstate_record(kb_pidstate *ps, int64_t producer_id, int16_t epoch,
+                          const kb_pid_batch *batch)
+{
+    pid_entry *e = find(ps, producer_id);
+    if (e == NULL) {
+        if (ps->n == ps->cap) {
+            int32_t cap = ps->cap ? ps->cap * 2 : 4;
+            pid_entry *v = realloc(ps->v, (size_t)cap * sizeof(*v));
+            if (v == NULL)
+                return KP_ERR__NOMEM;
+            ps->v = v;
+            ps->cap = cap;
+        }
+        e = &ps->v[ps->n++];
+        memset(e, 0, sizeof(*e));
+        e->producer_id = producer_id;
+        e->epoch = epoch;
+    }
+    if (epoch != e->epoch) {
+        e->epoch = epoch;
+        e->nbatches = 0;
+    }
+    if (e->nbatches == KB_PID_CACHED_BATCHES) {
+        memmove(&e->batches[0], &e->batches[1], (KB_PID_CACHED_BATCHES - 1) * sizeof(e->batches[0]));
+        e->nbatches--;
+    }
+    e->batches[e->nbatches++] = *batch;
+    return KP_ERR_NONE;
+}
+
+/* Records one batch header if it is from an idempotent producer. */
+static kp_err replay_header(kb_pidstate *ps, const kp_batch_hdr *h)
+{
+    if (h->producer_id < 0 || h->base_sequence < 0 || (h->attributes & KP_BATCH_ATTR_CONTROL))
+        return KP_ERR_NONE;
+    int32_t last = h->base_sequence > INT32_MAX - h->last_offset_delta
+                       ? h->last_offset_delta - (INT32_MAX - h->base_sequence) - 1
+                       : h->base_sequence + h->last_offset_delta;
+    kb_pid_batch b = {h->base_sequence, last, h->base_offset, kp_batch_last_offset(h)};
+    return kb_pidstate_record(ps, h->producer_id, h->producer_epoch, &b);
+}
+
+static kp_err replay_cb(void *arg, const kp_batch_hdr *h, int64_t file_pos, int fd)
+{
+    (void)file_pos;
+    (void)fd;
+    return replay_header(arg, h);
+}
+
+kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log)
+{
+    return kb_log_scan(io, log, ks_log_start_offset(log), replay_cb, ps);
+}

@@ -1,0 +1,60 @@
+/*
+ * kb_pidstate: idempotent-producer state of one partition: for each
+ * producer id, its epoch and the sequence ranges of its last five batches.
+ *
+ * Job: decide, before an append, whether a batch from an idempotent
+ * producer is new (append it), a retried duplicate (answer with the offsets
+ * it got the first time, append nothing), out of order, or from a fenced
+ * epoch; record appended batches; rebuild the state from the log after a
+ * restart.
+ *
+ * Invariants:
+ *   1. For each producer, the cached batches are the last (at most) five it
+ *      appended in its current epoch, in log order.
+ *   2. A batch whose (first, last) sequence equals a cached one is a
+ *      duplicate; otherwise its first sequence must follow the last cached
+ *      one (wrapping at INT32_MAX), or be 0 for a new producer or epoch.
+ *
+ * Ownership: the partition owns its kb_pidstate (kb_partition.pids).
+ * Threading: loop thread only.
+ * Errors: KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, KP_ERR_INVALID_PRODUCER_EPOCH,
+ * KP_ERR_DUPLICATE_SEQUENCE_NUMBER (a duplicate: answer success with the
+ * cached offsets), KP_ERR__NOMEM, storage errors from the rebuild scan.
+ */
+#ifndef KB_PIDSTATE_H
+#define KB_PIDSTATE_H
+
+#include <stdint.h>
+
+#include "kp_err.h"
+#include "ks_log.h"
+
+#define KB_PID_CACHED_BATCHES 5
+
+typedef struct kb_pidstate kb_pidstate;
+
+typedef struct kb_pid_batch {
+    int32_t first_seq;
+    int32_t last_seq;
+    int64_t first_offset;
+    int64_t last_offset;
+} kb_pid_batch;
+
+kb_pidstate *kb_pidstate_new(void);
+void kb_pidstate_free(kb_pidstate *ps);
+
+/* Checks a batch before append; on a duplicate fills *dup. */
+kp_err kb_pidstate_check(const kb_pidstate *ps, int64_t producer_id, int16_t epoch,
+                         int32_t first_seq, int32_t last_seq, kb_pid_batch *dup);
+
+/* Records an appended batch (epoch changes reset the producer's cache). */
+kp_err kb_pidstate_record(kb_pidstate *ps, int64_t producer_id, int16_t epoch,
+                          const kb_pid_batch *batch);
+
+/* Replays every idempotent batch of the log (after open). */
+kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log);
+
+/* Producers tracked (for tests and DescribeProducers). */
+int32_t kb_pidstate_count(const kb_pidstate *ps);
+
+#endif

@@ -1,0 +1,493 @@
+#include "kb_plog.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kb_log.h"
+#include "kb_pidstate.h"
+#include "kb_tconf.h"
+#include "ks_checkpoint.h"
+#include "ks_flush.h"
+#include "ks_retention.h"
+
+#define KB_PLOG_TICK_MS 100
+#define KB_RETENTION_STEP_SEGMENTS 16
+#define KB_FLUSH_DRAIN_BATCH 64
+
+typedef struct durable_waiter {
+    struct durable_waiter *next;
+    uint64_t cookie;
+    kb_durable_cb *cb;
+    void *arg;
+} durable_waiter;
+
+struct kb_plog {
+    kb_broker *broker;
+    ks_io io;
+    ks_flush *flush;
+    ks_ckpt_entry *recovery;
+    size_t nrecovery;
+    ks_ckpt_entry *starts;
+    size_t nstarts;
+    bool was_clean;
+    durable_waiter *waiters;
+    uint64_t next_cookie;
+    kb_timer tick;
+    int64_t last_retention_ms;
+    int64_t last_checkpoint_ms;
+    kb_append_hook *hook;
+    void *hook_arg;
+};
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *log_dir(const kb_broker *b)
+{
+    return b->cfg->log_dirs.v[0];
+}
+
+static void topic_log_config(const kb_broker *b, const kb_topic *t, ks_log_config *lc)
+{
+    const kb_config *cfg = b->cfg;
+    ks_log_config_default(lc);
+    lc->segment_bytes = kb_tconf_long(cfg, t, "segment.bytes", lc->segment_bytes);
+    lc->segment_ms = kb_tconf_long(cfg, t, "segment.ms", lc->segment_ms);
+    lc->index_interval_bytes =
+        (int32_t)kb_tconf_long(cfg, t, "index.interval.bytes", lc->index_interval_bytes);
+    lc->segment_index_bytes =
+        (int32_t)kb_tconf_long(cfg, t, "segment.index.bytes", lc->segment_index_bytes);
+    lc->retention_ms = kb_tconf_long(cfg, t, "retention.ms", lc->retention_ms);
+    lc->retention_bytes = kb_tconf_long(cfg, t, "retention.bytes", lc->retention_bytes);
+    lc->flush_messages = kb_tconf_long(cfg, t, "flush.messages", lc->flush_messages);
+    lc->flush_ms = kb_tconf_long(cfg, t, "flush.ms", lc->flush_ms);
+    int8_t source;
+    const char *tt = kb_tconf_effective(cfg, t, "message.timestamp.type", &source);
+    lc->message_timestamp_type = tt != NULL && strcmp(tt, "LogAppendTime") == 0
+                                     ? KS_TS_LOG_APPEND_TIME
+                                     : KS_TS_CREATE_TIME;
+}
+
+kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
+{
+    if (partition < 0 || partition >= t->npartitions)
+        return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    kb_partition *p = &t->partitions[partition];
+    if (p->log != NULL) {
+        *out = p->log;
+        return KP_ERR_NONE;
+    }
+    kb_plog *pl = b->plog;
+    ks_log_config lc;
+    topic_log_config(b, t, &lc);
+    ks_log_open_args args = {
+        .recovery_point = ks_checkpoint_find(pl->recovery, pl->nrecovery, t->name, partition),
+        .log_start_offset = ks_checkpoint_find(pl->starts, pl->nstarts, t->name, partition),
+        .clean_shutdown = pl->was_clean,
+        .now_ms = wall_ms(),
+    };
+    ks_recover_report rep;
+    ks_recover_report_init(&rep);
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    kp_err e = ks_log_open(&pl->io, log_dir(b), t->name, partition, &lc, &args, &p->log, &rep,
+                           &ctx);
+    if (e != KP_ERR_NONE) {
+        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot open log\" topic=%s partition=%d "
+               "error=%s detail=\"%s\"", t->name, partition, kp_err_name(e), ctx.msg);
+        p->log = NULL;
+        return e;
+    }
+    if (rep.truncated_bytes > 0)
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE,
+               "msg=\"recovery truncated a torn or corrupt tail\" topic=%s partition=%d "
+               "file=%s/%s-%d/%020lld.log position=%lld bytes=%lld reason=\"%s\"",
+               t->name, partition, log_dir(b), t->name, partition,
+               (long long)rep.truncated_base, (long long)rep.truncated_pos,
+               (long long)rep.truncated_bytes, rep.reason);
+    p->pids = kb_pidstate_new();
+    e = p->pids != NULL ? kb_pidstate_rebuild(p->pids, &pl->io, p->log) : KP_ERR__NOMEM;
+    if (e != KP_ERR_NONE) {
+        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot rebuild producer state\" topic=%s "
+               "partition=%d error=%s", t->name, partition, kp_err_name(e));
+        kb_pidstate_free(p->pids);
+        p->pids = NULL;
+        (void)ks_log_close(p->log, NULL);
+        p->log = NULL;
+        return e;
+    }
+    *out = p->log;
+    return KP_ERR_NONE;
+}
+
+int16_t kb_plog_lookup(kb_broker *b, kp_str topic, int32_t partition, kb_topic **t,
+                       ks_log **log)
+{
+    *t = kb_topics_find(b->topics, topic);
+    if (*t == NULL || partition < 0 || partition >= (*t)->npartitions)
+        return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    return kp_err_to_wire(kb_plog_get(b, *t, partition, log));
+}
+
+int16_t kb_plog_check_epoch(int32_t client_epoch, int32_t ours)
+{
+    if (client_epoch < 0 || client_epoch == ours)
+        return KP_ERR_NONE;
+    return client_epoch > ours ? KP_ERR_UNKNOWN_LEADER_EPOCH : KP_ERR_FENCED_LEADER_EPOCH;
+}
+
+const ks_io *kb_plog_io(const kb_broker *b)
+{
+    return &b->plog->io;
+}
+
+kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *batches, size_t len,
+                      ks_append_result *res)
+{
+    ks_log *log;
+    kp_err e = kb_plog_get(b, t, partition, &log);
+    if (e != KP_ERR_NONE)
+        return e;
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    e = ks_log_append(log, batches, len, t->partitions[partition].leader_epoch, wall_ms(), res,
+                      &ctx);
+    if (e != KP_ERR_NONE) {
+        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"append failed\" topic=%s partition=%d "
+               "error=%s detail=\"%s\"", t->name, partition, kp_err_name(e), ctx.msg);
+        return e;
+    }
+    kb_plog *pl = b->plog;
+    if (ks_flush_policy_due(log, kb_loop_now_ms(b->loop)))
+        (void)ks_flush_submit(pl->flush, log, 0, NULL);
+    if (pl->hook != NULL)
+        pl->hook(pl->hook_arg, t, partition);
+    return KP_ERR_NONE;
+}
+
+void kb_plog_set_append_hook(kb_broker *b, kb_append_hook *hook, void *arg)
+{
+    b->plog->hook = hook;
+    b->plog->hook_arg = arg;
+}
+
+kp_err kb_plog_when_durable(kb_broker *b, ks_log *log, int64_t offset, kb_durable_cb *cb,
+                            void *arg)
+{
+    kb_plog *pl = b->plog;
+    if (b->cfg->flush_acks_all == KB_FLUSH_PAGE_CACHE || ks_log_recovery_point(log) >= offset) {
+        cb(arg, KP_ERR_NONE);
+        return KP_ERR_NONE;
+    }
+    durable_waiter *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return KP_ERR__NOMEM;
+    w->cookie = ++pl->next_cookie;
+    w->cb = cb;
+    w->arg = arg;
+    kp_err e = ks_flush_submit(pl->flush, log, w->cookie, NULL);
+    if (e != KP_ERR_NONE) {
+        free(w);
+        return e;
+    }
+    w->next = pl->waiters;
+    pl->waiters = w;
+    return KP_ERR_NONE;
+}
+
+static durable_waiter *take_waiter(kb_plog *pl, uint64_t cookie)
+{
+    for (durable_waiter **pp = &pl->waiters; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->cookie == cookie) {
+            durable_waiter *w = *pp;
+            *pp = w->next;
+            return w;
+        }
+    }
+    return NULL;
+}
+
+static void drain_flushes(kb_plog *pl)
+{
+    ks_flush_done done[KB_FLUSH_DRAIN_BATCH];
+    size_t n;
+    while ((n = ks_flush_drain(pl->flush, wall_ms(), done, KB_FLUSH_DRAIN_BATCH)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            if (done[i].err != KP_ERR_NONE)
+                KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"flush failed\" topic=%s partition=%d "
+                       "error=%s detail=\"%s\"", ks_log_topic(done[i].log),
+                       ks_log_partition(done[i].log), kp_err_name(done[i].err),
+                       done[i].errctx.msg);
+            durable_waiter *w = done[i].cookie ? take_waiter(pl, done[i].cookie) : NULL;
+            if (w != NULL) {
+                w->cb(w->arg, done[i].err);
+                free(w);
+            }
+        }
+    }
+}
+
+static void on_flush_event(kb_loop *loop, int fd, unsigned events, void *arg)
+{
+    (void)loop;
+    (void)events;
+    uint64_t v;
+    if (read(fd, &v, sizeof(v)) < 0) {
+        /* EAGAIN: nothing new; completions are drained below regardless */
+    }
+    drain_flushes(arg);
+}
+
+/* Waits (bounded by the flush thread's progress) until no flush is in flight for log. */
+static void wait_idle(kb_plog *pl, ks_log *log)
+{
+    for (int i = 0; i < 10000 && ks_log_flush_pending(log) > 0; i++) {
+        struct pollfd pfd = {ks_flush_eventfd(pl->flush), POLLIN, 0};
+        (void)poll(&pfd, 1, 10);
+        drain_flushes(pl);
+    }
+}
+
+/* ---- periodic work ------------------------------------------------------ */
+
+typedef void log_visit_fn(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log);
+
+static void for_each_open_log(kb_plog *pl, log_visit_fn *fn)
+{
+    kb_topics *ts = pl->broker->topics;
+    for (size_t i = 0; i < kb_topics_count(ts); i++) {
+        kb_topic *t = kb_topics_at(ts, i);
+        for (int32_t p = 0; p < t->npartitions; p++)
+            if (t->partitions[p].log != NULL)
+                fn(pl, t, p, t->partitions[p].log);
+    }
+}
+
+static void flush_if_due(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+{
+    (void)t;
+    (void)partition;
+    if (ks_log_flush_pending(log) == 0 && ks_flush_policy_due(log, wall_ms()))
+        (void)ks_flush_submit(pl->flush, log, 0, NULL);
+}
+
+static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+{
+    ks_retention_job job;
+    memset(&job, 0, sizeof(job));
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    if (ks_retention_plan(log, wall_ms(), KB_RETENTION_STEP_SEGMENTS, &job, &ctx) != KP_ERR_NONE ||
+        job.n == 0)
+        return;
+    KB_LOG(KB_LL_INFO, KB_SUB_STORAGE,
+           "msg=\"retention deleted segments\" topic=%s partition=%d segments=%d bytes=%lld "
+           "log_start_offset=%lld", t->name, partition, job.n, (long long)job.bytes,
+           (long long)ks_log_start_offset(log));
+    (void)pl;
+    (void)ks_retention_finish(&job, &ctx);
+}
+
+/* Collects (topic, partition, offset) entries of every open log. */
+typedef struct ckpt_acc {
+    ks_ckpt_entry *v;
+    size_t n;
+    bool start_offsets;
+} ckpt_acc;
+
+static void ckpt_collect(kb_topics *ts, ckpt_acc *acc)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < kb_topics_count(ts); i++)
+        cap += (size_t)kb_topics_at(ts, i)->npartitions;
+    acc->v = calloc(cap + 1, sizeof(*acc->v));
+    acc->n = 0;
+    if (acc->v == NULL)
+        return;
+    for (size_t i = 0; i < kb_topics_count(ts); i++) {
+        kb_topic *t = kb_topics_at(ts, i);
+        for (int32_t p = 0; p < t->npartitions; p++) {
+            ks_log *log = t->partitions[p].log;
+            if (log == NULL)
+                continue;
+            int64_t off = acc->start_offsets ? ks_log_start_offset(log) : ks_log_recovery_point(log);
+            acc->v[acc->n++] = (ks_ckpt_entry){t->name, p, off};
+        }
+    }
+}
+
+/* Merges the checkpoint entries of logs never opened this run, so a
+ * restart that touched few partitions keeps what the others had. */
+static void ckpt_write(kb_plog *pl, const char *name, bool start_offsets)
+{
+    ckpt_acc acc = {NULL, 0, start_offsets};
+    ckpt_collect(pl->broker->topics, &acc);
+    if (acc.v == NULL)
+        return;
+    const ks_ckpt_entry *old = start_offsets ? pl->starts : pl->recovery;
+    size_t nold = start_offsets ? pl->nstarts : pl->nrecovery;
+    ks_ckpt_entry *all = calloc(acc.n + nold + 1, sizeof(*all));
+    if (all != NULL) {
+        size_t n = acc.n;
+        memcpy(all, acc.v, acc.n * sizeof(*all));
+        for (size_t i = 0; i < nold; i++) {
+            kb_topic *t = kb_topics_find(pl->broker->topics, kp_str_from(old[i].topic));
+            if (t != NULL && old[i].partition < t->npartitions &&
+                t->partitions[old[i].partition].log == NULL)
+                all[n++] = old[i];
+        }
+        kp_errctx ctx = {{0}, NULL, 0, 0};
+        if (ks_checkpoint_write(&pl->io, log_dir(pl->broker), name, all, n, &ctx) != KP_ERR_NONE)
+            KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot write checkpoint\" file=%s "
+                   "detail=\"%s\"", name, ctx.msg);
+        free(all);
+    }
+    free(acc.v);
+}
+
+static void on_tick(kb_loop *loop, void *arg)
+{
+    kb_plog *pl = arg;
+    const kb_config *cfg = pl->broker->cfg;
+    int64_t now = kb_loop_now_ms(loop);
+    for_each_open_log(pl, flush_if_due);
+    if (now - pl->last_retention_ms >= cfg->log_retention_check_interval_ms) {
+        pl->last_retention_ms = now;
+        for_each_open_log(pl, retention_step);
+    }
+    if (now - pl->last_checkpoint_ms >= cfg->log_flush_offset_checkpoint_interval_ms) {
+        pl->last_checkpoint_ms = now;
+        ckpt_write(pl, KS_CKPT_RECOVERY_POINT, false);
+        ckpt_write(pl, KS_CKPT_LOG_START, true);
+    }
+    (void)kb_timer_arm(loop, &pl->tick, KB_PLOG_TICK_MS);
+}
+
+/* ---- topic changes ------------------------------------------------------ */
+
+void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
+{
+    for (int32_t p = 0; p < t->npartitions; p++) {
+        ks_log *log = t->partitions[p].log;
+        if (log == NULL)
+            continue;
+        wait_idle(b->plog, log);
+        kp_errctx ctx = {{0}, NULL, 0, 0};
+        if (ks_log_delete(log, &ctx) != KP_ERR_NONE)
+            KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"deleting log failed\" topic=%s "
+                   "partition=%d detail=\"%s\"", t->name, p, ctx.msg);
+        t->partitions[p].log = NULL;
+        kb_pidstate_free(t->partitions[p].pids);
+        t->partitions[p].pids = NULL;
+    }
+}
+
+void kb_plog_config_changed(kb_broker *b, kb_topic *t)
+{
+    ks_log_config lc;
+    topic_log_config(b, t, &lc);
+    for (int32_t p = 0; p < t->npartitions; p++) {
+        kp_errctx ctx = {{0}, NULL, 0, 0};
+        if (t->partitions[p].log != NULL &&
+            ks_log_set_config(t->partitions[p].log, &lc, &ctx) != KP_ERR_NONE)
+            KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"config not applied\" topic=%s "
+                   "partition=%d detail=\"%s\"", t->name, p, ctx.msg);
+    }
+}
+
+/* ---- start and stop ----------------------------------------------------- */
+
+kp_err kb_plog_start(kb_broker *b, char *err, size_t errlen)
+{
+    kb_plog *pl = calloc(1, sizeof(*pl));
+    if (pl == NULL)
+        return KP_ERR__NOMEM;
+    b->plog = pl;
+    pl->broker = b;
+    pl->io = ks_io_posix();
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    const char *dir = log_dir(b);
+    if (ks_clean_shutdown_take(&pl->io, dir, &pl->was_clean, &ctx) != KP_ERR_NONE)
+        pl->was_clean = false;
+    if (ks_checkpoint_read(&pl->io, dir, KS_CKPT_RECOVERY_POINT, &pl->recovery, &pl->nrecovery,
+                           &ctx) != KP_ERR_NONE) {
+        pl->recovery = NULL;
+        pl->nrecovery = 0;
+    }
+    if (ks_checkpoint_read(&pl->io, dir, KS_CKPT_LOG_START, &pl->starts, &pl->nstarts, &ctx) !=
+        KP_ERR_NONE) {
+        pl->starts = NULL;
+        pl->nstarts = 0;
+    }
+    if (ks_flush_new(&pl->flush, &ctx) != KP_ERR_NONE ||
+        kb_loop_add_fd(b->loop, ks_flush_eventfd(pl->flush), KB_EV_READ, on_flush_event, pl) !=
+            KP_ERR_NONE) {
+        snprintf(err, errlen, "cannot start the flush thread: %s", ctx.msg);
+        return KP_ERR__IO;
+    }
+    pl->last_retention_ms = pl->last_checkpoint_ms = kb_loop_now_ms(b->loop);
+    kb_timer_init(&pl->tick, on_tick, pl);
+    (void)kb_timer_arm(b->loop, &pl->tick, KB_PLOG_TICK_MS);
+    KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"log dir opened\" dir=%s clean_shutdown=%s", dir,
+           pl->was_clean ? "true" : "false");
+    return KP_ERR_NONE;
+}
+
+static void flush_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+{
+    wait_idle(pl, log);
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    if (ks_log_flush(log, wall_ms(), &ctx) != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"final flush failed\" topic=%s partition=%d "
+               "detail=\"%s\"", t->name, partition, ctx.msg);
+}
+
+static void close_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+{
+    (void)pl;
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    if (ks_log_close(log, &ctx) != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"closing log failed\" topic=%s partition=%d "
+               "detail=\"%s\"", t->name, partition, ctx.msg);
+    t->partitions[partition].log = NULL;
+    kb_pidstate_free(t->partitions[partition].pids);
+    t->partitions[partition].pids = NULL;
+}
+
+/* A clean stop: flush every log, record the checkpoints, close the logs,
+ * then leave the clean-shutdown marker so the next start reads no data. */
+void kb_plog_stop(kb_broker *b)
+{
+    kb_plog *pl = b->plog;
+    if (pl == NULL)
+        return;
+    kb_timer_disarm(b->loop, &pl->tick);
+    for_each_open_log(pl, flush_log);
+    ckpt_write(pl, KS_CKPT_RECOVERY_POINT, false);
+    ckpt_write(pl, KS_CKPT_LOG_START, true);
+    for_each_open_log(pl, close_log);
+    if (pl->flush != NULL) {
+        drain_flushes(pl);
+        kb_loop_del_fd(b->loop, ks_flush_eventfd(pl->flush));
+        ks_flush_free(pl->flush, wall_ms());
+    }
+    while (pl->waiters != NULL) {
+        durable_waiter *w = pl->waiters;
+        pl->waiters = w->next;
+        w->cb(w->arg, KP_ERR__IO);
+        free(w);
+    }
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    if (ks_clean_shutdown_mark(&pl->io, log_dir(b), 0, &ctx) != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot write the clean-shutdown marker\" "
+               "detail=\"%s\"", ctx.msg);
+    ks_checkpoint_free(pl->recovery, pl->nrecovery);
+    ks_checkpoint_free(pl->starts, pl->nstarts);
+    free(pl);
+    b->plog = NULL;
+}

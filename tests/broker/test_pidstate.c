@@ -1,0 +1,132 @@
+/* Idempotent-producer state: duplicates, gaps, epochs, and the rebuild
+ * from a real log on disk after a restart. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "broker_suites.h"
+#include "kb_pidstate.h"
+#include "kp_records.h"
+#include "ks_log.h"
+
+START_TEST(test_pidstate_duplicate_of_cached_batch)
+{
+    kb_pidstate *ps = kb_pidstate_new();
+    kb_pid_batch dup;
+    ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 0, 4, &dup), KP_ERR_NONE);
+    kb_pid_batch b0 = {0, 4, 100, 104};
+    ck_assert_int_eq(kb_pidstate_record(ps, 7, 0, &b0), KP_ERR_NONE);
+    ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 0, 4, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    ck_assert_int_eq(dup.first_offset, 100);
+    ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 5, 9, &dup), KP_ERR_NONE);
+    kb_pidstate_free(ps);
+}
+END_TEST
+
+START_TEST(test_pidstate_gap_is_out_of_order)
+{
+    kb_pidstate *ps = kb_pidstate_new();
+    kb_pid_batch dup, b0 = {0, 4, 0, 4};
+    kb_pidstate_record(ps, 7, 0, &b0);
+    ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 6, 9, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    /* a new producer must start at sequence 0... */
+    ck_assert_int_eq(kb_pidstate_check(ps, 8, 0, 0, 0, &dup), KP_ERR_NONE);
+    kb_pidstate_free(ps);
+}
+END_TEST
+
+START_TEST(test_pidstate_epochs)
+{
+    kb_pidstate *ps = kb_pidstate_new();
+    kb_pid_batch dup, b0 = {0, 0, 0, 0};
+    kb_pidstate_record(ps, 7, 3, &b0);
+    ck_assert_int_eq(kb_pidstate_check(ps, 7, 2, 1, 1, &dup), KP_ERR_INVALID_PRODUCER_EPOCH);
+    ck_assert_int_eq(kb_pidstate_check(ps, 7, 4, 5, 5, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    ck_assert_int_eq(kb_pidstate_check(ps, 7, 4, 0, 0, &dup), KP_ERR_NONE);
+    kb_pidstate_free(ps);
+}
+END_TEST
+
+START_TEST(test_pidstate_keeps_last_five)
+{
+    kb_pidstate *ps = kb_pidstate_new();
+    kb_pid_batch dup;
+    for (int32_t i = 0; i < 7; i++) {
+        kb_pid_batch b = {i, i, i, i};
+        kb_pidstate_record(ps, 1, 0, &b);
+    }
+    /* batches 2..6 are cached; 0 and 1 fell out */
+    ck_assert_int_eq(kb_pidstate_check(ps, 1, 0, 2, 2, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    ck_assert_int_eq(kb_pidstate_check(ps, 1, 0, 1, 1, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    kb_pidstate_free(ps);
+}
+END_TEST
+
+START_TEST(test_pidstate_sequence_wraps)
+{
+    kb_pidstate *ps = kb_pidstate_new();
+    kb_pid_batch dup, b = {INT32_MAX - 1, INT32_MAX, 0, 1};
+    kb_pidstate_record(ps, 1, 0, &b);
+    ck_assert_int_eq(kb_pidstate_check(ps, 1, 0, 0, 3, &dup), KP_ERR_NONE);
+    kb_pidstate_free(ps);
+}
+END_TEST
+
+static void append_idempotent(ks_log *log, int64_t pid, int16_t epoch, int32_t seq, int n)
+{
+    kp_batch_builder bb;
+    kp_batch_builder_init(&bb, 0, 0, pid, epoch, seq);
+    for (int i = 0; i < n; i++)
+        kp_batch_builder_add(&bb, 1000 + i, (kp_slice){(const uint8_t *)"k", 1},
+                             (kp_slice){(const uint8_t *)"v", 1}, NULL, 0);
+    size_t len;
+    uint8_t *batch = kp_batch_builder_finish(&bb, &len);
+    ck_assert_ptr_nonnull(batch);
+    ks_append_result res;
+    ck_assert_int_eq(ks_log_append(log, batch, len, 0, 1000, &res, NULL), KP_ERR_NONE);
+    free(batch);
+}
+
+START_TEST(test_pidstate_rebuilt_from_log)
+{
+    char dir[] = "/tmp/runnel-pidstate-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ks_io io = ks_io_posix();
+    ks_log_config cfg;
+    ks_log_config_default(&cfg);
+    ks_log_open_args args = {-1, -1, false, 1000};
+    ks_log *log;
+    ck_assert_int_eq(ks_log_open(&io, dir, "t", 0, &cfg, &args, &log, NULL, NULL), KP_ERR_NONE);
+    for (int32_t s = 0; s < 40; s += 4)
+        append_idempotent(log, 42, 1, s, 4);
+    append_idempotent(log, -1, -1, -1, 3); /* not idempotent: ignored */
+
+    kb_pidstate *ps = kb_pidstate_new();
+    ck_assert_int_eq(kb_pidstate_rebuild(ps, &io, log), KP_ERR_NONE);
+    ck_assert_int_eq(kb_pidstate_count(ps), 1);
+    kb_pid_batch dup;
+    ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 36, 39, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    ck_assert_int_eq(dup.first_offset, 36);
+    ck_assert_int_eq(dup.last_offset, 39);
+    ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 40, 43, &dup), KP_ERR_NONE);
+    ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 44, 47, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    kb_pidstate_free(ps);
+    ck_assert_int_eq(ks_log_delete(log, NULL), KP_ERR_NONE);
+    rmdir(dir);
+}
+END_TEST
+
+Suite *pidstate_suite(void)
+{
+    Suite *s = suite_create("pidstate");
+    TCase *tc = tcase_create("pidstate");
+    tcase_add_test(tc, test_pidstate_duplicate_of_cached_batch);
+    tcase_add_test(tc, test_pidstate_gap_is_out_of_order);
+    tcase_add_test(tc, test_pidstate_epochs);
+    tcase_add_test(tc, test_pidstate_keeps_last_five);
+    tcase_add_test(tc, test_pidstate_sequence_wraps);
+    tcase_add_test(tc, test_pidstate_rebuilt_from_log);
+    suite_add_tcase(s, tc);
+    return s;
+}
