@@ -9,5 +9,6 @@ Suite *compress_suite(void);
 Suite *types_suite(void);
 Suite *validate_suite(void);
 Suite *records_suite(void);
+Suite *golden_suite(void);
 
 #endif

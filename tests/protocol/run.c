@@ -11,6 +11,7 @@ int main(void)
     srunner_add_suite(sr, compress_suite());
     srunner_add_suite(sr, validate_suite());
     srunner_add_suite(sr, records_suite());
+    srunner_add_suite(sr, golden_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
