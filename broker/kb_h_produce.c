@@ -52,7 +52,7 @@ static void validate_opts(const kb_req *req, const kb_topic *t, kp_validate_opts
     const char *policy = kb_tconf_effective(cfg, t, "cleanup.policy", &source);
     const char *tstype = kb_tconf_effective(cfg, t, "message.timestamp.type", &source);
     memset(o, 0, sizeof(*o));
-    o->single_batch = req->api_version >= 3;
+    o->single_batch = true; /* Kafka refuses a second v2 batch at every version */
     o->compacted = policy != NULL && strstr(policy, "compact") != NULL;
     o->allow_zstd = req->api_version >= 7;
     o->log_append_time = tstype != NULL && strcmp(tstype, "LogAppendTime") == 0;
