@@ -1,6 +1,7 @@
 #include "kb_plog.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,13 @@
 #define KB_PLOG_TICK_MS 100
 #define KB_RETENTION_STEP_SEGMENTS 16
 #define KB_FLUSH_DRAIN_BATCH 64
+
+/* A retention job whose files a helper thread is unlinking. */
+typedef struct retention_task {
+    struct retention_task *next;
+    pthread_t thread;
+    ks_retention_job job;
+} retention_task;
 
 typedef struct durable_waiter {
     struct durable_waiter *next;
@@ -41,6 +49,7 @@ struct kb_plog {
     int64_t last_checkpoint_ms;
     kb_append_hook *hook;
     void *hook_arg;
+    retention_task *unlinking;
 };
 
 static int64_t wall_ms(void)
@@ -277,20 +286,54 @@ static void flush_if_due(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *lo
         (void)ks_flush_submit(pl->flush, log, 0, NULL);
 }
 
+static void *retention_unlink_main(void *arg)
+{
+    retention_task *task = arg;
+    (void)ks_retention_finish(&task->job, NULL);
+    return NULL;
+}
+
+/* Joins the unlink threads that are done (all of them when wait is set). */
+static void retention_reap(kb_plog *pl, bool wait)
+{
+    retention_task **pp = &pl->unlinking;
+    while (*pp != NULL) {
+        retention_task *task = *pp;
+        int rc = wait ? pthread_join(task->thread, NULL) : pthread_tryjoin_np(task->thread, NULL);
+        if (rc == 0) {
+            *pp = task->next;
+            free(task);
+        } else {
+            pp = &task->next;
+        }
+    }
+}
+
+/* Detaches old segments on the loop (cheap) and unlinks their files on a
+ * helper thread, so a large delete never stalls the loop. */
 static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
 {
-    ks_retention_job job;
-    memset(&job, 0, sizeof(job));
-    kp_errctx ctx = {{0}, NULL, 0, 0};
-    if (ks_retention_plan(log, wall_ms(), KB_RETENTION_STEP_SEGMENTS, &job, &ctx) != KP_ERR_NONE ||
-        job.n == 0)
+    retention_task *task = calloc(1, sizeof(*task));
+    if (task == NULL)
         return;
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    if (ks_retention_plan(log, wall_ms(), KB_RETENTION_STEP_SEGMENTS, &task->job, &ctx) !=
+            KP_ERR_NONE ||
+        task->job.n == 0) {
+        free(task);
+        return;
+    }
     KB_LOG(KB_LL_INFO, KB_SUB_STORAGE,
            "msg=\"retention deleted segments\" topic=%s partition=%d segments=%d bytes=%lld "
-           "log_start_offset=%lld", t->name, partition, job.n, (long long)job.bytes,
+           "log_start_offset=%lld", t->name, partition, task->job.n, (long long)task->job.bytes,
            (long long)ks_log_start_offset(log));
-    (void)pl;
-    (void)ks_retention_finish(&job, &ctx);
+    if (pthread_create(&task->thread, NULL, retention_unlink_main, task) != 0) {
+        (void)ks_retention_finish(&task->job, &ctx);
+        free(task);
+        return;
+    }
+    task->next = pl->unlinking;
+    pl->unlinking = task;
 }
 
 /* Collects (topic, partition, offset) entries of every open log. */
@@ -358,6 +401,7 @@ static void on_tick(kb_loop *loop, void *arg)
     for_each_open_log(pl, flush_if_due);
     if (now - pl->last_retention_ms >= cfg->log_retention_check_interval_ms) {
         pl->last_retention_ms = now;
+        retention_reap(pl, false);
         for_each_open_log(pl, retention_step);
     }
     if (now - pl->last_checkpoint_ms >= cfg->log_flush_offset_checkpoint_interval_ms) {
@@ -467,6 +511,7 @@ void kb_plog_stop(kb_broker *b)
     if (pl == NULL)
         return;
     kb_timer_disarm(b->loop, &pl->tick);
+    retention_reap(pl, true);
     for_each_open_log(pl, flush_log);
     ckpt_write(pl, KS_CKPT_RECOVERY_POINT, false);
     ckpt_write(pl, KS_CKPT_LOG_START, true);
