@@ -357,6 +357,21 @@ def create_topic(bootstrap, name, partitions, config=None):
                 and all(p.leader >= 0 for p in t.partitions.values()))
 
     wait_until(ready, 20, interval=0.1, what="topic %s ready" % name)
+    # Kafka may list a new partition's leader a moment before that leader
+    # serves it (NOT_LEADER_OR_FOLLOWER): wait until a Fetch of each works.
+    import wire
+    import wire_data
+
+    host, port = bootstrap.rsplit(":", 1)
+    errors = []
+
+    def fetchable():
+        with wire.connect(host, int(port)) as s:
+            errors[:] = [wire_data.fetch_v4(s, 1 + p, name, p, 0, max_wait_ms=0).error
+                         for p in range(partitions)]
+        return not any(errors)
+
+    wait_until(fetchable, 20, interval=0.1, what="fetch from every partition of %s" % name)
     return name
 
 

@@ -25,10 +25,13 @@ import wire
 
 PRODUCE = 0
 FETCH = 1
+INIT_PRODUCER_ID = 22
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
 MESSAGE_TOO_LARGE = 10
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+INVALID_PRODUCER_EPOCH = 47
 
 
 # --- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) ---------------------------
@@ -94,15 +97,18 @@ def encode_record(offset_delta, ts_delta, key, value, headers=()):
     return varint(len(body)) + body
 
 
-def build_batch(records, base_timestamp, timestamps=None, codec=NONE):
-    """A magic-2 batch at base offset 0 from [(key, value, headers)]. codec 0 or 1 (gzip)."""
+def build_batch(records, base_timestamp, timestamps=None, codec=NONE, producer_id=-1,
+                producer_epoch=-1, base_sequence=-1):
+    """A magic-2 batch at base offset 0 from [(key, value, headers)]. codec 0 or 1
+    (gzip); producer id, epoch and base sequence for idempotent batches."""
     timestamps = timestamps or [base_timestamp] * len(records)
     raw = b"".join(encode_record(i, timestamps[i] - base_timestamp, k, v, h)
                    for i, (k, v, h) in enumerate(records))
     if codec == 1:
         raw = gzip.compress(raw)
     after_crc = struct.pack(">hiqqqhii", codec, len(records) - 1, base_timestamp,
-                            max(timestamps), -1, -1, -1, len(records)) + raw
+                            max(timestamps), producer_id, producer_epoch, base_sequence,
+                            len(records)) + raw
     crc = crc32c(after_crc)
     after_length = struct.pack(">ibI", -1, 2, crc) + after_crc
     return struct.pack(">qi", 0, len(after_length)) + after_length
@@ -174,6 +180,19 @@ def produce_v3(sock, correlation_id, topic, partition, batch, acks=-1, timeout_m
     (p, err, base, _lat), = parts
     assert p == partition
     return err, base
+
+
+def init_producer_id_v0(sock, correlation_id, transaction_timeout_ms=60000):
+    """InitProducerId v0 without a transactional id; -> (error_code, producer_id, epoch).
+    Request: transactional_id nullable string, transaction_timeout_ms int32.
+    Response: throttle_time_ms int32, error_code int16, producer_id int64, epoch int16."""
+    body = struct.pack(">hi", -1, transaction_timeout_ms)
+    sock.sendall(wire.frame(wire.request_header(INIT_PRODUCER_ID, 0, correlation_id) + body))
+    r = wire.Reader(wire.recv_frame(sock))
+    corr = r.take(">i")
+    assert corr == correlation_id, (corr, correlation_id)
+    _throttle, err, pid, epoch = r.take(">ihqh")
+    return err, pid, epoch
 
 
 FetchResult = namedtuple("FetchResult", "error high_watermark last_stable records")
