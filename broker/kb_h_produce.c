@@ -21,14 +21,17 @@ typedef kp_produce_resp_partition_produce_response part_resp;
 #define KB_MAX_DECOMPRESSED(max_message) \
     ((size_t)(max_message) * 16 > (size_t)256 << 20 ? (size_t)(max_message) * 16 : (size_t)256 << 20)
 
-/* A parked acks=-1 produce: freed when the last durability callback ran. */
+/* A parked acks=-1 produce: answered when every partition is durable or
+ * timeout_ms passed; freed when the last durability callback ran. */
 typedef struct produce_wait {
-    kb_req *req; /* NULL once the connection closed */
+    kb_req *req; /* NULL once answered early (timeout) or the connection closed */
+    kb_loop *loop;
+    kb_timer timeout;
     int32_t pending;
-    int32_t nparts;
     struct produce_part {
         struct produce_wait *wait;
         part_resp *resp;
+        bool waiting; /* a durability callback is due */
     } parts[];
 } produce_wait;
 
@@ -154,29 +157,60 @@ static ks_log *produce_partition(kb_req *req, kb_topic *t, const kp_records *rec
     return log;
 }
 
+/* Detaches the request from its wait; the callbacks still run and free it. */
+static kb_req *wait_detach(produce_wait *w)
+{
+    kb_req *req = w->req;
+    w->req = NULL;
+    kb_timer_disarm(w->loop, &w->timeout);
+    if (req != NULL) {
+        req->park_state = NULL;
+        req->on_cancel = NULL;
+    }
+    return req;
+}
+
 static void on_durable(void *arg, kp_err err)
 {
     struct produce_part *pp = arg;
     produce_wait *w = pp->wait;
+    pp->waiting = false;
     if (w->req != NULL && err != KP_ERR_NONE) {
         pp->resp->error_code = KP_ERR_KAFKA_STORAGE_ERROR;
         pp->resp->base_offset = -1;
     }
     if (--w->pending > 0)
         return;
-    kb_req *req = w->req;
+    kb_req *req = wait_detach(w);
     free(w);
-    if (req != NULL) {
-        req->park_state = NULL;
+    if (req != NULL)
         kb_req_finish(req);
+}
+
+/* timeout_ms passed: partitions not yet durable answer REQUEST_TIMED_OUT. */
+static void on_produce_timeout(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    produce_wait *w = arg;
+    kb_req *req = w->req;
+    const kp_produce_resp *rs = req->response;
+    int32_t k = 0;
+    for (int32_t i = 0; i < rs->responses.n; i++) {
+        for (int32_t j = 0; j < rs->responses.v[i].partition_responses.n; j++, k++) {
+            if (w->parts[k].waiting) {
+                w->parts[k].resp->error_code = KP_ERR_REQUEST_TIMED_OUT;
+                w->parts[k].resp->base_offset = -1;
+            }
+        }
     }
+    kb_req_finish(wait_detach(w));
 }
 
 static void on_produce_cancel(kb_req *req)
 {
     produce_wait *w = req->park_state;
     if (w != NULL)
-        w->req = NULL; /* the callbacks still run and free it */
+        (void)wait_detach(w);
 }
 
 /* Finds or auto-creates the topic a produce names. */
@@ -240,7 +274,7 @@ kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
                 logs[k] = produce_partition(req, t, &td->partition_data.v[j].records, pr);
             any_error |= pr->error_code != KP_ERR_NONE;
             if (w != NULL)
-                w->parts[k] = (struct produce_part){w, pr};
+                w->parts[k] = (struct produce_part){w, pr, false};
         }
     }
     if (rq->acks == 0) {
@@ -254,21 +288,27 @@ kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
         return KP_ERR_NONE;
     /* acks=-1: answer once every appended partition is durable. */
     w->req = req;
+    w->loop = req->broker->loop;
+    kb_timer_init(&w->timeout, on_produce_timeout, w);
     w->pending = 1; /* held until every wait is registered */
     for (k = 0; k < nparts; k++) {
         if (logs[k] == NULL)
             continue;
         w->pending++;
+        w->parts[k].waiting = true;
         int64_t upto = ks_log_end_offset(logs[k]);
         if (kb_plog_when_durable(req->broker, logs[k], upto, on_durable, &w->parts[k]) != KP_ERR_NONE)
             on_durable(&w->parts[k], KP_ERR__IO);
     }
+    if (--w->pending == 0) {
+        free(w);
+        return KP_ERR_NONE;
+    }
     req->park_state = w;
     req->on_cancel = on_produce_cancel;
-    if (--w->pending > 0)
-        return KB_PARKED;
-    free(w);
-    req->park_state = NULL;
-    req->on_cancel = NULL;
-    return KP_ERR_NONE;
+    /* A zero or negative timeout waits for the flush (a single replica has no
+     * ISR to wait for, so Kafka itself would answer at once from the page cache). */
+    if (rq->timeout_ms > 0)
+        (void)kb_timer_arm(w->loop, &w->timeout, rq->timeout_ms);
+    return KB_PARKED;
 }
