@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "kb_admin.h"
 #include "kb_fetch.h"
 #include "kb_gcoord.h"
 #include "kb_log.h"
@@ -62,6 +63,8 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
     if (e != KP_ERR_NONE)
         return e;
     snprintf(b->cluster_id, sizeof(b->cluster_id), "%.63s", kb_topics_cluster_id(b->topics));
+    if ((e = kb_admin_start(b, err, errlen)) != KP_ERR_NONE)
+        return e;
     if ((e = kb_plog_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
     if ((e = kb_fetch_start(b)) != KP_ERR_NONE)
@@ -88,6 +91,7 @@ void kb_broker_stop(kb_broker *b)
     kb_fetch_stop(b);
     kb_gcoord_stop(b);
     kb_plog_stop(b);
+    kb_admin_stop(b);
     kb_topics_close(b->topics);
     b->topics = NULL;
     if (b->signal_fd >= 0) {

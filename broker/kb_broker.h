@@ -35,6 +35,8 @@ typedef struct kb_gcoord kb_gcoord;
 typedef struct kb_req kb_req;
 typedef struct kb_plog kb_plog;
 typedef struct kb_fetch_waiters kb_fetch_waiters;
+typedef struct kb_dynconf kb_dynconf;
+typedef struct kb_quotas kb_quotas;
 
 typedef struct kb_broker {
     const kb_config *cfg;
@@ -44,6 +46,8 @@ typedef struct kb_broker {
     kb_gcoord *gcoord; /* the group coordinator (kb_gcoord.h) */
     kb_plog *plog;
     kb_fetch_waiters *fetch_waiters;
+    kb_dynconf *dynconf; /* dynamic broker configs (kb_admin.h) */
+    kb_quotas *quotas;   /* client quotas (kb_quota.h) */
     char cluster_id[64];
     int32_t node_id;
     int signal_fd;

@@ -1,5 +1,7 @@
 #include "kb_tconf.h"
 
+#include "kb_dynconf.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -122,6 +124,21 @@ kp_err kb_tconf_check(const char *key, const char *value, kb_msgbuf *msg)
     return KP_ERR_INVALID_CONFIG;
 }
 
+bool kb_tconf_is_list(const char *key)
+{
+    return strcmp(key, "cleanup.policy") == 0 ||
+           strcmp(key, "follower.replication.throttled.replicas") == 0 ||
+           strcmp(key, "leader.replication.throttled.replicas") == 0;
+}
+
+const char *kb_tconf_default(const char *key)
+{
+    for (size_t i = 0; i < kb_tconf_count(); i++)
+        if (strcmp(topic_keys[i].key, key) == 0)
+            return topic_keys[i].dflt;
+    return NULL;
+}
+
 size_t kb_tconf_count(void)
 {
     return sizeof(topic_keys) / sizeof(topic_keys[0]);
@@ -151,6 +168,14 @@ const char *kb_tconf_effective(const kb_config *cfg, const kb_topic *t, const ch
         return v;
     }
     const kb_topic_default *td = kb_config_topic_default(cfg, key);
+    if (t != NULL && t->dyn != NULL) {
+        kb_dyn_level level;
+        v = kb_dynconf_topic_default(t->dyn, key, &level);
+        if (v != NULL) {
+            *source = level == KB_DYN_NODE ? KB_CS_DYNAMIC_BROKER : KB_CS_DYNAMIC_DEFAULT_BROKER;
+            return v;
+        }
+    }
     if (td != NULL && td->td_value != NULL) {
         *source = (td->td_source == KB_SRC_DEFAULT || td->td_source == KB_SRC_UNSET)
                       ? KB_CS_DEFAULT

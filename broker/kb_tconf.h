@@ -19,6 +19,7 @@
 #ifndef KB_TCONF_H
 #define KB_TCONF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,8 @@
 /* Kafka's DescribeConfigs ConfigSource values. */
 enum kb_config_source_wire {
     KB_CS_DYNAMIC_TOPIC = 1,
+    KB_CS_DYNAMIC_BROKER = 2,
+    KB_CS_DYNAMIC_DEFAULT_BROKER = 3,
     KB_CS_STATIC_BROKER = 4,
     KB_CS_DEFAULT = 5,
 };
@@ -43,6 +46,11 @@ enum kb_config_type_wire {
 };
 
 kp_err kb_tconf_check(const char *key, const char *value, kb_msgbuf *msg);
+
+/* True for keys whose value is a comma-separated list (APPEND/SUBTRACT). */
+bool kb_tconf_is_list(const char *key);
+/* Kafka's own default of a topic key (not the broker's), NULL if unknown. */
+const char *kb_tconf_default(const char *key);
 
 size_t kb_tconf_count(void);
 const char *kb_tconf_key(size_t i);

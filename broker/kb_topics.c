@@ -25,6 +25,7 @@ struct kb_topics {
     kb_topic **v;
     size_t n;
     size_t cap;
+    const struct kb_dynconf *dyn; /* handed to every topic (kb_topics_set_dynconf) */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -253,6 +254,21 @@ static void unescape_value(char *v)
     *o = '\0';
 }
 
+kp_err kb_file_write_atomic(const char *dir, const char *name, const char *data, size_t len)
+{
+    return write_atomic(dir, name, data, len);
+}
+
+void kb_value_escape(FILE *f, const char *v)
+{
+    escape_value(f, v);
+}
+
+void kb_value_unescape(char *v)
+{
+    unescape_value(v);
+}
+
 static kp_err registry_save(kb_topics *ts)
 {
     char *data = NULL;
@@ -358,6 +374,7 @@ static kp_err registry_append(kb_topics *ts, kb_topic *t)
         ts->v = v;
         ts->cap = cap;
     }
+    t->dyn = ts->dyn;
     ts->v[ts->n++] = t;
     return KP_ERR_NONE;
 }
@@ -571,6 +588,52 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
         kb_msgf(msg, "Could not add partitions in %s", ts->dir);
         return KP_ERR_KAFKA_STORAGE_ERROR;
     }
+    return KP_ERR_NONE;
+}
+
+void kb_topics_set_dynconf(kb_topics *ts, const struct kb_dynconf *dyn)
+{
+    ts->dyn = dyn;
+    for (size_t i = 0; i < ts->n; i++)
+        ts->v[i]->dyn = dyn;
+}
+
+static void configs_free(kb_topic_config *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].key);
+        free(v[i].value);
+    }
+    free(v);
+}
+
+kp_err kb_topics_set_configs(kb_topics *ts, kb_topic *t, const kb_topic_config *configs,
+                             size_t n, kb_msgbuf *msg)
+{
+    kb_topic_config *nv = calloc(n + 1, sizeof(*nv));
+    if (nv == NULL)
+        return KP_ERR__NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        nv[i].key = strdup(configs[i].key);
+        nv[i].value = strdup(configs[i].value);
+        if (nv[i].key == NULL || nv[i].value == NULL) {
+            configs_free(nv, i + 1);
+            return KP_ERR__NOMEM;
+        }
+    }
+    qsort(nv, n, sizeof(*nv), config_cmp);
+    kb_topic_config *old = t->configs;
+    size_t nold = t->nconfigs;
+    t->configs = nv;
+    t->nconfigs = n;
+    if (registry_save(ts) != KP_ERR_NONE) {
+        t->configs = old;
+        t->nconfigs = nold;
+        configs_free(nv, n);
+        kb_msgf(msg, "Could not save the topic registry in %s", ts->dir);
+        return KP_ERR_KAFKA_STORAGE_ERROR;
+    }
+    configs_free(old, nold);
     return KP_ERR_NONE;
 }
 

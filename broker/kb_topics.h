@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kb_config.h"
 #include "kp_types.h"
@@ -63,6 +64,7 @@ typedef struct kb_topic {
     size_t nconfigs;
     kb_topic_config *configs; /* explicitly set keys only, sorted by key */
     bool internal;            /* __consumer_offsets, __transaction_state */
+    const struct kb_dynconf *dyn; /* dynamic broker defaults (the registry's; may be NULL) */
 } kb_topic;
 
 typedef struct kb_topics kb_topics;
@@ -99,8 +101,25 @@ kp_err kb_topics_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg);
 kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool validate_only,
                                 kb_msgbuf *msg);
 
+/* Points every topic, present and future, at the dynamic broker configs
+ * (kb_dynconf.h) so kb_tconf resolves their defaults through them. */
+void kb_topics_set_dynconf(kb_topics *ts, const struct kb_dynconf *dyn);
+
+/* Replaces every explicitly set config of t with configs[0..n) (keys unique;
+ * copied), persisting the registry before returning; on failure t keeps its
+ * old configs. Values are not checked here (kb_tconf_check does that). */
+kp_err kb_topics_set_configs(kb_topics *ts, kb_topic *t, const kb_topic_config *configs,
+                             size_t n, kb_msgbuf *msg);
+
 /* An explicitly set topic config, or NULL. */
 const char *kb_topic_config_get(const kb_topic *t, const char *key);
+
+/* Helpers for the other small files kept beside the registry: write
+ * dir/name atomically (temp, fdatasync, rename, dir fsync; KP_ERR__IO or
+ * __NOSPC), and %-escape a value for one line / undo it in place. */
+kp_err kb_file_write_atomic(const char *dir, const char *name, const char *data, size_t len);
+void kb_value_escape(FILE *f, const char *v);
+void kb_value_unescape(char *v);
 
 /* Formats a uuid the way Kafka prints one (base64url, no padding). */
 void kb_uuid_format(const kp_uuid *u, char out[23]);
