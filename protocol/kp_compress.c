@@ -197,7 +197,8 @@ static kp_err snappy_block_decode(const uint8_t *in, size_t len, obuf *o)
     if (err != KP_ERR_NONE)
         return err;
     size_t got = n;
-    if (snappy_uncompress((const char *)in, len, (char *)o->p + o->len, &got) != SNAPPY_OK ||
+    char *dst = o->p != NULL ? (char *)o->p + o->len : NULL; /* NULL: n == 0, nothing yet */
+    if (snappy_uncompress((const char *)in, len, dst, &got) != SNAPPY_OK ||
         got != n)
         return obuf_corrupt(o, "invalid block");
     o->len += n;

@@ -111,7 +111,9 @@ typedef struct kp_reader {
 
 static inline kp_reader kp_reader_make(const void *p, size_t len)
 {
-    kp_reader r = {(const uint8_t *)p, (const uint8_t *)p + len, KP_ERR_NONE};
+    /* No arithmetic on a null pointer (an empty view may have p == NULL). */
+    const uint8_t *b = (const uint8_t *)p;
+    kp_reader r = {b, b != NULL ? b + len : NULL, KP_ERR_NONE};
     return r;
 }
 
