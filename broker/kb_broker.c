@@ -15,6 +15,7 @@
 #include "kb_req.h"
 #include "kb_server.h"
 #include "kb_topics.h"
+#include "kb_work.h"
 
 static void on_signal(kb_loop *loop, int fd, unsigned events, void *arg)
 {
@@ -69,6 +70,10 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
         return e;
     if ((e = kb_fetch_start(b)) != KP_ERR_NONE)
         return e;
+    if ((e = kb_work_start(b, 1)) != KP_ERR_NONE) {
+        snprintf(err, errlen, "cannot start the helper threads");
+        return e;
+    }
     if ((e = kb_gcoord_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
     e = kb_server_start(b, &b->server, err, errlen);
@@ -88,6 +93,7 @@ void kb_broker_stop(kb_broker *b)
 {
     kb_server_stop(b->server);
     b->server = NULL;
+    kb_work_stop(b);
     kb_fetch_stop(b);
     kb_gcoord_stop(b);
     kb_plog_stop(b);

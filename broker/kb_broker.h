@@ -34,6 +34,7 @@ typedef struct kb_server kb_server;
 typedef struct kb_gcoord kb_gcoord;
 typedef struct kb_req kb_req;
 typedef struct kb_plog kb_plog;
+typedef struct kb_work kb_work;
 typedef struct kb_fetch_waiters kb_fetch_waiters;
 typedef struct kb_dynconf kb_dynconf;
 typedef struct kb_quotas kb_quotas;
@@ -45,6 +46,7 @@ typedef struct kb_broker {
     kb_server *server;
     kb_gcoord *gcoord; /* the group coordinator (kb_gcoord.h) */
     kb_plog *plog;
+    kb_work *work; /* helper threads for CPU-heavy work */
     kb_fetch_waiters *fetch_waiters;
     kb_dynconf *dynconf; /* dynamic broker configs (kb_admin.h) */
     kb_quotas *quotas;   /* client quotas (kb_quota.h) */

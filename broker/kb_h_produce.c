@@ -1,5 +1,6 @@
-/* Handler for Produce: validate, deduplicate idempotent retries, append,
- * and answer per acks (0: nothing, 1: page cache, -1: the flush policy). */
+/* Handler for Produce: validate (on a helper thread when the batches are
+ * compressed and large), deduplicate idempotent retries, append, and answer
+ * per acks (0: nothing, 1: page cache, -1: the flush policy). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +12,7 @@
 #include "kb_plog.h"
 #include "kb_tconf.h"
 #include "kb_topics.h"
+#include "kb_work.h"
 #include "kp_batch.h"
 #include "kp_compress.h"
 #include "kp_validate.h"
@@ -21,19 +23,39 @@ typedef kp_produce_resp_partition_produce_response part_resp;
 #define KB_MAX_DECOMPRESSED(max_message) \
     ((size_t)(max_message) * 16 > (size_t)256 << 20 ? (size_t)(max_message) * 16 : (size_t)256 << 20)
 
-/* A parked acks=-1 produce: answered when every partition is durable or
- * timeout_ms passed; freed when the last durability callback ran. */
-typedef struct produce_wait {
-    kb_req *req; /* NULL once answered early (timeout) or the connection closed */
+/* Compressed bytes in one request above which validation leaves the loop. */
+#define KB_OFFLOAD_MIN_BYTES (16 * 1024)
+
+/* One partition of a Produce request, from validation to durability. */
+typedef struct produce_part {
+    struct produce_state *state;
+    kb_topic *topic; /* NULL when resp already carries an error */
+    part_resp *resp;
+    uint8_t *bytes;  /* the records: in the frame, or an owned copy when offloaded */
+    size_t len;
+    kp_validate_opts opts;
+    int codec;       /* the topic's compression.type codec, -1 for "producer" */
+    kp_err verr;     /* validation result */
+    kp_validate_result vr;
+    uint8_t *recompressed;
+    size_t recompressed_len;
+    ks_log *log;     /* set after a successful append */
+    bool waiting;    /* a durability callback is due */
+} produce_part;
+
+/* A Produce in flight; heap-owned so it can outlive a closed connection
+ * while a helper thread or a flush still refers to it. */
+typedef struct produce_state {
+    kb_req *req;     /* NULL once detached (answered early, or connection closed) */
     kb_loop *loop;
     kb_timer timeout;
-    int32_t pending;
-    struct produce_part {
-        struct produce_wait *wait;
-        part_resp *resp;
-        bool waiting; /* a durability callback is due */
-    } parts[];
-} produce_wait;
+    int16_t acks;
+    int32_t timeout_ms;
+    int32_t pending; /* durability callbacks due */
+    bool owns_copies;
+    int32_t nparts;
+    produce_part parts[];
+} produce_state;
 
 static int64_t wall_ms(void)
 {
@@ -66,8 +88,6 @@ static void validate_opts(const kb_req *req, const kb_topic *t, kp_validate_opts
     o->timestamp_after_max_ms = kb_tconf_long(cfg, t, "message.timestamp.after.max.ms", INT64_MAX);
     o->max_decompressed = KB_MAX_DECOMPRESSED(o->max_message_bytes);
 }
-
-/* The codec a topic's compression.type asks for, or -1 for "producer". */
 static int topic_codec(const kb_config *cfg, const kb_topic *t)
 {
     static const char *const names[] = {"uncompressed", "gzip", "snappy", "lz4", "zstd"};
@@ -78,7 +98,6 @@ static int topic_codec(const kb_config *cfg, const kb_topic *t)
             return i;
     return -1;
 }
-
 static void record_error(kb_req *req, part_resp *pr, const kp_validate_result *vr)
 {
     pr->error_message = kb_req_str(req, vr->msg);
@@ -87,133 +106,6 @@ static void record_error(kb_req *req, part_resp *pr, const kp_validate_result *v
         pr->record_errors.v[0].batch_index_error_message = pr->error_message;
     }
 }
-
-/* Appends one partition's batches; fills pr; returns the log for acks=-1. */
-static ks_log *produce_partition(kb_req *req, kb_topic *t, const kp_records *rec, part_resp *pr)
-{
-    kb_broker *b = req->broker;
-    ks_log *log;
-    kp_err e = kb_plog_get(b, t, pr->index, &log);
-    if (e != KP_ERR_NONE) {
-        pr->error_code = kp_err_to_wire(e);
-        return NULL;
-    }
-    kp_validate_opts opts;
-    kp_validate_result vr;
-    validate_opts(req, t, &opts);
-    /* The records live in the connection's receive buffer, which we own. */
-    uint8_t *bytes = (uint8_t *)(uintptr_t)rec->p;
-    size_t len = rec->len < 0 ? 0 : (size_t)rec->len;
-    e = kp_validate_batches(bytes, len, &opts, &vr);
-    if (e != KP_ERR_NONE) {
-        pr->error_code = kp_err_to_wire(e);
-        record_error(req, pr, &vr);
-        return NULL;
-    }
-    kb_partition *part = &t->partitions[pr->index];
-    bool idempotent = vr.producer_id >= 0 && vr.base_sequence >= 0;
-    kb_pid_batch dup;
-    if (idempotent) {
-        e = kb_pidstate_check(part->pids, vr.producer_id, vr.producer_epoch, vr.base_sequence,
-                              last_sequence(vr.base_sequence, vr.last_offset_delta), &dup);
-        if (e == KP_ERR_DUPLICATE_SEQUENCE_NUMBER) {
-            pr->base_offset = dup.first_offset;
-            pr->log_start_offset = ks_log_start_offset(log);
-            return NULL; /* already durable or in flight with the original */
-        }
-        if (e != KP_ERR_NONE) {
-            pr->error_code = (int16_t)e;
-            return NULL;
-        }
-    }
-    uint8_t *recompressed = NULL;
-    int codec = topic_codec(b->cfg, t);
-    if (codec >= 0 && codec != (vr.attributes & KP_BATCH_ATTR_CODEC_MASK)) {
-        size_t out_len;
-        e = kp_recompress_batches(bytes, len, codec, KP_COMPRESS_LEVEL_DEFAULT,
-                                  opts.max_decompressed, &recompressed, &out_len);
-        if (e != KP_ERR_NONE) {
-            pr->error_code = kp_err_to_wire(e);
-            return NULL;
-        }
-        bytes = recompressed;
-        len = out_len;
-    }
-    ks_append_result res;
-    e = kb_plog_append(b, t, pr->index, bytes, len, &res);
-    free(recompressed);
-    if (e != KP_ERR_NONE) {
-        pr->error_code = kp_err_to_wire(e);
-        return NULL;
-    }
-    if (idempotent) {
-        kb_pid_batch nb = {vr.base_sequence, last_sequence(vr.base_sequence, vr.last_offset_delta),
-                           res.base_offset, res.last_offset};
-        (void)kb_pidstate_record(part->pids, vr.producer_id, vr.producer_epoch, &nb);
-    }
-    pr->base_offset = res.base_offset;
-    pr->log_append_time_ms = res.log_append_time;
-    pr->log_start_offset = res.log_start_offset;
-    return log;
-}
-
-/* Detaches the request from its wait; the callbacks still run and free it. */
-static kb_req *wait_detach(produce_wait *w)
-{
-    kb_req *req = w->req;
-    w->req = NULL;
-    kb_timer_disarm(w->loop, &w->timeout);
-    if (req != NULL) {
-        req->park_state = NULL;
-        req->on_cancel = NULL;
-    }
-    return req;
-}
-
-static void on_durable(void *arg, kp_err err)
-{
-    struct produce_part *pp = arg;
-    produce_wait *w = pp->wait;
-    pp->waiting = false;
-    if (w->req != NULL && err != KP_ERR_NONE) {
-        pp->resp->error_code = KP_ERR_KAFKA_STORAGE_ERROR;
-        pp->resp->base_offset = -1;
-    }
-    if (--w->pending > 0)
-        return;
-    kb_req *req = wait_detach(w);
-    free(w);
-    if (req != NULL)
-        kb_req_finish(req);
-}
-
-/* timeout_ms passed: partitions not yet durable answer REQUEST_TIMED_OUT. */
-static void on_produce_timeout(kb_loop *loop, void *arg)
-{
-    (void)loop;
-    produce_wait *w = arg;
-    kb_req *req = w->req;
-    const kp_produce_resp *rs = req->response;
-    int32_t k = 0;
-    for (int32_t i = 0; i < rs->responses.n; i++) {
-        for (int32_t j = 0; j < rs->responses.v[i].partition_responses.n; j++, k++) {
-            if (w->parts[k].waiting) {
-                w->parts[k].resp->error_code = KP_ERR_REQUEST_TIMED_OUT;
-                w->parts[k].resp->base_offset = -1;
-            }
-        }
-    }
-    kb_req_finish(wait_detach(w));
-}
-
-static void on_produce_cancel(kb_req *req)
-{
-    produce_wait *w = req->park_state;
-    if (w != NULL)
-        (void)wait_detach(w);
-}
-
-/* Finds or auto-creates the topic a produce names. */
 static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
 {
     kb_broker *b = req->broker;
@@ -236,79 +128,328 @@ static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
     return t;
 }
 
-kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
+static void state_free(produce_state *st)
+{
+    for (int32_t i = 0; i < st->nparts; i++) {
+        free(st->parts[i].recompressed);
+        if (st->owns_copies)
+            free(st->parts[i].bytes);
+    }
+    free(st);
+}
+
+/* ---- validation (loop, or a helper thread) ------------------------------ */
+
+static void validate_part(produce_part *p)
+{
+    p->verr = kp_validate_batches(p->bytes, p->len, &p->opts, &p->vr);
+    int batch_codec = p->vr.attributes & KP_BATCH_ATTR_CODEC_MASK;
+    if (p->verr != KP_ERR_NONE || p->codec < 0 || p->codec == batch_codec)
+        return;
+    p->verr = kp_recompress_batches(p->bytes, p->len, p->codec, KP_COMPRESS_LEVEL_DEFAULT,
+                                    p->opts.max_decompressed, &p->recompressed,
+                                    &p->recompressed_len);
+}
+
+/* Runs on a helper thread: touches only what the state owns. */
+static void validate_all(void *arg)
+{
+    produce_state *st = arg;
+    for (int32_t i = 0; i < st->nparts; i++)
+        if (st->parts[i].topic != NULL)
+            validate_part(&st->parts[i]);
+}
+
+static size_t compressed_bytes(const produce_state *st)
+{
+    size_t n = 0;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        const produce_part *p = &st->parts[i];
+        if (p->topic != NULL && p->len >= KP_BATCH_HDR_SIZE &&
+            (p->bytes[KP_BATCH_OFF_ATTRIBUTES + 1] & KP_BATCH_ATTR_CODEC_MASK) != 0)
+            n += p->len;
+    }
+    return n;
+}
+
+/* Gives the state its own copy of every partition's records, so the
+ * helper thread never reads a frame a closing connection frees. */
+static bool copy_records(produce_state *st)
+{
+    st->owns_copies = true;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        produce_part *p = &st->parts[i];
+        if (p->topic == NULL)
+            continue;
+        uint8_t *copy = malloc(p->len > 0 ? p->len : 1);
+        if (copy == NULL) {
+            p->bytes = NULL;
+            return false;
+        }
+        memcpy(copy, p->bytes, p->len);
+        p->bytes = copy;
+    }
+    return true;
+}
+
+/* ---- append (loop) ------------------------------------------------------ */
+
+static void append_part(kb_req *req, produce_part *p)
+{
+    part_resp *pr = p->resp;
+    if (p->verr != KP_ERR_NONE) {
+        pr->error_code = kp_err_to_wire(p->verr);
+        record_error(req, pr, &p->vr);
+        return;
+    }
+    ks_log *log;
+    kp_err e = kb_plog_get(req->broker, p->topic, pr->index, &log);
+    if (e != KP_ERR_NONE) {
+        pr->error_code = kp_err_to_wire(e);
+        return;
+    }
+    kb_partition *part = &p->topic->partitions[pr->index];
+    const kp_validate_result *vr = &p->vr;
+    bool idempotent = vr->producer_id >= 0 && vr->base_sequence >= 0;
+    int32_t last_seq = last_sequence(vr->base_sequence, vr->last_offset_delta);
+    kb_pid_batch dup;
+    if (idempotent) {
+        e = kb_pidstate_check(part->pids, vr->producer_id, vr->producer_epoch, vr->base_sequence,
+                              last_seq, &dup);
+        if (e == KP_ERR_DUPLICATE_SEQUENCE_NUMBER) {
+            /* a retry of a batch already appended: answer with its offsets */
+            pr->base_offset = dup.first_offset;
+            pr->log_start_offset = ks_log_start_offset(log);
+            return;
+        }
+        if (e != KP_ERR_NONE) {
+            pr->error_code = (int16_t)e;
+            return;
+        }
+    }
+    ks_append_result res;
+    e = p->recompressed != NULL
+            ? kb_plog_append(req->broker, p->topic, pr->index, p->recompressed,
+                             p->recompressed_len, &res)
+            : kb_plog_append(req->broker, p->topic, pr->index, p->bytes, p->len, &res);
+    if (e != KP_ERR_NONE) {
+        pr->error_code = kp_err_to_wire(e);
+        return;
+    }
+    if (idempotent) {
+        kb_pid_batch nb = {vr->base_sequence, last_seq, res.base_offset, res.last_offset};
+        (void)kb_pidstate_record(part->pids, vr->producer_id, vr->producer_epoch, &nb);
+    }
+    pr->base_offset = res.base_offset;
+    pr->log_append_time_ms = res.log_append_time;
+    pr->log_start_offset = res.log_start_offset;
+    p->log = log;
+}
+
+/* ---- durability (acks=-1) ----------------------------------------------- */
+
+/* Detaches the request from its state; pending callbacks still run. */
+static kb_req *state_detach(produce_state *st)
+{
+    kb_req *req = st->req;
+    st->req = NULL;
+    kb_timer_disarm(st->loop, &st->timeout);
+    if (req != NULL) {
+        req->park_state = NULL;
+        req->on_cancel = NULL;
+    }
+    return req;
+}
+
+static void on_durable(void *arg, kp_err err)
+{
+    produce_part *p = arg;
+    produce_state *st = p->state;
+    p->waiting = false;
+    if (st->req != NULL && err != KP_ERR_NONE) {
+        p->resp->error_code = KP_ERR_KAFKA_STORAGE_ERROR;
+        p->resp->base_offset = -1;
+    }
+    if (--st->pending > 0)
+        return;
+    kb_req *req = state_detach(st);
+    state_free(st);
+    if (req != NULL)
+        kb_req_finish(req);
+}
+
+/* timeout_ms passed: partitions not yet durable answer REQUEST_TIMED_OUT. */
+static void on_produce_timeout(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    produce_state *st = arg;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        if (st->parts[i].waiting) {
+            st->parts[i].resp->error_code = KP_ERR_REQUEST_TIMED_OUT;
+            st->parts[i].resp->base_offset = -1;
+        }
+    }
+    kb_req_finish(state_detach(st));
+}
+
+static void on_produce_cancel(kb_req *req)
+{
+    produce_state *st = req->park_state;
+    if (st != NULL)
+        (void)state_detach(st);
+}
+
+/* Registers a durability wait per appended partition; KB_PARKED if any. */
+static kp_err await_durable(kb_req *req, produce_state *st)
+{
+    st->pending = 1; /* held until every wait is registered */
+    st->req = req;   /* so an immediate failure still reaches the response */
+    for (int32_t i = 0; i < st->nparts; i++) {
+        produce_part *p = &st->parts[i];
+        if (p->log == NULL)
+            continue;
+        st->pending++;
+        p->waiting = true;
+        int64_t upto = ks_log_end_offset(p->log);
+        if (kb_plog_when_durable(req->broker, p->log, upto, on_durable, p) != KP_ERR_NONE)
+            on_durable(p, KP_ERR__IO);
+    }
+    if (--st->pending == 0) {
+        state_free(st);
+        return KP_ERR_NONE;
+    }
+    req->park_state = st;
+    req->on_cancel = on_produce_cancel;
+    /* A zero or negative timeout waits for the flush (a single replica has no
+     * ISR to wait for, so Kafka itself would answer at once from the page cache). */
+    if (st->timeout_ms > 0)
+        (void)kb_timer_arm(st->loop, &st->timeout, st->timeout_ms);
+    return KB_PARKED;
+}
+
+/* Appends every validated partition and answers per acks. */
+static kp_err produce_commit(kb_req *req, produce_state *st)
+{
+    bool any_error = false;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        if (st->parts[i].topic != NULL)
+            append_part(req, &st->parts[i]);
+        any_error |= st->parts[i].resp->error_code != KP_ERR_NONE;
+    }
+    int16_t acks = st->acks;
+    if (acks == -1)
+        return await_durable(req, st);
+    state_free(st);
+    if (acks == 0) {
+        req->no_response = true;
+        /* Kafka closes an acks=0 connection on error: the client sees no response. */
+        if (any_error)
+            kb_conn_close(req->conn, "acks=0 produce failed");
+    }
+    return KP_ERR_NONE;
+}
+
+/* Back on the loop after a helper thread validated the batches. */
+static void after_validate(void *arg)
+{
+    produce_state *st = arg;
+    kb_req *req = st->req;
+    if (req == NULL) {
+        state_free(st); /* the connection closed meanwhile */
+        return;
+    }
+    st->req = NULL;
+    req->park_state = NULL;
+    req->on_cancel = NULL;
+    if (produce_commit(req, st) != KB_PARKED)
+        kb_req_finish(req);
+}
+
+static void on_validate_cancel(kb_req *req)
+{
+    produce_state *st = req->park_state;
+    st->req = NULL; /* after_validate frees it */
+}
+
+/* ---- the handler -------------------------------------------------------- */
+
+/* Sets up one partition: topic, limits, config; or an error in pr. */
+static void part_init(kb_req *req, kb_topic *t, int16_t terr, bool acks_ok,
+                      const kp_produce_req_partition_produce_data *pd, produce_part *p)
+{
+    part_resp *pr = p->resp;
+    kp_produce_resp_partition_produce_response_defaults(pr);
+    pr->index = pd->index;
+    if (!acks_ok)
+        pr->error_code = KP_ERR_INVALID_REQUIRED_ACKS;
+    else if (t == NULL)
+        pr->error_code = terr;
+    else if (pr->index < 0 || pr->index >= t->npartitions)
+        pr->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (pr->error_code != KP_ERR_NONE)
+        return;
+    p->topic = t;
+    /* The records live in the connection's receive buffer, which we own. */
+    p->bytes = (uint8_t *)(uintptr_t)pd->records.p;
+    p->len = pd->records.len < 0 ? 0 : (size_t)pd->records.len;
+    validate_opts(req, t, &p->opts);
+    p->codec = topic_codec(req->broker->cfg, t);
+}
+
+static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
 {
     int32_t nparts = 0;
-    bool acks_ok = rq->acks == 0 || rq->acks == 1 || rq->acks == -1;
-    if (!KB_ARRAY_ALLOC(req, rs->responses, rq->topic_data.n))
-        return KP_ERR__NOMEM;
     for (int32_t i = 0; i < rq->topic_data.n; i++)
         nparts += rq->topic_data.v[i].partition_data.n;
-    produce_wait *w = NULL;
-    if (rq->acks == -1 && (w = calloc(1, sizeof(*w) + (size_t)nparts * sizeof(w->parts[0]))) == NULL)
-        return KP_ERR__NOMEM;
-    bool any_error = false;
-    ks_log **logs = kp_arena_calloc(&req->arena, (size_t)nparts + 1, sizeof(*logs));
+    produce_state *st = calloc(1, sizeof(*st) + (size_t)nparts * sizeof(st->parts[0]));
+    if (st == NULL || !KB_ARRAY_ALLOC(req, rs->responses, rq->topic_data.n)) {
+        free(st);
+        return NULL;
+    }
+    st->loop = req->broker->loop;
+    kb_timer_init(&st->timeout, on_produce_timeout, st);
+    st->acks = rq->acks;
+    st->timeout_ms = rq->timeout_ms;
+    st->nparts = nparts;
+    bool acks_ok = rq->acks == 0 || rq->acks == 1 || rq->acks == -1;
     int32_t k = 0;
     for (int32_t i = 0; i < rq->topic_data.n; i++) {
         const kp_produce_req_topic_produce_data *td = &rq->topic_data.v[i];
         kp_produce_resp_topic_produce_response *tr = &rs->responses.v[i];
         tr->name = td->name;
-        if (!KB_ARRAY_ALLOC(req, tr->partition_responses, td->partition_data.n) || logs == NULL) {
-            free(w);
-            return KP_ERR__NOMEM;
+        if (!KB_ARRAY_ALLOC(req, tr->partition_responses, td->partition_data.n)) {
+            state_free(st);
+            return NULL;
         }
         int16_t terr = KP_ERR_NONE;
         kb_topic *t = acks_ok ? produce_topic(req, td->name, &terr) : NULL;
         for (int32_t j = 0; j < td->partition_data.n; j++, k++) {
-            part_resp *pr = &tr->partition_responses.v[j];
-            kp_produce_resp_partition_produce_response_defaults(pr);
-            pr->index = td->partition_data.v[j].index;
-            if (!acks_ok)
-                pr->error_code = KP_ERR_INVALID_REQUIRED_ACKS;
-            else if (t == NULL)
-                pr->error_code = terr;
-            else if (pr->index < 0 || pr->index >= t->npartitions)
-                pr->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-            else
-                logs[k] = produce_partition(req, t, &td->partition_data.v[j].records, pr);
-            any_error |= pr->error_code != KP_ERR_NONE;
-            if (w != NULL)
-                w->parts[k] = (struct produce_part){w, pr, false};
+            produce_part *p = &st->parts[k];
+            p->state = st;
+            p->resp = &tr->partition_responses.v[j];
+            part_init(req, t, terr, acks_ok, &td->partition_data.v[j], p);
         }
     }
-    if (rq->acks == 0) {
-        req->no_response = true;
-        /* Kafka closes an acks=0 connection on error: the client sees no response. */
-        if (any_error)
-            kb_conn_close(req->conn, "acks=0 produce failed");
-        return KP_ERR_NONE;
+    return st;
+}
+
+kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
+{
+    produce_state *st = state_new(req, rq, rs);
+    if (st == NULL)
+        return KP_ERR__NOMEM;
+    if (compressed_bytes(st) >= KB_OFFLOAD_MIN_BYTES) {
+        if (!copy_records(st)) {
+            state_free(st);
+            return KP_ERR__NOMEM;
+        }
+        if (kb_work_submit(req->broker, validate_all, after_validate, st) == KP_ERR_NONE) {
+            st->req = req;
+            req->park_state = st;
+            req->on_cancel = on_validate_cancel;
+            return KB_PARKED;
+        }
     }
-    if (w == NULL)
-        return KP_ERR_NONE;
-    /* acks=-1: answer once every appended partition is durable. */
-    w->req = req;
-    w->loop = req->broker->loop;
-    kb_timer_init(&w->timeout, on_produce_timeout, w);
-    w->pending = 1; /* held until every wait is registered */
-    for (k = 0; k < nparts; k++) {
-        if (logs[k] == NULL)
-            continue;
-        w->pending++;
-        w->parts[k].waiting = true;
-        int64_t upto = ks_log_end_offset(logs[k]);
-        if (kb_plog_when_durable(req->broker, logs[k], upto, on_durable, &w->parts[k]) != KP_ERR_NONE)
-            on_durable(&w->parts[k], KP_ERR__IO);
-    }
-    if (--w->pending == 0) {
-        free(w);
-        return KP_ERR_NONE;
-    }
-    req->park_state = w;
-    req->on_cancel = on_produce_cancel;
-    /* A zero or negative timeout waits for the flush (a single replica has no
-     * ISR to wait for, so Kafka itself would answer at once from the page cache). */
-    if (rq->timeout_ms > 0)
-        (void)kb_timer_arm(w->loop, &w->timeout, rq->timeout_ms);
-    return KB_PARKED;
+    validate_all(st);
+    return produce_commit(req, st);
 }
