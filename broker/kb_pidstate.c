@@ -37,6 +37,18 @@ int32_t kb_pidstate_count(const kb_pidstate *ps)
     return ps->n;
 }
 
+bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, int64_t *producer_id, int16_t *epoch,
+                    kb_pid_batch *last)
+{
+    const pid_entry *e = &ps->v[i];
+    *producer_id = e->producer_id;
+    *epoch = e->epoch;
+    if (e->nbatches == 0)
+        return false;
+    *last = e->batches[e->nbatches - 1];
+    return true;
+}
+
 static pid_entry *find(const kb_pidstate *ps, int64_t producer_id)
 {
     /* Few producers write to one partition; a linear scan is the fast path. */

@@ -24,6 +24,7 @@
 #ifndef KB_PIDSTATE_H
 #define KB_PIDSTATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kp_err.h"
@@ -56,5 +57,9 @@ kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log);
 
 /* Producers tracked (for tests and DescribeProducers). */
 int32_t kb_pidstate_count(const kb_pidstate *ps);
+/* The i-th tracked producer (0 <= i < count): its id, epoch and last cached
+ * batch; false when it has no batch cached. */
+bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, int64_t *producer_id, int16_t *epoch,
+                    kb_pid_batch *last);
 
 #endif
