@@ -10,8 +10,6 @@ match exactly.
 
 import time
 
-import pytest
-
 from conftest import require_module
 from roundtrip import create_topic, read_all
 

@@ -13,7 +13,6 @@ import re
 
 import pytest
 
-import procs
 from roundtrip import (CODECS, Got, assert_stored_codec, check_roundtrip, create_topic,
                        make_records)
 
