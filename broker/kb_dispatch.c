@@ -25,6 +25,29 @@ static const struct {
 #undef X
 };
 
+/* Kafka 4 no longer serves the oldest versions of some APIs (KIP-896); its
+ * ApiVersions starts these ranges here, and so does ours. Produce keeps v0
+ * advertised, as Kafka 4 does for librdkafka's feature checks. */
+static const int16_t kafka4_min_version[KP_API_KEY_MAX + 1] = {
+    [KP_API_FETCH] = 4,
+    [KP_API_LIST_OFFSETS] = 1,
+    [KP_API_OFFSET_COMMIT] = 2,
+    [KP_API_OFFSET_FETCH] = 1,
+    [KP_API_CREATE_TOPICS] = 2,
+    [KP_API_DELETE_TOPICS] = 1,
+    [KP_API_OFFSET_FOR_LEADER_EPOCH] = 2,
+    [KP_API_DESCRIBE_ACLS] = 1,
+    [KP_API_CREATE_ACLS] = 1,
+    [KP_API_DELETE_ACLS] = 1,
+    [KP_API_DESCRIBE_CONFIGS] = 1,
+    [KP_API_ALTER_REPLICA_LOG_DIRS] = 1,
+    [KP_API_DESCRIBE_LOG_DIRS] = 1,
+    [KP_API_CREATE_DELEGATION_TOKEN] = 1,
+    [KP_API_RENEW_DELEGATION_TOKEN] = 1,
+    [KP_API_EXPIRE_DELEGATION_TOKEN] = 1,
+    [KP_API_DESCRIBE_DELEGATION_TOKEN] = 1,
+};
+
 bool kb_dispatch_versions(int key, int16_t *min_version, int16_t *max_version)
 {
     const kp_api_info *api = kp_api_lookup(key);
@@ -35,7 +58,8 @@ bool kb_dispatch_versions(int key, int16_t *min_version, int16_t *max_version)
         top--;
     if (handlers[key].top < top)
         top = handlers[key].top;
-    *min_version = api->min_version;
+    *min_version = api->min_version > kafka4_min_version[key] ? api->min_version
+                                                              : kafka4_min_version[key];
     *max_version = top;
     return true;
 }
@@ -142,11 +166,15 @@ void kb_dispatch(kb_conn *c, const uint8_t *frame, size_t len)
     req->conn = c;
     req->listener = c->listener;
 
+    if (c->sasl_phase == KB_SASL_RAW)
+        return kb_h_sasl_raw(c, frame, len);
     kp_reader r = kp_reader_make(frame, len);
     int16_t key = kp_read_i16(&r);
     int16_t version = kp_read_i16(&r);
     if (r.err != KP_ERR_NONE)
         return reject(c, "frame too short for a request header", -1, -1);
+    if (!kb_sasl_allows(c->sasl_phase, key))
+        return reject(c, "request not allowed before SASL authentication", key, version);
     const kp_api_info *api = kp_api_lookup(key);
     int16_t lo, hi;
     if (api == NULL || !kb_dispatch_versions(key, &lo, &hi))
