@@ -234,6 +234,8 @@ static const key_def key_defs[] = {
     KL("log.roll.ms", NULL, 1, I64MAX, FI64(log_roll_ms), KD_DERIVED),
     KI("log.segment.bytes", "1073741824", 14, I32MAX, FI32(log_segment_bytes), 0),
     KL("log.segment.delete.delay.ms", "60000", 0, I64MAX, FI64(log_segment_delete_delay_ms), 0),
+    KI("max.connections", "2147483647", 0, I32MAX, FI32(max_connections), 0),
+    KI("max.connections.per.ip", "2147483647", 0, I32MAX, FI32(max_connections_per_ip), 0),
     KI("message.max.bytes", "1048588", 0, I32MAX, FI32(message_max_bytes), 0),
     KS("metadata.log.dir", NULL, NOF, KD_IGNORED),
     KI("min.insync.replicas", "1", 1, I32MAX, FI32(min_insync_replicas), 0),

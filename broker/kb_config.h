@@ -181,6 +181,8 @@ typedef struct kb_config {
     int32_t socket_send_buffer_bytes;    /* -1 = OS default */
     int32_t socket_receive_buffer_bytes; /* -1 = OS default */
     int64_t connections_max_idle_ms;     /* -1 = never close idle connections */
+    int32_t max_connections;        /* accepting pauses at this many */
+    int32_t max_connections_per_ip; /* a new one past this is closed */
 
     /* topics */
     int32_t num_partitions;

@@ -29,7 +29,43 @@ struct kb_server {
     kb_conn *live;
     kb_conn *dead;
     kb_timer idle_timer;
+    size_t nlive;       /* connections on the live list */
+    bool accept_paused; /* max.connections reached: listeners muted */
 };
+
+/* Mutes or unmutes every listener. While muted, new connections wait in the
+ * kernel's backlog, as Kafka's acceptor blocks at max.connections. */
+static void pause_accept(kb_server *srv, bool paused)
+{
+    if (srv->accept_paused == paused)
+        return;
+    srv->accept_paused = paused;
+    KB_LOG(KB_LL_INFO, KB_SUB_NET, "msg=\"%s\" connections=%zu max_connections=%d",
+           paused ? "max.connections reached; accepting paused" : "accepting resumed",
+           srv->nlive, srv->broker->cfg->max_connections);
+    for (size_t i = 0; i < srv->nlisteners; i++)
+        if (kb_loop_mod_fd(srv->broker->loop, srv->listeners[i].fd, paused ? 0 : KB_EV_READ) !=
+            KP_ERR_NONE)
+            KB_LOG(KB_LL_WARN, KB_SUB_NET, "msg=\"epoll_ctl on a listener failed\"");
+}
+
+/* Length of the address part of "host:port". */
+static size_t peer_host_len(const char *peer)
+{
+    const char *colon = strrchr(peer, ':');
+    return colon != NULL ? (size_t)(colon - peer) : strlen(peer);
+}
+
+/* Live connections from the host of peer (a walk of the live list: it only
+ * runs when max.connections.per.ip is set). */
+static size_t conns_from_host(const kb_server *srv, const char *peer)
+{
+    size_t len = peer_host_len(peer), n = 0;
+    for (const kb_conn *c = srv->live; c != NULL; c = c->next)
+        if (peer_host_len(c->peer) == len && memcmp(c->peer, peer, len) == 0)
+            n++;
+    return n;
+}
 
 static void list_remove(kb_conn **head, kb_conn *c)
 {
@@ -55,6 +91,9 @@ void kb_server_retire(kb_server *srv, kb_conn *c)
 {
     list_remove(&srv->live, c);
     list_push(&srv->dead, c);
+    srv->nlive--;
+    if (srv->nlive < (size_t)srv->broker->cfg->max_connections)
+        pause_accept(srv, false);
 }
 
 static void free_dead(kb_loop *loop, void *arg)
@@ -91,7 +130,12 @@ static void on_accept(kb_loop *loop, int fd, unsigned events, void *arg)
     (void)events;
     server_listener *sl = arg;
     kb_server *srv = sl->srv;
+    const kb_config *cfg = srv->broker->cfg;
     for (int i = 0; i < 64; i++) { /* bounded: other fds get their turn */
+        if (srv->nlive >= (size_t)cfg->max_connections) {
+            pause_accept(srv, true);
+            return;
+        }
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);
         int cfd = accept4(sl->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -104,12 +148,22 @@ static void on_accept(kb_loop *loop, int fd, unsigned events, void *arg)
         (void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         char peer[64];
         peer_name(&ss, peer, sizeof(peer));
+        if (cfg->max_connections_per_ip < INT32_MAX &&
+            conns_from_host(srv, peer) >= (size_t)cfg->max_connections_per_ip) {
+            /* Kafka closes the new connection (TooManyConnectionsException). */
+            KB_LOG(KB_LL_DEBUG, KB_SUB_NET,
+                   "msg=\"max.connections.per.ip reached; closing\" peer=%s max=%d", peer,
+                   cfg->max_connections_per_ip);
+            close(cfd);
+            continue;
+        }
         kb_conn *c = kb_conn_new(srv, srv->broker, cfd, sl->cfg, peer);
         if (c == NULL) {
             close(cfd);
             continue;
         }
         list_push(&srv->live, c);
+        srv->nlive++;
     }
 }
 
