@@ -290,13 +290,14 @@ def bad_batches():
         "length-past-data": (valid[:8] + struct.pack(">i", len(valid) + 88) + valid[12:],
                              INVALID_RECORD),
         "length-below-header": (valid[:8] + struct.pack(">i", 10) + valid[12:], CORRUPT_MESSAGE),
-        "trailing-bytes": (valid + b"\x00\x01\x02\x03\x04", CORRUPT_MESSAGE),
+        "trailing-bytes": (valid + b"\x00\x01\x02\x03\x04", (CORRUPT_MESSAGE, NONE)),
         "cut-short": (valid[:-7], INVALID_RECORD),
         "count-above-delta": (batch_bytes(ok, 4, 2), INVALID_RECORD),
         "count-below-records": (batch_bytes(ok, 2, 1), INVALID_RECORD),
         "empty-batch": (batch_bytes(b"", 0, -1), INVALID_RECORD),
-        "offset-deltas-gap": (batch_bytes(records(3, [0, 1, 5]), 3, 2), INVALID_RECORD),
-        "offset-deltas-repeat": (batch_bytes(records(3, [0, 0, 1]), 3, 2), INVALID_RECORD),
+        "offset-deltas-gap": (batch_bytes(records(3, [0, 1, 5]), 3, 2), (INVALID_RECORD, NONE)),
+        "offset-deltas-repeat": (batch_bytes(records(3, [0, 0, 1]), 3, 2),
+                                 (INVALID_RECORD, NONE)),
         "base-offset-nonzero": (batch_bytes(ok, 3, 2, base_offset=100), INVALID_RECORD),
         "two-batches": (valid + valid, INVALID_RECORD),
         "record-cut": (batch_bytes(ok[:-3], 3, 2), INVALID_RECORD),
@@ -308,17 +309,24 @@ BAD_BATCHES = bad_batches()
 
 
 @pytest.mark.parametrize("case", sorted(BAD_BATCHES))
-def test_bad_batch_gets_kafka_error(broker, topic, conn, case):
+def test_bad_batch_gets_kafka_error(broker, topic, conn, target, case):
+    """Two cases differ from Kafka on purpose (kp_validate.h): Kafka drops bytes
+    after the last whole batch and rewrites offset deltas, where Runnel, which
+    stores batches as received, refuses them."""
     batch, expected = BAD_BATCHES[case]
+    if isinstance(expected, tuple):
+        expected = expected[0] if target == "runnel" else expected[1]
     err, _ = wire_data.produce_v3(conn, 11, topic, 0, batch)
     assert err == expected, "%s: error %d, expected %d" % (case, err, expected)
-    # The connection stays usable and nothing was appended.
-    err, base = wire_data.produce_v3(conn, 12, topic, 0, batch_bytes(records(1), 1, 0))
-    assert err == NONE
-    res = wire_data.fetch_v4(conn, 13, topic, 0, 0, max_wait_ms=0)
-    assert res.error == NONE and res.high_watermark == base + 1
+    # The connection stays usable, and a refused batch appended nothing.
+    res = wire_data.fetch_v4(conn, 12, topic, 0, 0, max_wait_ms=0)
+    hw0 = res.high_watermark
+    err, base = wire_data.produce_v3(conn, 13, topic, 0, batch_bytes(records(1), 1, 0))
+    assert err == NONE and base == hw0
+    res = wire_data.fetch_v4(conn, 14, topic, 0, 0, max_wait_ms=0)
+    assert res.error == NONE and res.high_watermark == hw0 + 1
     got = wire_data.parse_batches(res.records)
-    assert sum(b.count for b in got) == base + 1  # only the good single records
+    assert sum(b.count for b in got) == hw0 + 1
 
 
 @pytest.mark.parametrize("acks", [2, -2, 100, -32768])
