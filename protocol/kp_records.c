@@ -105,8 +105,8 @@ static size_t varbytes_size(kp_slice s)
 
 /* Writes a record's length, fixed fields, key, value and header count; the
  * caller then writes headers_size bytes of headers. */
-static void begin_record(kp_batch_builder *b, int64_t timestamp, kp_slice key, kp_slice value,
-                         int32_t header_count, size_t headers_size)
+static void begin_record(kp_batch_builder *b, int32_t off_delta, int64_t timestamp, kp_slice key,
+                         kp_slice value, int32_t header_count, size_t headers_size)
 {
     if (!b->started) {
         b->base_timestamp = timestamp;
@@ -116,7 +116,6 @@ static void begin_record(kp_batch_builder *b, int64_t timestamp, kp_slice key, k
     if (timestamp > b->max_timestamp)
         b->max_timestamp = timestamp;
     int64_t ts_delta = (int64_t)((uint64_t)timestamp - (uint64_t)b->base_timestamp);
-    int32_t off_delta = b->count;
     size_t body = 1 + kp_varlong_size(ts_delta) + kp_varint_size(off_delta) +
                   varbytes_size(key) + varbytes_size(value) + kp_varint_size(header_count) +
                   headers_size;
@@ -132,6 +131,7 @@ static void begin_record(kp_batch_builder *b, int64_t timestamp, kp_slice key, k
     write_varbytes(&b->w, value);
     kp_write_varint(&b->w, header_count);
     b->count++;
+    b->last_delta = off_delta;
 }
 
 void kp_batch_builder_add(kp_batch_builder *b, int64_t timestamp, kp_slice key, kp_slice value,
@@ -140,7 +140,7 @@ void kp_batch_builder_add(kp_batch_builder *b, int64_t timestamp, kp_slice key, 
     size_t headers_size = 0;
     for (int32_t i = 0; i < header_count; i++)
         headers_size += varbytes_size(headers[i].key) + varbytes_size(headers[i].value);
-    begin_record(b, timestamp, key, value, header_count, headers_size);
+    begin_record(b, b->count, timestamp, key, value, header_count, headers_size);
     for (int32_t i = 0; i < header_count; i++) {
         write_varbytes(&b->w, headers[i].key);
         write_varbytes(&b->w, headers[i].value);
@@ -149,8 +149,19 @@ void kp_batch_builder_add(kp_batch_builder *b, int64_t timestamp, kp_slice key, 
 
 void kp_batch_builder_add_record(kp_batch_builder *b, int64_t timestamp, const kp_record *rec)
 {
+    kp_batch_builder_add_record_at(b, b->count, timestamp, rec);
+}
+
+void kp_batch_builder_add_record_at(kp_batch_builder *b, int32_t offset_delta, int64_t timestamp,
+                                    const kp_record *rec)
+{
     size_t headers_size = kp_reader_left(&rec->headers);
-    begin_record(b, timestamp, rec->key, rec->value, rec->header_count, headers_size);
+    if (b->count > 0 && offset_delta <= b->last_delta) {
+        b->w.err = KP_ERR__MALFORMED;
+        return;
+    }
+    begin_record(b, offset_delta, timestamp, rec->key, rec->value, rec->header_count,
+                 headers_size);
     if (headers_size > 0)
         kp_write_raw(&b->w, rec->headers.p, headers_size);
 }
@@ -159,7 +170,7 @@ void kp_batch_builder_add_record(kp_batch_builder *b, int64_t timestamp, const k
 static void seal_batch(const kp_batch_builder *b, uint8_t *p, size_t total)
 {
     kp_be32_put(p + KP_BATCH_OFF_LENGTH, (int32_t)(total - KP_BATCH_LOG_OVERHEAD));
-    kp_be32_put(p + KP_BATCH_OFF_LAST_DELTA, b->count - 1);
+    kp_be32_put(p + KP_BATCH_OFF_LAST_DELTA, b->last_delta);
     kp_be64_put(p + KP_BATCH_OFF_BASE_TIMESTAMP, b->base_timestamp);
     kp_be64_put(p + KP_BATCH_OFF_MAX_TIMESTAMP, b->max_timestamp);
     kp_be32_put(p + KP_BATCH_HDR_SIZE - 4, b->count);

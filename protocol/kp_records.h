@@ -12,8 +12,9 @@
  *   1. The iterator never reads outside the records buffer; a record whose
  *      length varint disagrees with its fields is KP_ERR__CORRUPT.
  *   2. A built batch passes kp_batch_check() (magic 2, lengths, CRC-32C);
- *      its offset deltas are 0..count-1 and base_timestamp is the first
- *      record's timestamp.
+ *      its offset deltas are 0..count-1 (or, with add_record_at, the
+ *      strictly increasing deltas given; last_offset_delta is the last one)
+ *      and base_timestamp is the first record's timestamp.
  *
  * Ownership: records and headers returned by the iterator borrow from the
  * buffer given to kp_records_iter_init(). A builder owns its buffer until
@@ -65,6 +66,7 @@ typedef struct kp_batch_builder {
     int64_t base_timestamp;
     int64_t max_timestamp;
     int32_t count;
+    int32_t last_delta; /* offset delta of the last record added */
     bool started;
 } kp_batch_builder;
 
@@ -77,6 +79,10 @@ void kp_batch_builder_add(kp_batch_builder *b, int64_t timestamp, kp_slice key, 
 /* Appends rec, as returned by kp_records_next (its headers not yet walked),
  * keeping key, value and headers byte for byte; timestamp is absolute. */
 void kp_batch_builder_add_record(kp_batch_builder *b, int64_t timestamp, const kp_record *rec);
+/* Same, at an explicit offset delta (strictly above the previous record's;
+ * else the sticky error KP_ERR__MALFORMED): the log cleaner keeps offsets. */
+void kp_batch_builder_add_record_at(kp_batch_builder *b, int32_t offset_delta, int64_t timestamp,
+                                    const kp_record *rec);
 /* Completes the header and CRC; returns the batch (caller frees) or NULL
  * (no records, out of memory, or a batch over 2 GiB). */
 uint8_t *kp_batch_builder_finish(kp_batch_builder *b, size_t *len);

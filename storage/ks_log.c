@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ks_compact.h"
+
 struct ks_log {
     ks_io io;
     ks_log_config cfg;
@@ -22,6 +24,7 @@ struct ks_log {
     int64_t last_flush_ms;
     int64_t truncations;   /* bumped by truncate: stale flushes ignored */
     int32_t pending_flushes;
+    int64_t cleaner_offset; /* first offset the cleaner has not seen, -1 */
     bool dir_dirty;        /* a segment file was created since the last flush */
     kp_err failed;         /* invariant 5 */
 };
@@ -147,6 +150,51 @@ kp_err ks_log_segment_at(ks_log *log, int32_t i, ks_segment **seg, kp_errctx *ct
     return ready(*seg, ctx);
 }
 
+void ks_log_segment_opts(const ks_log *log, ks_segment_opts *o)
+{
+    *o = seg_opts(log);
+}
+
+int32_t ks_log_segment_find(const ks_log *log, const ks_segment *seg)
+{
+    for (int32_t i = 0; i < log->nsegs; i++)
+        if (log->segs[i] == seg)
+            return i;
+    return -1;
+}
+
+kp_err ks_log_replace_segments(ks_log *log, int32_t first, int32_t n, ks_segment *seg,
+                               ks_segment **old, kp_errctx *ctx)
+{
+    if (first < 0 || n < 1 || first + n >= log->nsegs ||
+        seg->base_offset != log->segs[first]->base_offset ||
+        seg->next_offset > log->segs[first + n]->base_offset)
+        return KP_ERRCTX(ctx, KP_ERR__INVAL, 0, "%s: replacing segments %d+%d of %d", log->dir,
+                         first, n, log->nsegs);
+    memcpy(old, log->segs + first, (size_t)n * sizeof(*old));
+    log->segs[first] = seg;
+    memmove(log->segs + first + 1, log->segs + first + n,
+            (size_t)(log->nsegs - first - n) * sizeof(*old));
+    log->nsegs -= n - 1;
+    log->dir_dirty = true;
+    return KP_ERR_NONE;
+}
+
+int64_t ks_log_truncation_count(const ks_log *log)
+{
+    return log->truncations;
+}
+
+int64_t ks_log_cleaner_offset(const ks_log *log)
+{
+    return log->cleaner_offset;
+}
+
+void ks_log_set_cleaner_offset(ks_log *log, int64_t offset)
+{
+    log->cleaner_offset = offset;
+}
+
 int32_t ks_log_detach_oldest(ks_log *log, int32_t n, ks_segment **out)
 {
     if (n > log->nsegs - 1)
@@ -263,6 +311,7 @@ static ks_log *log_alloc(const ks_io *io, const char *log_dir, const char *topic
     log->dir = dir;
     log->topic = t;
     log->partition = partition;
+    log->cleaner_offset = -1;
     return log;
 }
 
@@ -302,6 +351,8 @@ kp_err ks_log_open(const ks_io *io, const char *log_dir, const char *topic, int3
     if (log == NULL)
         return KP_ERRCTX(ctx, KP_ERR__NOMEM, 0, "log alloc");
     err = ks_io_mkdir(io, log->dir, ctx);
+    if (err == KP_ERR_NONE)
+        err = ks_compact_recover_files(io, log->dir, ctx);
     if (err == KP_ERR_NONE)
         err = load_segments(log, ctx);
     if (err == KP_ERR_NONE && log->nsegs == 0) {
@@ -584,6 +635,7 @@ static void clamp_after_truncate(ks_log *log)
     log->hw = log->hw > leo ? leo : log->hw;
     log->recovery_point = log->recovery_point > leo ? leo : log->recovery_point;
     log->log_start = log->log_start > leo ? leo : log->log_start;
+    log->cleaner_offset = log->cleaner_offset > leo ? leo : log->cleaner_offset;
     log->truncations++;
 }
 

@@ -7,7 +7,9 @@
  * batches, assigning offsets; read by offset as a file slice on batch
  * boundaries; report log start / end offsets and high watermark; find an
  * offset by timestamp; truncate; advance the log start offset; prepare and
- * complete flushes for ks_flush; expose segments to ks_retention.
+ * complete flushes for ks_flush; expose segments to ks_retention and
+ * ks_compact (which may replace sealed segments by cleaned ones, leaving
+ * gaps in the offsets: a read at a missing offset starts at the next batch).
  *
  * On-disk layout:
  *
@@ -15,6 +17,8 @@
  *   ----------------------------------------- --------------------------------
  *   <log dir>/<topic>-<partition>/            one directory per partition
  *     <20-digit base offset>.log|.index|.timeindex   see ks_segment.h
+ *     ... with .cleaned/.swap/.deleted suffixes      see ks_compact.h; open
+ *                                                    finishes or discards them
  *   <log dir>/recovery-point-offset-checkpoint       see ks_checkpoint.h
  *   <log dir>/log-start-offset-checkpoint            see ks_checkpoint.h
  *   <log dir>/.kafka_cleanshutdown                   see ks_checkpoint.h
@@ -194,6 +198,26 @@ kp_err ks_log_segment_at(ks_log *log, int32_t i, ks_segment **seg, kp_errctx *ct
  * out, references included, and raises the log start to the new first
  * segment's base offset when below it. */
 int32_t ks_log_detach_oldest(ks_log *log, int32_t n, ks_segment **out);
+
+/* ---- segments, for ks_compact ------------------------------------------ */
+
+/* The options new segments of this log get (index interval and sizes). */
+void ks_log_segment_opts(const ks_log *log, ks_segment_opts *o);
+/* Position of seg in the log (0 = oldest), -1 when it is not there. */
+int32_t ks_log_segment_find(const ks_log *log, const ks_segment *seg);
+/* Replaces the sealed segments [first, first + n) (never the active one) by
+ * seg, which must start at the first one's base offset and end at or
+ * before the next segment's base offset (invariant 1). The replaced
+ * segments go to old[0..n), references included; readers holding them keep
+ * reading. KP_ERR__INVAL when the bounds do not hold (nothing changes). */
+kp_err ks_log_replace_segments(ks_log *log, int32_t first, int32_t n, ks_segment *seg,
+                               ks_segment **old, kp_errctx *ctx);
+/* Bumped by every truncation: a cleaning planned before one is stale. */
+int64_t ks_log_truncation_count(const ks_log *log);
+/* The cleaner's progress: offsets below it are clean; -1 when unknown
+ * (then everything from the log start counts as dirty). */
+int64_t ks_log_cleaner_offset(const ks_log *log);
+void ks_log_set_cleaner_offset(ks_log *log, int64_t offset);
 
 /* ---- flushing, for ks_flush -------------------------------------------- */
 

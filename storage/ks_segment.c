@@ -10,12 +10,27 @@ static const char *const ext_log = ".log";
 static const char *const ext_index = ".index";
 static const char *const ext_time = ".timeindex";
 
-static void file_path(const ks_segment *seg, const char *ext, char *buf, size_t n)
+static const char *const suffix_names[] = {"", ".cleaned", ".swap", ".deleted"};
+#define NSUFFIX ((int)(sizeof(suffix_names) / sizeof(suffix_names[0])))
+
+const char *ks_segment_suffix_str(ks_segment_suffix suffix)
 {
-    snprintf(buf, n, "%s%s", seg->base_path, ext);
+    return (int)suffix >= 0 && (int)suffix < NSUFFIX ? suffix_names[suffix] : "";
 }
 
-bool ks_segment_parse_name(const char *name, int64_t *base_offset)
+static void path_as(const ks_segment *seg, const char *ext, ks_segment_suffix suffix, char *buf,
+                    size_t n)
+{
+    snprintf(buf, n, "%s%s%s", seg->base_path, ext, ks_segment_suffix_str(suffix));
+}
+
+static void file_path(const ks_segment *seg, const char *ext, char *buf, size_t n)
+{
+    path_as(seg, ext, seg->suffix, buf, n);
+}
+
+/* Parses the 20 leading digits of a segment file name. */
+static bool parse_digits(const char *name, int64_t *base_offset)
 {
     int64_t v = 0;
     for (int i = 0; i < KS_SEGMENT_NAME_DIGITS; i++) {
@@ -25,10 +40,39 @@ bool ks_segment_parse_name(const char *name, int64_t *base_offset)
             return false;
         v = v * 10 + (name[i] - '0');
     }
-    if (strcmp(name + KS_SEGMENT_NAME_DIGITS, ext_log) != 0)
+    *base_offset = v;
+    return true;
+}
+
+bool ks_segment_parse_name(const char *name, int64_t *base_offset)
+{
+    int64_t v = 0;
+    if (!parse_digits(name, &v) || strcmp(name + KS_SEGMENT_NAME_DIGITS, ext_log) != 0)
         return false;
     *base_offset = v;
     return true;
+}
+
+bool ks_segment_parse_file(const char *name, int64_t *base_offset, ks_segment_suffix *suffix,
+                           bool *is_log)
+{
+    const char *const exts[] = {ext_log, ext_index, ext_time};
+    if (!parse_digits(name, base_offset))
+        return false;
+    const char *rest = name + KS_SEGMENT_NAME_DIGITS;
+    for (size_t e = 0; e < sizeof(exts) / sizeof(exts[0]); e++) {
+        size_t n = strlen(exts[e]);
+        if (strncmp(rest, exts[e], n) != 0)
+            continue;
+        for (int k = 0; k < NSUFFIX; k++) {
+            if (strcmp(rest + n, suffix_names[k]) == 0) {
+                *suffix = (ks_segment_suffix)k;
+                *is_log = e == 0;
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 void ks_append_unit_add(ks_append_unit *u, const kp_batch_hdr *h, bool first)
@@ -115,9 +159,17 @@ kp_err ks_segment_create(const ks_io *io, const char *dir, int64_t base_offset,
                          const ks_segment_opts *o, int64_t now_ms, ks_segment **out,
                          kp_errctx *ctx)
 {
+    return ks_segment_create_as(io, dir, base_offset, o, KS_SUFFIX_NONE, now_ms, out, ctx);
+}
+
+kp_err ks_segment_create_as(const ks_io *io, const char *dir, int64_t base_offset,
+                            const ks_segment_opts *o, ks_segment_suffix suffix, int64_t now_ms,
+                            ks_segment **out, kp_errctx *ctx)
+{
     ks_segment *seg = seg_alloc(io, dir, base_offset, o);
     if (seg == NULL)
         return KP_ERRCTX(ctx, KP_ERR__NOMEM, 0, "segment alloc");
+    seg->suffix = suffix;
     kp_err err = seg_open_files(seg, true, ctx);
     if (err != KP_ERR_NONE) {
         seg_free(seg);
@@ -419,6 +471,31 @@ kp_err ks_segment_sync(ks_segment *seg, bool with_indexes, kp_errctx *ctx)
         err = ks_index_sync(&seg->tidx, &seg->io, ctx);
     if (err != KP_ERR_NONE)
         atomic_store(&seg->sync_failed, true);
+    return err;
+}
+
+kp_err ks_segment_rename(ks_segment *seg, ks_segment_suffix suffix, kp_errctx *ctx)
+{
+    const char *const exts[] = {ext_index, ext_time, ext_log}; /* .log last */
+    const size_t n = sizeof(exts) / sizeof(exts[0]);
+    kp_err err = KP_ERR_NONE;
+    size_t done = 0;
+    for (; err == KP_ERR_NONE && done < n; done++) {
+        char from[PATH_MAX], to[PATH_MAX];
+        file_path(seg, exts[done], from, sizeof(from));
+        path_as(seg, exts[done], suffix, to, sizeof(to));
+        err = ks_io_rename(&seg->io, from, to, ctx);
+    }
+    if (err == KP_ERR_NONE) {
+        seg->suffix = suffix;
+        return KP_ERR_NONE;
+    }
+    for (size_t i = done - 1; i-- > 0;) { /* undo the renames that succeeded */
+        char from[PATH_MAX], to[PATH_MAX];
+        path_as(seg, exts[i], suffix, from, sizeof(from));
+        file_path(seg, exts[i], to, sizeof(to));
+        (void)ks_io_rename(&seg->io, from, to, NULL);
+    }
     return err;
 }
 

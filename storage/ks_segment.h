@@ -15,6 +15,11 @@
  *   <20-digit base offset>.index sparse offset index (ks_index.h)
  *   <20-digit base offset>.timeindex  sparse time index (ks_index.h)
  *
+ * While the log cleaner (ks_compact.h) replaces segments, each of the three
+ * names may carry one of Kafka's temporary suffixes: ".cleaned" (being
+ * written), ".swap" (complete, about to replace older segments), ".deleted"
+ * (replaced, to be unlinked). Only plain names are ever loaded as segments.
+ *
  * Invariants:
  *   1. [0, size) of .log holds whole batches whose offsets strictly increase,
  *      starting at or after base_offset; readers never see bytes past size.
@@ -53,6 +58,14 @@
 
 #define KS_SEGMENT_NAME_DIGITS 20
 
+/* The temporary suffix a segment's three file names carry (see above). */
+typedef enum ks_segment_suffix {
+    KS_SUFFIX_NONE = 0,    /* "<base>.log" */
+    KS_SUFFIX_CLEANED = 1, /* "<base>.log.cleaned" */
+    KS_SUFFIX_SWAP = 2,    /* "<base>.log.swap" */
+    KS_SUFFIX_DELETED = 3, /* "<base>.log.deleted" */
+} ks_segment_suffix;
+
 typedef struct ks_segment_opts {
     int32_t index_interval_bytes; /* bytes between index entries */
     int32_t max_index_entries;    /* offset index entries before a roll */
@@ -86,6 +99,7 @@ typedef struct ks_segment {
     bool index_missing;       /* an index file was absent at open */
     bool sealed;              /* no longer the active segment */
     bool removed;             /* files unlinked */
+    ks_segment_suffix suffix; /* temporary suffix of the three names */
     atomic_int refs;
     atomic_bool sync_failed;  /* an fdatasync failed: never report durable */
     ks_index oidx;
@@ -99,12 +113,22 @@ void ks_append_unit_add(ks_append_unit *u, const kp_batch_hdr *h, bool first);
 kp_err ks_segment_create(const ks_io *io, const char *dir, int64_t base_offset,
                          const ks_segment_opts *o, int64_t now_ms, ks_segment **out,
                          kp_errctx *ctx);
+/* Same, with the files named with a temporary suffix (the log cleaner). */
+kp_err ks_segment_create_as(const ks_io *io, const char *dir, int64_t base_offset,
+                            const ks_segment_opts *o, ks_segment_suffix suffix, int64_t now_ms,
+                            ks_segment **out, kp_errctx *ctx);
 /* Opens an existing segment; size is the file size, indexes are not read. */
 kp_err ks_segment_open(const ks_io *io, const char *dir, int64_t base_offset,
                        const ks_segment_opts *o, ks_segment **out, kp_errctx *ctx);
 
 /* Parses "<20 digits>.log"; false for any other name. */
 bool ks_segment_parse_name(const char *name, int64_t *base_offset);
+/* Parses "<20 digits><ext><suffix>" for ext ".log", ".index" or ".timeindex"
+ * and any suffix (KS_SUFFIX_NONE included); *is_log tells the .log file. */
+bool ks_segment_parse_file(const char *name, int64_t *base_offset, ks_segment_suffix *suffix,
+                           bool *is_log);
+/* The suffix as text: "", ".cleaned", ".swap" or ".deleted". */
+const char *ks_segment_suffix_str(ks_segment_suffix suffix);
 
 /* Reads the index files; KP_ERR__CORRUPT means rebuild them (also returned
  * when an index file was missing at open). */
@@ -149,7 +173,14 @@ kp_err ks_segment_seal(ks_segment *seg, kp_errctx *ctx);
 /* fdatasync of the .log (and the indexes when with_indexes). */
 kp_err ks_segment_sync(ks_segment *seg, bool with_indexes, kp_errctx *ctx);
 
-/* Unlinks the three files; open descriptors stay readable. */
+/* Renames the three files to carry suffix instead of the current one: the
+ * indexes first, the .log last, so a crash leaves the .log name telling
+ * which step was reached. On failure the renames done are undone (best
+ * effort) and the suffix is unchanged. Descriptors stay open and valid. */
+kp_err ks_segment_rename(ks_segment *seg, ks_segment_suffix suffix, kp_errctx *ctx);
+
+/* Unlinks the three files (under their current suffix); open descriptors
+ * stay readable. */
 kp_err ks_segment_remove(ks_segment *seg, kp_errctx *ctx);
 
 ks_segment *ks_segment_ref(ks_segment *seg);

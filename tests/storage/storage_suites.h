@@ -11,5 +11,6 @@ Suite *recover_suite(void);
 Suite *checkpoint_suite(void);
 Suite *retention_suite(void);
 Suite *flush_suite(void);
+Suite *compact_suite(void);
 
 #endif
