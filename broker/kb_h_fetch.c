@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_admin.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_fetch.h"
@@ -267,7 +268,7 @@ kp_err kb_h_fetch(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs)
     if (bytes >= rq->min_bytes || rq->max_wait_ms <= 0 || errors || n == 0) {
         req->release = state_free;
         req->release_arg = st;
-        return KP_ERR_NONE;
+        return kb_quota_throttle(req, KB_QUOTA_FETCH, bytes, &rs->throttle_time_ms, KP_ERR_NONE);
     }
     release_slices(st);
     st->parked = true;

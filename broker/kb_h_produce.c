@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kb_admin.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_log.h"
@@ -433,6 +434,18 @@ static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produc
     return st;
 }
 
+/* The record bytes a produce carries (what its client quota counts). */
+static int64_t produce_request_bytes(const kp_produce_req *rq)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < rq->topic_data.n; i++)
+        for (int32_t j = 0; j < rq->topic_data.v[i].partition_data.n; j++)
+            n += rq->topic_data.v[i].partition_data.v[j].records.len > 0
+                     ? rq->topic_data.v[i].partition_data.v[j].records.len
+                     : 0;
+    return n;
+}
+
 kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
 {
     produce_state *st = state_new(req, rq, rs);
@@ -451,5 +464,6 @@ kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
         }
     }
     validate_all(st);
-    return produce_commit(req, st);
+    return kb_quota_throttle(req, KB_QUOTA_PRODUCE, produce_request_bytes(rq),
+                             &rs->throttle_time_ms, produce_commit(req, st));
 }

@@ -138,3 +138,58 @@ kp_err kb_h_alter_client_quotas(kb_req *req, const kp_alter_client_quotas_req *r
     }
     return KP_ERR_NONE;
 }
+
+/* ---- enforcement -------------------------------------------------------------- */
+
+/* A response held back for its throttle time. */
+typedef struct throttle_wait {
+    kb_timer timer;
+    kb_req *req;
+} throttle_wait;
+
+static void on_throttle_done(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    throttle_wait *w = arg;
+    kb_req *req = w->req;
+    free(w);
+    req->park_state = NULL;
+    req->on_cancel = NULL;
+    kb_req_finish(req);
+}
+
+static void on_throttle_cancel(kb_req *req)
+{
+    throttle_wait *w = req->park_state;
+    kb_timer_disarm(req->broker->loop, &w->timer);
+    free(w);
+    req->park_state = NULL;
+    if (req->release != NULL)
+        req->release(req->release_arg); /* what the response would have released */
+    req->release = NULL;
+}
+
+kp_err kb_quota_throttle(kb_req *req, kb_quota_kind kind, int64_t bytes, int32_t *throttle_time_ms,
+                         kp_err ret)
+{
+    const char *client = kb_admin_cstr(req, req->client_id);
+    int64_t ms = kb_quotas_record(req->broker->quotas, kind, "ANONYMOUS", client,
+                                  bytes, kb_loop_now_ms(req->broker->loop));
+    if (ms <= 0)
+        return ret;
+    *throttle_time_ms = ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
+    if (ret != KP_ERR_NONE || req->no_response || req->on_cancel != NULL)
+        return ret;
+    throttle_wait *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return ret; /* answer at once; the client still sees the throttle time */
+    w->req = req;
+    kb_timer_init(&w->timer, on_throttle_done, w);
+    if (kb_timer_arm(req->broker->loop, &w->timer, ms) != KP_ERR_NONE) {
+        free(w);
+        return ret;
+    }
+    req->park_state = w;
+    req->on_cancel = on_throttle_cancel;
+    return KB_PARKED;
+}
