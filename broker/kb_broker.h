@@ -36,6 +36,7 @@ typedef struct kb_req kb_req;
 typedef struct kb_plog kb_plog;
 typedef struct kb_work kb_work;
 typedef struct kb_fetch_waiters kb_fetch_waiters;
+typedef struct kb_scram_store kb_scram_store;
 typedef struct kb_dynconf kb_dynconf;
 typedef struct kb_quotas kb_quotas;
 
@@ -48,6 +49,7 @@ typedef struct kb_broker {
     kb_plog *plog;
     kb_work *work; /* helper threads for CPU-heavy work */
     kb_fetch_waiters *fetch_waiters;
+    kb_scram_store *scram; /* SCRAM credentials (kb_scram_store.h) */
     kb_dynconf *dynconf; /* dynamic broker configs (kb_admin.h) */
     kb_quotas *quotas;   /* client quotas (kb_quota.h) */
     char cluster_id[64];

@@ -1271,6 +1271,21 @@ const char *kb_config_get_raw(const kb_config *cfg, const char *key)
     return kb_config_lookup(cfg, key, NULL);
 }
 
+const char *kb_config_listener_value(const kb_config *cfg, const char *listener, const char *key,
+                                     bool fallback)
+{
+    char name[512];
+    int n = snprintf(name, sizeof name, "listener.name.%s.%s", listener, key);
+    if (n > 0 && (size_t)n < sizeof name) {
+        for (size_t i = strlen("listener.name."); name[i] != '.' && name[i] != '\0'; i++)
+            name[i] = (char)tolower((unsigned char)name[i]);
+        const kb_config_entry *e = raw_find(cfg, name);
+        if (e != NULL)
+            return e->ce_value;
+    }
+    return fallback ? kb_config_get_raw(cfg, key) : NULL;
+}
+
 static int topic_default_cmp(const void *k, const void *td)
 {
     return strcmp(k, ((const kb_topic_default *)td)->td_name);

@@ -273,6 +273,14 @@ const char *kb_config_lookup(const kb_config *cfg, const char *key, kb_config_so
 /* kb_config_lookup() without the source. */
 const char *kb_config_get_raw(const kb_config *cfg, const char *key);
 
+/*
+ * A per-listener security key as Kafka reads it: the value of
+ * `listener.name.<listener in lower case>.<key>` if set, else (when
+ * fallback is true) the value of the bare key, else NULL.
+ */
+const char *kb_config_listener_value(const kb_config *cfg, const char *listener, const char *key,
+                                     bool fallback);
+
 /* The default of a topic-level key (e.g. "retention.ms"), NULL if unknown. */
 const kb_topic_default *kb_config_topic_default(const kb_config *cfg, const char *topic_key);
 

@@ -12,13 +12,20 @@
 #include "kb_dispatch.h"
 #include "kb_log.h"
 #include "kb_server.h"
+#include "kb_tls.h"
 
 #define KB_CONN_READ_CHUNK (64 * 1024)
 #define KB_CONN_OUT_PAUSE (16 * 1024 * 1024) /* stop reading above this backlog */
 #define KB_CONN_COPY_BUF (64 * 1024)
+#define KB_CONN_TLS_READS 16 /* TLS records read per readable event, at most */
+
+/* What a transport call did: bytes moved (> 0), or one of these. */
+enum { IO_AGAIN = 0, IO_FAIL = -1, IO_EOF = -2 };
 
 static void conn_on_event(kb_loop *loop, int fd, unsigned events, void *arg);
 static void conn_process(kb_conn *c);
+static void conn_read(kb_conn *c);
+static void conn_kick(kb_loop *loop, void *arg);
 
 kb_conn *kb_conn_new(kb_server *srv, kb_broker *b, int fd, const kb_listener *l,
                      const char *peer)
@@ -33,6 +40,8 @@ kb_conn *kb_conn_new(kb_server *srv, kb_broker *b, int fd, const kb_listener *l,
     c->fd = fd;
     c->id = next_id++;
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    snprintf(c->principal, sizeof(c->principal), "User:ANONYMOUS");
+    kb_timer_init(&c->tls_kick, conn_kick, c);
     c->last_active_ms = kb_loop_now_ms(b->loop);
     if (kb_loop_add_fd(b->loop, fd, KB_EV_READ, conn_on_event, c) != KP_ERR_NONE) {
         free(c);
@@ -61,6 +70,9 @@ void kb_conn_free(kb_conn *c)
         c->out_head = o->next;
         out_free(o);
     }
+    kb_timer_disarm(c->broker->loop, &c->tls_kick);
+    kb_sasl_session_free(c->sasl);
+    kb_tls_free(c->tls); /* before the fd closes: close_notify */
     if (c->fd >= 0)
         close(c->fd);
     free(c->rbuf);
@@ -75,6 +87,7 @@ void kb_conn_close(kb_conn *c, const char *reason)
     KB_LOG(KB_LL_DEBUG, KB_SUB_NET, "msg=\"connection closed\" conn=%llu peer=%s reason=\"%s\"",
            (unsigned long long)c->id, c->peer, reason);
     kb_loop_del_fd(c->broker->loop, c->fd);
+    kb_timer_disarm(c->broker->loop, &c->tls_kick);
     if (c->in_flight && c->req.on_cancel != NULL) {
         kb_req_cancel_cb *cancel = c->req.on_cancel;
         c->req.on_cancel = NULL;
@@ -83,19 +96,130 @@ void kb_conn_close(kb_conn *c, const char *reason)
     kb_server_retire(c->server, c);
 }
 
+kp_err kb_conn_start_tls(kb_conn *c, kb_tls_ctx *ctx)
+{
+    c->tls = kb_tls_new(ctx, c->fd);
+    if (c->tls == NULL)
+        return KP_ERR__NOMEM;
+    c->tls_handshaking = true;
+    return KP_ERR_NONE;
+}
+
+void kb_conn_require_sasl(kb_conn *c, const kb_sasl_listener *cfg)
+{
+    c->sasl_cfg = cfg;
+    c->sasl_phase = KB_SASL_START;
+}
+
+static bool conn_wants_read(const kb_conn *c)
+{
+    return !c->in_flight && !c->close_after_send && c->out_bytes < KB_CONN_OUT_PAUSE;
+}
+
 /* Reading runs while no request is in flight and the backlog is small;
- * writing is armed only while output waits on a full socket. */
+ * writing is armed only while output waits on a full socket. A TLS
+ * handshake waits for whichever direction OpenSSL asked for. */
 static void conn_update_events(kb_conn *c)
 {
     if (c->closing)
         return;
     unsigned ev = 0;
-    if (!c->in_flight && c->out_bytes < KB_CONN_OUT_PAUSE)
-        ev |= KB_EV_READ;
-    if (c->write_blocked)
-        ev |= KB_EV_WRITE;
+    if (c->tls_handshaking) {
+        ev = c->tls_hs_want_write ? KB_EV_WRITE : KB_EV_READ;
+    } else {
+        if (conn_wants_read(c) || c->tls_write_on_read)
+            ev |= KB_EV_READ;
+        if (c->write_blocked || c->tls_read_on_write)
+            ev |= KB_EV_WRITE;
+        if (c->tls != NULL && conn_wants_read(c) && kb_tls_pending(c->tls) > 0 &&
+            kb_timer_arm(c->broker->loop, &c->tls_kick, 0) != KP_ERR_NONE)
+            kb_conn_close(c, "cannot arm a timer");
+    }
     if (kb_loop_mod_fd(c->broker->loop, c->fd, ev) != KP_ERR_NONE)
         kb_conn_close(c, "epoll_ctl failed");
+}
+
+static void conn_kick(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    kb_conn *c = arg;
+    if (!c->closing && conn_wants_read(c))
+        conn_read(c);
+}
+
+/* ---- transport: the socket itself, or TLS over it ------------------------ */
+
+static ssize_t io_tls_result(kb_conn *c, ssize_t n, bool reading)
+{
+    if (n > 0)
+        return n;
+    switch (n) {
+    case KB_TLS_WANT_READ:
+        if (!reading)
+            c->tls_write_on_read = true;
+        return IO_AGAIN;
+    case KB_TLS_WANT_WRITE:
+        if (reading)
+            c->tls_read_on_write = true;
+        return IO_AGAIN;
+    case KB_TLS_CLOSED:
+        return IO_EOF;
+    default:
+        KB_LOG(KB_LL_INFO, KB_SUB_NET, "msg=\"TLS error; closing\" conn=%llu peer=%s why=\"%s\"",
+               (unsigned long long)c->id, c->peer, kb_tls_why(c->tls));
+        return IO_FAIL;
+    }
+}
+
+static ssize_t io_recv(kb_conn *c, void *buf, size_t len)
+{
+    if (c->tls != NULL)
+        return io_tls_result(c, kb_tls_read(c->tls, buf, len), true);
+    ssize_t n = recv(c->fd, buf, len, 0);
+    if (n > 0)
+        return n;
+    if (n == 0)
+        return IO_EOF;
+    return (errno == EAGAIN || errno == EINTR) ? IO_AGAIN : IO_FAIL;
+}
+
+/* Returns bytes sent, 0 when the socket is full, -1 on error. */
+static ssize_t io_send(kb_conn *c, const void *buf, size_t len)
+{
+    ssize_t n;
+    if (c->tls != NULL)
+        n = io_tls_result(c, kb_tls_write(c->tls, buf, len), false);
+    else if ((n = send(c->fd, buf, len, MSG_NOSIGNAL)) < 0)
+        n = (errno == EAGAIN || errno == EINTR) ? IO_AGAIN : IO_FAIL;
+    return n < 0 ? -1 : n;
+}
+
+/* Drives the TLS handshake one step per socket event. */
+static void conn_handshake(kb_conn *c)
+{
+    int rc = kb_tls_handshake(c->tls);
+    if (rc == KB_TLS_WANT_READ || rc == KB_TLS_WANT_WRITE) {
+        c->tls_hs_want_write = rc == KB_TLS_WANT_WRITE;
+        conn_update_events(c);
+        return;
+    }
+    if (rc != KB_TLS_DONE) {
+        if (rc == KB_TLS_FAILED)
+            KB_LOG(KB_LL_INFO, KB_SUB_NET,
+                   "msg=\"TLS handshake failed\" conn=%llu peer=%s listener=%s why=\"%s\"",
+                   (unsigned long long)c->id, c->peer, c->listener->li_name, kb_tls_why(c->tls));
+        kb_conn_close(c, "TLS handshake failed");
+        return;
+    }
+    c->tls_handshaking = false;
+    kb_tls_principal(c->tls, c->principal, sizeof(c->principal));
+    char desc[128];
+    kb_tls_describe(c->tls, desc, sizeof(desc));
+    KB_LOG(KB_LL_DEBUG, KB_SUB_NET,
+           "msg=\"TLS established\" conn=%llu peer=%s tls=\"%s\" ktls_send=%d principal=\"%s\"",
+           (unsigned long long)c->id, c->peer, desc, kb_tls_ktls_send(c->tls), c->principal);
+    conn_update_events(c);
+    conn_read(c); /* the first request may already be decrypted */
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -119,21 +243,24 @@ static ssize_t send_file_part(kb_conn *c, const kp_wchunk *ch, size_t done)
 {
     size_t left = (size_t)ch->file.len - done;
     off_t off = (off_t)(ch->file.off + (int64_t)done);
-    if (c->broker->cfg->fetch_zerocopy) {
+    if (c->broker->cfg->fetch_zerocopy && c->tls == NULL) {
         ssize_t n = sendfile(c->fd, ch->file.fd, &off, left);
         if (n < 0)
             return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
         return n == 0 ? -1 : n; /* 0: the file shrank under us */
     }
+    if (c->broker->cfg->fetch_zerocopy && kb_tls_ktls_send(c->tls)) {
+        ssize_t n = io_tls_result(c, kb_tls_sendfile(c->tls, ch->file.fd, off, left), false);
+        return n < 0 ? -1 : n;
+    }
+    /* A retry after a full socket reads the same bytes again: TLS wants the
+     * same data offered (invariant 3 of kb_tls.h). */
     uint8_t buf[KB_CONN_COPY_BUF];
     size_t want = left < sizeof(buf) ? left : sizeof(buf);
     ssize_t got = pread(ch->file.fd, buf, want, off);
     if (got <= 0)
         return -1;
-    ssize_t n = send(c->fd, buf, (size_t)got, MSG_NOSIGNAL);
-    if (n < 0)
-        return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
-    return n;
+    return io_send(c, buf, (size_t)got);
 }
 
 /* Writes as much of o as the socket takes. Returns 1 when o is fully sent,
@@ -152,9 +279,7 @@ static int out_write(kb_conn *c, kb_out *o)
         if (o->seg % 2 == 1) {
             n = send_file_part(c, &o->chunks[o->seg / 2], o->seg_off);
         } else {
-            n = send(c->fd, o->mem + start + o->seg_off, len - o->seg_off, MSG_NOSIGNAL);
-            if (n < 0)
-                n = (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+            n = io_send(c, o->mem + start + o->seg_off, len - o->seg_off);
         }
         if (n < 0)
             return -1;
@@ -186,7 +311,20 @@ static void conn_flush(kb_conn *c)
         out_free(o);
     }
     c->write_blocked = false;
+    if (c->close_after_send && c->out_head == NULL && !c->closing) {
+        kb_conn_close(c, "closed after the last response");
+        return;
+    }
     conn_update_events(c);
+}
+
+void kb_conn_close_after_send(kb_conn *c, const char *reason)
+{
+    if (c->close_after_send || c->closing)
+        return;
+    KB_LOG(KB_LL_DEBUG, KB_SUB_NET, "msg=\"closing after the last response\" conn=%llu reason=\"%s\"",
+           (unsigned long long)c->id, reason);
+    c->close_after_send = true;
 }
 
 void kb_conn_send(kb_conn *c, kb_out *out)
@@ -242,13 +380,14 @@ void kb_conn_request_done(kb_conn *c)
 /* Dispatches every whole frame at the front of the buffer, one at a time. */
 static void conn_process(kb_conn *c)
 {
-    while (!c->in_flight && !c->closing && c->rlen >= 4) {
+    while (!c->in_flight && !c->closing && !c->close_after_send && c->rlen >= 4) {
         int32_t size = frame_size(c->rbuf);
-        if (size <= 0 || size > c->broker->cfg->socket_request_max_bytes) {
+        int32_t max = kb_sasl_frame_limit(c->sasl_cfg, c->sasl_phase,
+                                          c->broker->cfg->socket_request_max_bytes);
+        if (size <= 0 || size > max) {
             KB_LOG(KB_LL_WARN, KB_SUB_NET,
                    "msg=\"invalid frame size; closing\" conn=%llu peer=%s size=%d max=%d",
-                   (unsigned long long)c->id, c->peer, size,
-                   c->broker->cfg->socket_request_max_bytes);
+                   (unsigned long long)c->id, c->peer, size, max);
             kb_conn_close(c, "invalid frame size");
             return;
         }
@@ -265,27 +404,32 @@ static void conn_process(kb_conn *c)
     conn_update_events(c);
 }
 
+/* Reads what the socket holds into the buffer (one recv, or up to
+ * KB_CONN_TLS_READS TLS records), then dispatches whole frames. */
 static void conn_read(kb_conn *c)
 {
     if (!conn_reserve(c, KB_CONN_READ_CHUNK)) {
         kb_conn_close(c, "out of memory");
         return;
     }
-    size_t room = c->rcap - c->rlen;
-    if (room == 0)
-        return;
-    ssize_t n = recv(c->fd, c->rbuf + c->rlen, room, 0);
-    if (n == 0) {
-        kb_conn_close(c, "peer closed");
-        return;
+    c->tls_read_on_write = false;
+    bool got = false;
+    for (int i = 0; i < (c->tls != NULL ? KB_CONN_TLS_READS : 1); i++) {
+        size_t room = c->rcap - c->rlen;
+        if (room == 0)
+            break;
+        ssize_t n = io_recv(c, c->rbuf + c->rlen, room);
+        if (n == IO_EOF || n == IO_FAIL) {
+            kb_conn_close(c, n == IO_EOF ? "peer closed" : "read failed");
+            return;
+        }
+        if (n == IO_AGAIN)
+            break;
+        c->rlen += (size_t)n;
+        got = true;
     }
-    if (n < 0) {
-        if (errno != EAGAIN && errno != EINTR)
-            kb_conn_close(c, "read failed");
-        return;
-    }
-    c->rlen += (size_t)n;
-    c->last_active_ms = kb_loop_now_ms(c->broker->loop);
+    if (got)
+        c->last_active_ms = kb_loop_now_ms(c->broker->loop);
     conn_process(c);
 }
 
@@ -294,8 +438,16 @@ static void conn_on_event(kb_loop *loop, int fd, unsigned events, void *arg)
     (void)loop;
     (void)fd;
     kb_conn *c = arg;
-    if (!c->closing && (events & KB_EV_WRITE))
+    if (c->tls_handshaking) {
+        conn_handshake(c);
+        return;
+    }
+    if (!c->closing && (events & KB_EV_WRITE) && c->tls_read_on_write && conn_wants_read(c))
+        conn_read(c);
+    if (!c->closing && ((events & KB_EV_WRITE) || c->tls_write_on_read)) {
+        c->tls_write_on_read = false;
         conn_flush(c);
-    if (!c->closing && (events & KB_EV_READ) && !c->in_flight)
+    }
+    if (!c->closing && (events & KB_EV_READ) && conn_wants_read(c))
         conn_read(c);
 }

@@ -4,7 +4,11 @@
  *
  * Job: read size-prefixed frames, hand each to the dispatcher one at a time,
  * and write the responses back in order, memory pieces with send() and file
- * ranges with sendfile(2) (or pread + send when zero-copy is off).
+ * ranges with sendfile(2) (or pread + send when zero-copy is off). On a TLS
+ * listener every byte goes through the connection's kb_tls session: the
+ * handshake first (driven by socket events, never blocking), then memory
+ * pieces with SSL_write and file ranges with SSL_sendfile where the kernel
+ * encrypts (kTLS) or pread + SSL_write otherwise.
  *
  * States: READING (waiting for a whole frame) -> PROCESSING (a request in
  * flight; reading paused, as Kafka mutes the channel) -> READING, and
@@ -17,6 +21,11 @@
  *      until kb_conn_request_done().
  *   3. A closing connection is freed after the current event batch, never
  *      inside its own callback; its fd is closed at the same moment.
+ *   4. No request is read before the TLS handshake completes; decrypted
+ *      bytes OpenSSL holds are read through a zero-delay timer, since the
+ *      socket will not signal them again.
+ *   5. Frames before SASL authentication completes are capped at the
+ *      listener's sasl.server.max.receive.size (kb_sasl_frame_limit).
  *
  * Ownership: the connection owns its socket, receive buffer, output queue
  * and the request in flight. The server owns the connection.
@@ -30,11 +39,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kb_loop.h"
 #include "kb_req.h"
+#include "kb_sasl.h"
 #include "kp_types.h"
 
 typedef struct kb_server kb_server;
 typedef struct kb_listener kb_listener;
+typedef struct kb_tls kb_tls;
+typedef struct kb_tls_ctx kb_tls_ctx;
 
 /* A finished response: memory bytes with file ranges spliced in. */
 typedef struct kb_out {
@@ -75,10 +88,30 @@ struct kb_conn {
     bool write_blocked; /* the socket refused bytes; EPOLLOUT is armed */
     bool dispatching;   /* inside kb_dispatch for the frame at the front */
     bool closing;
+    bool close_after_send; /* close once the output queue drains */
+    /* TLS: NULL on PLAINTEXT and SASL_PLAINTEXT listeners */
+    kb_tls *tls;
+    bool tls_handshaking;
+    bool tls_hs_want_write; /* the handshake waits for a writable socket */
+    bool tls_read_on_write; /* SSL_read needs the socket writable first */
+    bool tls_write_on_read; /* SSL_write needs the socket readable first */
+    kb_timer tls_kick;      /* reads what OpenSSL already decrypted */
+    /* authentication */
+    const kb_sasl_listener *sasl_cfg; /* NULL unless a SASL listener */
+    kb_sasl_phase sasl_phase;
+    kb_sasl_session *sasl;  /* the exchange in progress; owned */
+    char principal[256];    /* "User:ANONYMOUS", "User:<name>", "User:CN=..." */
 };
 
 kb_conn *kb_conn_new(kb_server *srv, kb_broker *b, int fd, const kb_listener *l,
                      const char *peer);
+/* Wraps the socket in TLS; the handshake starts with the next event.
+ * KP_ERR__NOMEM on failure (the caller frees the connection). */
+kp_err kb_conn_start_tls(kb_conn *c, kb_tls_ctx *ctx);
+/* Makes the connection authenticate with SASL before anything else. */
+void kb_conn_require_sasl(kb_conn *c, const kb_sasl_listener *cfg);
+/* Closes once every queued response has been written; reads no more. */
+void kb_conn_close_after_send(kb_conn *c, const char *reason);
 /* Closes after the current event batch; reason is logged at debug. */
 void kb_conn_close(kb_conn *c, const char *reason);
 /* Frees a closed connection (the server calls this after the batch). */

@@ -5,7 +5,9 @@
  * a too-new ApiVersions with the KIP-511 v0 error response, close the
  * connection on anything Kafka would close it for (an unknown API key, an
  * unsupported version, a body that does not parse), and call the handler
- * named in kb_dispatch.def.
+ * named in kb_dispatch.def. On a SASL listener, before authentication
+ * completes, only the requests kb_sasl_allows() lets through are decoded;
+ * anything else closes the connection, as Kafka's authenticator does.
  *
  * Invariants:
  *   1. Only APIs listed in kb_dispatch.def are advertised or served, at
@@ -36,6 +38,10 @@
 #undef X
 
 void kb_dispatch(kb_conn *c, const uint8_t *frame, size_t len);
+
+/* After a SaslHandshake v0: one raw SASL token (a frame without Kafka
+ * header), answered with a raw token or a closed connection (kb_h_sasl.c). */
+void kb_h_sasl_raw(kb_conn *c, const uint8_t *token, size_t len);
 
 /* The advertised version range of an API; false if not served. */
 bool kb_dispatch_versions(int key, int16_t *min_version, int16_t *max_version);

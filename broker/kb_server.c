@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "kb_log.h"
+#include "kb_sasl.h"
+#include "kb_tls.h"
 
 #define KB_IDLE_SWEEP_MS 1000
 
@@ -20,6 +22,8 @@ typedef struct server_listener {
     uint16_t port;
     const kb_listener *cfg;
     struct kb_server *srv;
+    kb_tls_ctx *tls;        /* SSL and SASL_SSL listeners */
+    kb_sasl_listener *sasl; /* SASL_PLAINTEXT and SASL_SSL listeners */
 } server_listener;
 
 struct kb_server {
@@ -162,6 +166,13 @@ static void on_accept(kb_loop *loop, int fd, unsigned events, void *arg)
             close(cfd);
             continue;
         }
+        if (sl->sasl != NULL)
+            kb_conn_require_sasl(c, sl->sasl);
+        if (sl->tls != NULL && kb_conn_start_tls(c, sl->tls) != KP_ERR_NONE) {
+            kb_loop_del_fd(srv->broker->loop, cfd);
+            kb_conn_free(c);
+            continue;
+        }
         list_push(&srv->live, c);
         srv->nlive++;
     }
@@ -245,6 +256,28 @@ static kp_err bind_listener(server_listener *sl, char *err, size_t errlen)
     return KP_ERR_NONE;
 }
 
+/* The TLS context and SASL settings a listener's protocol calls for. */
+static kp_err secure_listener(kb_server *srv, server_listener *sl, char *err, size_t errlen)
+{
+    static int ktls = -1; /* probed once per process */
+    kb_security_protocol p = sl->cfg->li_protocol;
+    kp_err e = KP_ERR_NONE;
+    if (p == KB_SEC_SSL || p == KB_SEC_SASL_SSL) {
+        if (ktls < 0) {
+            char why[128];
+            ktls = kb_tls_ktls_probe(why, sizeof(why));
+            KB_LOG(KB_LL_INFO, KB_SUB_NET, "msg=\"TLS fetch path\" path=%s reason=\"%s\"",
+                   ktls ? "ktls-sendfile (per connection, when the kernel takes the keys)"
+                        : "pread+SSL_write",
+                   why);
+        }
+        e = kb_tls_ctx_new(srv->broker->cfg, sl->cfg, ktls == 1, &sl->tls, err, errlen);
+    }
+    if (e == KP_ERR_NONE && (p == KB_SEC_SASL_PLAINTEXT || p == KB_SEC_SASL_SSL))
+        e = kb_sasl_listener_new(srv->broker->cfg, sl->cfg, &sl->sasl, err, errlen);
+    return e;
+}
+
 kp_err kb_server_start(kb_broker *b, kb_server **out, char *err, size_t errlen)
 {
     kb_server *srv = calloc(1, sizeof(*srv));
@@ -263,14 +296,25 @@ kp_err kb_server_start(kb_broker *b, kb_server **out, char *err, size_t errlen)
         sl->cfg = &ls->v[i];
         sl->srv = srv;
         sl->fd = -1;
-        kp_err e = bind_listener(sl, err, errlen);
-        if (e != KP_ERR_NONE)
+        kp_err e = secure_listener(srv, sl, err, errlen);
+        if (e != KP_ERR_NONE) {
+            kb_tls_ctx_free(sl->tls);
+            kb_sasl_listener_free(sl->sasl);
             return e;
+        }
+        e = bind_listener(sl, err, errlen);
+        if (e != KP_ERR_NONE) {
+            kb_tls_ctx_free(sl->tls);
+            kb_sasl_listener_free(sl->sasl);
+            return e;
+        }
         srv->nlisteners++;
         if (kb_loop_add_fd(b->loop, sl->fd, KB_EV_READ, on_accept, sl) != KP_ERR_NONE)
             return KP_ERR__IO;
-        KB_LOG(KB_LL_INFO, KB_SUB_NET, "msg=\"listening\" listener=%s host=%s port=%u",
-               sl->cfg->li_name, sl->cfg->li_host[0] ? sl->cfg->li_host : "*", sl->port);
+        KB_LOG(KB_LL_INFO, KB_SUB_NET,
+               "msg=\"listening\" listener=%s protocol=%s host=%s port=%u", sl->cfg->li_name,
+               kb_security_protocol_name(sl->cfg->li_protocol),
+               sl->cfg->li_host[0] ? sl->cfg->li_host : "*", sl->port);
     }
     kb_timer_init(&srv->idle_timer, on_idle_sweep, srv);
     (void)kb_timer_arm(b->loop, &srv->idle_timer, KB_IDLE_SWEEP_MS);
@@ -294,6 +338,8 @@ void kb_server_stop(kb_server *srv)
     for (size_t i = 0; i < srv->nlisteners; i++) {
         kb_loop_del_fd(loop, srv->listeners[i].fd);
         close(srv->listeners[i].fd);
+        kb_tls_ctx_free(srv->listeners[i].tls);
+        kb_sasl_listener_free(srv->listeners[i].sasl);
     }
     kb_timer_disarm(loop, &srv->idle_timer);
     free(srv->listeners);
