@@ -1334,6 +1334,16 @@ void kb_config_log_start(const kb_config *cfg)
     log_keys(&cfg->ignored_keys, KB_LL_INFO, "key does not apply to a single node, ignored");
 }
 
+const char *kb_config_key_at(size_t i, int8_t *wire_type)
+{
+    static const int8_t wire[] = {[T_INT] = 3, [T_LONG] = 5,   [T_BOOL] = 1, [T_DOUBLE] = 6,
+                                  [T_STRING] = 2, [T_LIST] = 7, [T_ENUM] = 2};
+    if (i >= N_KEY_DEFS)
+        return NULL;
+    *wire_type = wire[key_defs[i].type];
+    return key_defs[i].name;
+}
+
 bool kb_config_key_sensitive(const char *key)
 {
     return strstr(key, "password") != NULL || strstr(key, "secret") != NULL ||

@@ -288,6 +288,11 @@ const kb_topic_default *kb_config_topic_default(const kb_config *cfg, const char
 const kb_listener *kb_config_listener(const kb_config *cfg, const char *name);
 const kb_listener *kb_config_advertised(const kb_config *cfg, const char *name);
 
+/* The i-th known key in sorted order (NULL past the end); *wire_type gets
+ * its Kafka ConfigType (1 boolean, 2 string, 3 int, 5 long, 6 double,
+ * 7 list). For DescribeConfigs on the broker. */
+const char *kb_config_key_at(size_t i, int8_t *wire_type);
+
 /* True for keys whose values must never be logged or described
  * (passwords, keys, JAAS configs). */
 bool kb_config_key_sensitive(const char *key);

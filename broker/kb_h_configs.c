@@ -1,18 +1,55 @@
-/* Handlers for configuration: DescribeConfigs. */
+/* Handler for DescribeConfigs: topics and the broker, each config with its
+ * value, source, defaults, sensitivity and (on request) synonyms in Kafka's
+ * order of precedence and a short documentation text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_admin.h"
 #include "kb_broker.h"
+#include "kb_cdoc.h"
 #include "kb_dispatch.h"
+#include "kb_dynconf.h"
 #include "kb_tconf.h"
 #include "kb_topics.h"
 
 enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4 };
 
+/* Synonyms per config at most: topic, dynamic node, dynamic cluster,
+ * static (per broker synonym), default. */
+#define MAX_SYNONYMS 8
+
 typedef kp_describe_configs_resp_describe_configs_result config_result;
 typedef kp_describe_configs_resp_describe_configs_resource_result config_entry;
 typedef kp_describe_configs_req_describe_configs_resource config_resource;
+typedef kp_describe_configs_resp_describe_configs_synonym config_synonym;
+
+typedef struct synonym {
+    const char *name, *value;
+    int8_t source;
+} synonym;
+
+typedef struct synonyms {
+    int n;
+    synonym v[MAX_SYNONYMS];
+} synonyms;
+
+static void syn_add(synonyms *s, const char *name, const char *value, int8_t source)
+{
+    if (value != NULL && s->n < MAX_SYNONYMS)
+        s->v[s->n++] = (synonym){name, value, source};
+}
+
+static kp_err syn_store(kb_req *req, const synonyms *s, bool hide, config_entry *e)
+{
+    if (!KB_ARRAY_ALLOC(req, e->synonyms, s->n))
+        return KP_ERR__NOMEM;
+    for (int i = 0; i < s->n; i++)
+        e->synonyms.v[i] = (config_synonym){kb_req_str(req, s->v[i].name),
+                                            hide ? KP_STR_NULL : kb_req_str(req, s->v[i].value),
+                                            s->v[i].source};
+    return KP_ERR_NONE;
+}
 
 static bool key_wanted(const config_resource *res, const char *key)
 {
@@ -24,23 +61,38 @@ static bool key_wanted(const config_resource *res, const char *key)
     return false;
 }
 
-/* Synonyms in precedence order: the topic's own value, the broker key, the default. */
-static kp_err topic_synonyms(kb_req *req, const kb_topic *t, const char *key, config_entry *e)
+static int8_t static_source(kb_config_source src)
 {
-    const kb_topic_default *td = kb_config_topic_default(req->broker->cfg, key);
-    const char *own = kb_topic_config_get(t, key);
-    bool broker_set = td != NULL && td->td_source != KB_SRC_DEFAULT && td->td_source != KB_SRC_UNSET;
-    int n = (own != NULL) + (broker_set ? 1 : 0);
-    if (!KB_ARRAY_ALLOC(req, e->synonyms, n))
-        return KP_ERR__NOMEM;
-    int i = 0;
-    if (own != NULL)
-        e->synonyms.v[i++] = (kp_describe_configs_resp_describe_configs_synonym){
-            kb_req_str(req, key), kb_req_str(req, own), KB_CS_DYNAMIC_TOPIC};
-    if (broker_set)
-        e->synonyms.v[i++] = (kp_describe_configs_resp_describe_configs_synonym){
-            kb_req_str(req, td->td_broker_key), kb_req_str(req, td->td_value), KB_CS_STATIC_BROKER};
-    return KP_ERR_NONE;
+    return src == KB_SRC_DEFAULT || src == KB_SRC_UNSET ? KB_CS_DEFAULT : KB_CS_STATIC_BROKER;
+}
+
+/* A broker key's own layers: dynamic per broker, dynamic default, static, default. */
+static void broker_key_synonyms(const kb_broker *b, const char *key, synonyms *s)
+{
+    const kb_cfgset *node = kb_dynconf_set(b->dynconf, KB_DYN_NODE);
+    const kb_cfgset *cluster = kb_dynconf_set(b->dynconf, KB_DYN_CLUSTER);
+    syn_add(s, key, kb_cfgset_get(node, key), KB_CS_DYNAMIC_BROKER);
+    syn_add(s, key, kb_cfgset_get(cluster, key), KB_CS_DYNAMIC_DEFAULT_BROKER);
+    kb_config_source src;
+    const char *v = kb_config_lookup(b->cfg, key, &src);
+    if (static_source(src) == KB_CS_STATIC_BROKER)
+        syn_add(s, key, v, KB_CS_STATIC_BROKER);
+}
+
+/* Synonyms of a topic key: the topic's value, then each broker synonym's layers, then the
+ * default of the primary broker key (or of the topic key when it has none). */
+static void topic_key_synonyms(const kb_broker *b, const kb_topic *t, const char *key, synonyms *s)
+{
+    int64_t scale;
+    syn_add(s, key, kb_topic_config_get(t, key), KB_CS_DYNAMIC_TOPIC);
+    const char *primary = kb_dynconf_synonym(key, 0, &scale);
+    for (size_t i = 0; primary != NULL && kb_dynconf_synonym(key, i, &scale) != NULL; i++)
+        broker_key_synonyms(b, kb_dynconf_synonym(key, i, &scale), s);
+    const kb_topic_default *td = kb_config_topic_default(b->cfg, key);
+    if (primary != NULL && td != NULL && td->td_source == KB_SRC_DEFAULT)
+        syn_add(s, primary, td->td_value, KB_CS_DEFAULT);
+    else if (primary == NULL)
+        syn_add(s, key, kb_tconf_default(key), KB_CS_DEFAULT);
 }
 
 static kp_err describe_topic(kb_req *req, const kp_describe_configs_req *rq,
@@ -67,40 +119,112 @@ static kp_err describe_topic(kb_req *req, const kp_describe_configs_req *rq,
         e->value = kb_req_str(req, value != NULL ? value : "");
         e->is_default = e->config_source == KB_CS_DEFAULT;
         e->config_type = kb_tconf_type(i);
-        e->documentation = KP_STR_NULL;
-        if (rq->include_synonyms && topic_synonyms(req, t, key, e) != KP_ERR_NONE)
+        e->documentation = rq->include_documentation ? kb_req_str(req, kb_cdoc(key)) : KP_STR_NULL;
+        synonyms s = {0};
+        if (rq->include_synonyms)
+            topic_key_synonyms(req->broker, t, key, &s);
+        if (syn_store(req, &s, false, e) != KP_ERR_NONE)
             return KP_ERR__NOMEM;
     }
     out->configs.n = used;
     return KP_ERR_NONE;
 }
 
-static kp_err describe_broker(kb_req *req, const config_resource *res, config_result *out)
+/* Fills one broker config entry from its layers. */
+static kp_err broker_entry(kb_req *req, const kp_describe_configs_req *rq, const char *key,
+                           int8_t type, config_entry *e)
+{
+    kp_describe_configs_resp_describe_configs_resource_result_defaults(e);
+    synonyms s = {0};
+    broker_key_synonyms(req->broker, key, &s);
+    kb_config_source src;
+    const char *dflt = kb_config_lookup(req->broker->cfg, key, &src);
+    if (static_source(src) == KB_CS_DEFAULT)
+        syn_add(&s, key, dflt, KB_CS_DEFAULT);
+    e->name = kb_req_str(req, key);
+    e->is_sensitive = kb_config_key_sensitive(key);
+    e->value = s.n == 0 || e->is_sensitive ? KP_STR_NULL : kb_req_str(req, s.v[0].value);
+    e->config_source = s.n > 0 ? s.v[0].source : KB_CS_DEFAULT;
+    e->is_default = e->config_source == KB_CS_DEFAULT;
+    e->read_only = !kb_dynconf_key_dynamic(key);
+    e->config_type = type;
+    e->documentation = rq->include_documentation ? kb_req_str(req, kb_cdoc(key)) : KP_STR_NULL;
+    if (!rq->include_synonyms)
+        s.n = 0;
+    return syn_store(req, &s, e->is_sensitive, e);
+}
+
+static bool known_key(const char *key)
+{
+    int8_t type;
+    for (size_t i = 0; kb_config_key_at(i, &type) != NULL; i++)
+        if (strcmp(kb_config_key_at(i, &type), key) == 0)
+            return true;
+    return false;
+}
+
+/* Every key we know, then the other keys set statically or dynamically. */
+static kp_err describe_broker(kb_req *req, const kp_describe_configs_req *rq,
+                              const config_resource *res, config_result *out)
 {
     const kb_config *cfg = req->broker->cfg;
-    char self[16];
-    snprintf(self, sizeof(self), "%d", req->broker->node_id);
-    if (res->resource_name.len > 0 && !kp_str_eq_c(res->resource_name, self)) {
-        out->error_code = KP_ERR_INVALID_REQUEST;
-        out->error_message = kb_req_str(req, "Unexpected broker id");
-        return KP_ERR_NONE;
-    }
-    if (!KB_ARRAY_ALLOC(req, out->configs, cfg->raw_n))
+    const kb_cfgset *node = kb_dynconf_set(req->broker->dynconf, KB_DYN_NODE);
+    const kb_cfgset *cluster = kb_dynconf_set(req->broker->dynconf, KB_DYN_CLUSTER);
+    int8_t type;
+    size_t nknown = 0;
+    while (kb_config_key_at(nknown, &type) != NULL)
+        nknown++;
+    if (!KB_ARRAY_ALLOC(req, out->configs, nknown + cfg->raw_n + node->n + cluster->n))
         return KP_ERR__NOMEM;
     int32_t used = 0;
+    for (size_t i = 0; i < nknown; i++) {
+        const char *key = kb_config_key_at(i, &type);
+        if (key_wanted(res, key) && broker_entry(req, rq, key, type, &out->configs.v[used++]))
+            return KP_ERR__NOMEM;
+    }
+    const kb_cfgset *extra[2] = {node, cluster};
     for (size_t i = 0; i < cfg->raw_n; i++) {
-        const kb_config_entry *ce = &cfg->raw[i];
-        if (!key_wanted(res, ce->ce_key))
+        const char *key = cfg->raw[i].ce_key;
+        if (!known_key(key) && key_wanted(res, key) &&
+            broker_entry(req, rq, key, KB_CT_STRING, &out->configs.v[used++]))
+            return KP_ERR__NOMEM;
+    }
+    for (int l = 0; l < 2; l++) {
+        for (size_t i = 0; i < extra[l]->n; i++) {
+            const char *key = extra[l]->v[i].key;
+            bool seen = known_key(key) || kb_config_get_raw(cfg, key) != NULL ||
+                        (l == 1 && kb_cfgset_get(node, key) != NULL);
+            if (!seen && key_wanted(res, key) &&
+                broker_entry(req, rq, key, KB_CT_STRING, &out->configs.v[used++]))
+                return KP_ERR__NOMEM;
+        }
+    }
+    out->configs.n = used;
+    return KP_ERR_NONE;
+}
+
+/* The cluster-default resource ("") lists only its dynamic values. */
+static kp_err describe_broker_default(kb_req *req, const kp_describe_configs_req *rq,
+                                      const config_resource *res, config_result *out)
+{
+    const kb_cfgset *cluster = kb_dynconf_set(req->broker->dynconf, KB_DYN_CLUSTER);
+    if (!KB_ARRAY_ALLOC(req, out->configs, cluster->n))
+        return KP_ERR__NOMEM;
+    int32_t used = 0;
+    for (size_t i = 0; i < cluster->n; i++) {
+        config_entry *e = &out->configs.v[used];
+        if (!key_wanted(res, cluster->v[i].key))
             continue;
-        config_entry *e = &out->configs.v[used++];
+        used++;
         kp_describe_configs_resp_describe_configs_resource_result_defaults(e);
-        e->name = kb_req_str(req, ce->ce_key);
-        e->is_sensitive = kb_config_key_sensitive(ce->ce_key);
-        e->value = e->is_sensitive ? KP_STR_NULL : kb_req_str(req, ce->ce_value);
-        e->read_only = true;
-        e->config_source = KB_CS_STATIC_BROKER;
+        e->name = kb_req_str(req, cluster->v[i].key);
+        e->value = kb_req_str(req, cluster->v[i].value);
+        e->config_source = KB_CS_DYNAMIC_DEFAULT_BROKER;
         e->config_type = KB_CT_STRING;
-        e->documentation = KP_STR_NULL;
+        e->documentation = rq->include_documentation ? kb_req_str(req, kb_cdoc(cluster->v[i].key))
+                                                     : KP_STR_NULL;
+        if (!KB_ARRAY_ALLOC(req, e->synonyms, 0))
+            return KP_ERR__NOMEM;
     }
     out->configs.n = used;
     return KP_ERR_NONE;
@@ -120,12 +244,21 @@ kp_err kb_h_describe_configs(kb_req *req, const kp_describe_configs_req *rq,
         kp_err e = KP_ERR_NONE;
         if (res->resource_type == RESOURCE_TOPIC)
             e = describe_topic(req, rq, res, out);
-        else if (res->resource_type == RESOURCE_BROKER)
-            e = describe_broker(req, res, out);
-        else
+        else if (res->resource_type == RESOURCE_BROKER && res->resource_name.len <= 0)
+            e = describe_broker_default(req, rq, res, out);
+        else if (res->resource_type == RESOURCE_BROKER && kb_admin_is_self(req, res->resource_name, false))
+            e = describe_broker(req, rq, res, out);
+        else if (res->resource_type == RESOURCE_BROKER) {
             out->error_code = KP_ERR_INVALID_REQUEST;
+            out->error_message = kb_req_str(req, "Unexpected broker id");
+        } else {
+            out->error_code = KP_ERR_INVALID_REQUEST;
+            out->error_message = kb_req_str(req, "Unsupported resource type");
+        }
         if (e != KP_ERR_NONE)
             return e;
+        if (out->error_code != KP_ERR_NONE && !KB_ARRAY_ALLOC(req, out->configs, 0))
+            return KP_ERR__NOMEM;
     }
     return KP_ERR_NONE;
 }
