@@ -214,6 +214,8 @@ typedef struct kb_config {
     int64_t log_cleaner_delete_retention_ms;
     int64_t log_cleaner_min_compaction_lag_ms;
     int64_t log_cleaner_max_compaction_lag_ms;
+    int64_t log_cleaner_backoff_ms;         /* pause between cleaner passes */
+    int64_t log_cleaner_dedupe_buffer_size; /* bytes for the cleaner's offset map */
     kb_timestamp_type log_message_timestamp_type;
     kb_compression compression_type;
 

@@ -20,9 +20,19 @@
 
 typedef kp_produce_resp_partition_produce_response part_resp;
 
-/* The decompressed size allowed per batch: a compression-bomb cap. */
-#define KB_MAX_DECOMPRESSED(max_message) \
-    ((size_t)(max_message) * 16 > (size_t)256 << 20 ? (size_t)(max_message) * 16 : (size_t)256 << 20)
+/* The decompressed size allowed for a partition's records: 256 times the
+ * bytes received, at least 16 MiB, at most 256 MiB. A compression bomb thus
+ * costs memory in proportion to what the client sent. */
+#define KB_DECOMPRESS_RATIO 256
+#define KB_DECOMPRESS_FLOOR ((size_t)16 << 20)
+#define KB_DECOMPRESS_CEIL ((size_t)256 << 20)
+
+static size_t decompress_cap(size_t received)
+{
+    size_t cap = received > KB_DECOMPRESS_CEIL / KB_DECOMPRESS_RATIO ? KB_DECOMPRESS_CEIL
+                                                                     : received * KB_DECOMPRESS_RATIO;
+    return cap < KB_DECOMPRESS_FLOOR ? KB_DECOMPRESS_FLOOR : cap;
+}
 
 /* Compressed bytes in one request above which validation leaves the loop. */
 #define KB_OFFLOAD_MIN_BYTES (16 * 1024)
@@ -87,7 +97,6 @@ static void validate_opts(const kb_req *req, const kb_topic *t, kp_validate_opts
     o->timestamp_before_max_ms =
         kb_tconf_long(cfg, t, "message.timestamp.before.max.ms", INT64_MAX);
     o->timestamp_after_max_ms = kb_tconf_long(cfg, t, "message.timestamp.after.max.ms", INT64_MAX);
-    o->max_decompressed = KB_MAX_DECOMPRESSED(o->max_message_bytes);
 }
 static int topic_codec(const kb_config *cfg, const kb_topic *t)
 {
@@ -394,6 +403,7 @@ static void part_init(kb_req *req, kb_topic *t, int16_t terr, bool acks_ok,
     p->bytes = (uint8_t *)(uintptr_t)pd->records.p;
     p->len = pd->records.len < 0 ? 0 : (size_t)pd->records.len;
     validate_opts(req, t, &p->opts);
+    p->opts.max_decompressed = decompress_cap(p->len);
     p->codec = topic_codec(req->broker->cfg, t);
 }
 

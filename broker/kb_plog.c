@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,44 @@
 #include "kb_pidstate.h"
 #include "kb_tconf.h"
 #include "ks_checkpoint.h"
+#include "ks_compact.h"
 #include "ks_flush.h"
 #include "ks_retention.h"
 
 #define KB_PLOG_TICK_MS 100
 #define KB_RETENTION_STEP_SEGMENTS 16
 #define KB_FLUSH_DRAIN_BATCH 64
+#define KB_CLEANER_RETRY_MS 300000 /* a log whose cleaning failed rests this long */
+#define KB_CLEANER_MAP_SLOT 32     /* offset map bytes per key (ks_offmap.h) */
+
+/* The one cleaning in progress: its job works on a helper thread and the
+ * loop commits it once done is set (polled on the tick). */
+typedef struct clean_task {
+    pthread_t thread;
+    ks_compact_job *job;
+    ks_log *log;      /* stays open: drop and stop abort the task first */
+    char *topic;      /* copy, for the log line */
+    int32_t partition;
+    int64_t started_ms;
+    atomic_bool done;
+    kp_err err;       /* the work's result, read after the join */
+    kp_errctx ctx;
+} clean_task;
+
+/* A log whose last cleaning failed, skipped until until_ms. */
+typedef struct clean_skip {
+    struct clean_skip *next;
+    const ks_log *log;
+    int64_t until_ms;
+} clean_skip;
+
+/* The dirtiest compacted log found by a pass over the open logs. */
+typedef struct clean_pick {
+    kb_topic *t;
+    int32_t partition;
+    ks_log *log;
+    double score;
+} clean_pick;
 
 /* A retention job whose files a helper thread is unlinking. */
 typedef struct retention_task {
@@ -50,6 +83,12 @@ struct kb_plog {
     kb_append_hook *hook;
     void *hook_arg;
     retention_task *unlinking;
+    ks_ckpt_entry *cleaned;   /* cleaner-offset-checkpoint as read at start */
+    size_t ncleaned;
+    clean_task *cleaning;
+    clean_skip *clean_skips;
+    clean_pick pick;
+    int64_t last_clean_ms;
 };
 
 static int64_t wall_ms(void)
@@ -64,6 +103,14 @@ static const char *log_dir(const kb_broker *b)
     return b->cfg->log_dirs.v[0];
 }
 
+/* Whether the topic's effective cleanup.policy lists word. */
+static bool has_policy(const kb_config *cfg, const kb_topic *t, const char *word)
+{
+    int8_t source;
+    const char *v = kb_tconf_effective(cfg, t, "cleanup.policy", &source);
+    return v != NULL && strstr(v, word) != NULL;
+}
+
 static void topic_log_config(const kb_broker *b, const kb_topic *t, ks_log_config *lc)
 {
     const kb_config *cfg = b->cfg;
@@ -76,6 +123,8 @@ static void topic_log_config(const kb_broker *b, const kb_topic *t, ks_log_confi
         (int32_t)kb_tconf_long(cfg, t, "segment.index.bytes", lc->segment_index_bytes);
     lc->retention_ms = kb_tconf_long(cfg, t, "retention.ms", lc->retention_ms);
     lc->retention_bytes = kb_tconf_long(cfg, t, "retention.bytes", lc->retention_bytes);
+    if (!has_policy(cfg, t, "delete")) /* compact only: no time or size retention */
+        lc->retention_ms = lc->retention_bytes = -1;
     lc->flush_messages = kb_tconf_long(cfg, t, "flush.messages", lc->flush_messages);
     lc->flush_ms = kb_tconf_long(cfg, t, "flush.ms", lc->flush_ms);
     int8_t source;
@@ -121,6 +170,9 @@ kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
                t->name, partition, log_dir(b), t->name, partition,
                (long long)rep.truncated_base, (long long)rep.truncated_pos,
                (long long)rep.truncated_bytes, rep.reason);
+    int64_t cleaned = ks_checkpoint_find(pl->cleaned, pl->ncleaned, t->name, partition);
+    if (cleaned >= 0)
+        ks_log_set_cleaner_offset(p->log, cleaned);
     p->pids = kb_pidstate_new();
     e = p->pids != NULL ? kb_pidstate_rebuild(p->pids, &pl->io, p->log) : KP_ERR__NOMEM;
     if (e != KP_ERR_NONE) {
@@ -309,38 +361,203 @@ static void retention_reap(kb_plog *pl, bool wait)
     }
 }
 
-/* Detaches old segments on the loop (cheap) and unlinks their files on a
- * helper thread, so a large delete never stalls the loop. */
-static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+/* Unlinks detached segments' files on a helper thread (on the loop when no
+ * thread can be had), so a large delete never stalls the loop. */
+static void unlink_later(kb_plog *pl, ks_retention_job *job)
 {
-    retention_task *task = calloc(1, sizeof(*task));
-    if (task == NULL)
-        return;
-    kp_errctx ctx = {{0}, NULL, 0, 0};
-    if (ks_retention_plan(log, wall_ms(), KB_RETENTION_STEP_SEGMENTS, &task->job, &ctx) !=
-            KP_ERR_NONE ||
-        task->job.n == 0) {
+    retention_task *task = job->n > 0 ? calloc(1, sizeof(*task)) : NULL;
+    if (task != NULL)
+        task->job = *job;
+    if (task == NULL || pthread_create(&task->thread, NULL, retention_unlink_main, task) != 0) {
+        (void)ks_retention_finish(job, NULL);
         free(task);
         return;
     }
-    KB_LOG(KB_LL_INFO, KB_SUB_STORAGE,
-           "msg=\"retention deleted segments\" topic=%s partition=%d segments=%d bytes=%lld "
-           "log_start_offset=%lld", t->name, partition, task->job.n, (long long)task->job.bytes,
-           (long long)ks_log_start_offset(log));
-    if (pthread_create(&task->thread, NULL, retention_unlink_main, task) != 0) {
-        (void)ks_retention_finish(&task->job, &ctx);
-        free(task);
-        return;
-    }
+    memset(job, 0, sizeof(*job));
     task->next = pl->unlinking;
     pl->unlinking = task;
 }
 
+/* Detaches old segments on the loop (cheap), then unlink_later. */
+static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+{
+    ks_retention_job job;
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    if (ks_retention_plan(log, wall_ms(), KB_RETENTION_STEP_SEGMENTS, &job, &ctx) !=
+            KP_ERR_NONE ||
+        job.n == 0) {
+        free(job.segs);
+        return;
+    }
+    KB_LOG(KB_LL_INFO, KB_SUB_STORAGE,
+           "msg=\"retention deleted segments\" topic=%s partition=%d segments=%d bytes=%lld "
+           "log_start_offset=%lld", t->name, partition, job.n, (long long)job.bytes,
+           (long long)ks_log_start_offset(log));
+    unlink_later(pl, &job);
+}
+
+/* ---- log cleaner (compacted topics) -------------------------------------- */
+
+static void topic_compact_config(const kb_config *cfg, const kb_topic *t, ks_compact_config *cc)
+{
+    int8_t source;
+    ks_compact_config_default(cc);
+    const char *ratio = kb_tconf_effective(cfg, t, "min.cleanable.dirty.ratio", &source);
+    cc->min_cleanable_ratio = ratio != NULL ? strtod(ratio, NULL) : cfg->log_cleaner_min_cleanable_ratio;
+    cc->delete_retention_ms = kb_tconf_long(cfg, t, "delete.retention.ms",
+                                            cfg->log_cleaner_delete_retention_ms);
+    cc->min_lag_ms = kb_tconf_long(cfg, t, "min.compaction.lag.ms",
+                                   cfg->log_cleaner_min_compaction_lag_ms);
+    cc->max_lag_ms = kb_tconf_long(cfg, t, "max.compaction.lag.ms",
+                                   cfg->log_cleaner_max_compaction_lag_ms);
+    cc->map_entries = cfg->log_cleaner_dedupe_buffer_size / KB_CLEANER_MAP_SLOT;
+}
+
+static bool clean_skipped(kb_plog *pl, const ks_log *log, int64_t now)
+{
+    for (clean_skip **pp = &pl->clean_skips; *pp != NULL;) {
+        clean_skip *s = *pp;
+        if (s->until_ms <= now) {
+            *pp = s->next;
+            free(s);
+        } else if (s->log == log) {
+            return true;
+        } else {
+            pp = &s->next;
+        }
+    }
+    return false;
+}
+
+/* Scores a compacted log for pl->pick: its dirty ratio, forced ones first. */
+static void clean_consider(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+{
+    const kb_config *cfg = pl->broker->cfg;
+    if (!has_policy(cfg, t, "compact") || clean_skipped(pl, log, wall_ms()))
+        return;
+    ks_compact_config cc;
+    ks_compact_stats st;
+    topic_compact_config(cfg, t, &cc);
+    if (ks_compact_measure(log, &cc, wall_ms(), &st, NULL) != KP_ERR_NONE || !st.cleanable)
+        return;
+    double score = st.ratio + (st.forced ? 1.0 : 0.0);
+    if (pl->pick.log == NULL || score > pl->pick.score)
+        pl->pick = (clean_pick){t, partition, log, score};
+}
+
+static void *clean_main(void *arg)
+{
+    clean_task *task = arg;
+    task->err = ks_compact_work(task->job, &task->ctx);
+    atomic_store(&task->done, true);
+    return NULL;
+}
+
+static void clean_task_free(clean_task *task)
+{
+    ks_compact_job_free(task->job);
+    free(task->topic);
+    free(task);
+}
+
+/* Plans a cleaning of the dirtiest compacted log and starts its work. */
+static void clean_start(kb_plog *pl)
+{
+    memset(&pl->pick, 0, sizeof(pl->pick));
+    for_each_open_log(pl, clean_consider);
+    clean_pick pick = pl->pick;
+    if (pick.log == NULL)
+        return;
+    ks_compact_config cc;
+    topic_compact_config(pl->broker->cfg, pick.t, &cc);
+    clean_task *task = calloc(1, sizeof(*task));
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    kp_err e = task != NULL ? ks_compact_plan(pick.log, &cc, wall_ms(), &task->job, &ctx)
+                            : KP_ERR__NOMEM;
+    if (e == KP_ERR_NONE && task->job != NULL) {
+        task->log = pick.log;
+        task->topic = strdup(pick.t->name);
+        task->partition = pick.partition;
+        task->started_ms = kb_loop_now_ms(pl->broker->loop);
+        atomic_init(&task->done, false);
+        if (task->topic != NULL && pthread_create(&task->thread, NULL, clean_main, task) == 0) {
+            pl->cleaning = task;
+            return;
+        }
+        e = KP_ERR__NOMEM;
+    }
+    if (e != KP_ERR_NONE)
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"cannot start log cleaning\" topic=%s "
+               "partition=%d error=%s detail=\"%s\"", pick.t->name, pick.partition,
+               kp_err_name(e), ctx.msg);
+    if (task != NULL)
+        clean_task_free(task);
+}
+
+static void clean_report(kb_plog *pl, const clean_task *task, kp_err e,
+                         const ks_compact_result *res, const kp_errctx *ctx)
+{
+    int64_t ms = kb_loop_now_ms(pl->broker->loop) - task->started_ms;
+    if (e == KP_ERR_NONE) {
+        KB_LOG(KB_LL_INFO, KB_SUB_STORAGE,
+               "msg=\"log cleaned\" topic=%s partition=%d segments=%d bytes_before=%lld "
+               "bytes_after=%lld records_removed=%lld tombstones_removed=%lld dirty_from=%lld "
+               "cleaned_to=%lld groups_discarded=%d ms=%lld", task->topic, task->partition,
+               res->segments_before, (long long)res->bytes_before, (long long)res->bytes_after,
+               (long long)res->records_removed, (long long)res->tombstones_removed,
+               (long long)res->first_dirty, (long long)res->end_offset, res->groups_discarded,
+               (long long)ms);
+        return;
+    }
+    KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"log cleaning failed\" topic=%s partition=%d "
+           "error=%s detail=\"%s\" retry_in_ms=%d", task->topic, task->partition,
+           kp_err_name(e), ctx->msg, KB_CLEANER_RETRY_MS);
+    clean_skip *s = calloc(1, sizeof(*s));
+    if (s != NULL) {
+        *s = (clean_skip){pl->clean_skips, task->log, wall_ms() + KB_CLEANER_RETRY_MS};
+        pl->clean_skips = s;
+    }
+}
+
+/* Joins a finished cleaning (or, with abort, cancels and joins it) and
+ * commits it on the loop; an aborted one commits nothing. */
+static void clean_finish(kb_plog *pl, bool abort)
+{
+    clean_task *task = pl->cleaning;
+    if (task == NULL || (!abort && !atomic_load(&task->done)))
+        return;
+    if (abort)
+        ks_compact_cancel(task->job);
+    (void)pthread_join(task->thread, NULL);
+    pl->cleaning = NULL;
+    if (!abort) {
+        ks_compact_result res;
+        kp_errctx ctx = task->ctx;
+        kp_err e = task->err == KP_ERR_NONE ? ks_compact_commit(task->log, task->job, &res, &ctx)
+                                            : task->err;
+        if (task->err != KP_ERR_NONE)
+            memset(&res, 0, sizeof(res));
+        clean_report(pl, task, e, &res, &ctx);
+        unlink_later(pl, &res.garbage);
+        free(res.garbage.segs);
+    }
+    clean_task_free(task);
+}
+
+/* Aborts the cleaning when it works on log (before the log goes away). */
+static void clean_abort_for(kb_plog *pl, const ks_log *log)
+{
+    if (pl->cleaning != NULL && pl->cleaning->log == log)
+        clean_finish(pl, true);
+}
+
 /* Collects (topic, partition, offset) entries of every open log. */
+typedef int64_t ckpt_value_fn(const ks_log *log);
+
 typedef struct ckpt_acc {
     ks_ckpt_entry *v;
     size_t n;
-    bool start_offsets;
+    ckpt_value_fn *value; /* an entry per log whose value is >= 0 */
 } ckpt_acc;
 
 static void ckpt_collect(kb_topics *ts, ckpt_acc *acc)
@@ -358,22 +575,22 @@ static void ckpt_collect(kb_topics *ts, ckpt_acc *acc)
             ks_log *log = t->partitions[p].log;
             if (log == NULL)
                 continue;
-            int64_t off = acc->start_offsets ? ks_log_start_offset(log) : ks_log_recovery_point(log);
-            acc->v[acc->n++] = (ks_ckpt_entry){t->name, p, off};
+            int64_t off = acc->value(log);
+            if (off >= 0)
+                acc->v[acc->n++] = (ks_ckpt_entry){t->name, p, off};
         }
     }
 }
 
 /* Merges the checkpoint entries of logs never opened this run, so a
  * restart that touched few partitions keeps what the others had. */
-static void ckpt_write(kb_plog *pl, const char *name, bool start_offsets)
+static void ckpt_write(kb_plog *pl, const char *name, ckpt_value_fn *value,
+                       const ks_ckpt_entry *old, size_t nold)
 {
-    ckpt_acc acc = {NULL, 0, start_offsets};
+    ckpt_acc acc = {NULL, 0, value};
     ckpt_collect(pl->broker->topics, &acc);
     if (acc.v == NULL)
         return;
-    const ks_ckpt_entry *old = start_offsets ? pl->starts : pl->recovery;
-    size_t nold = start_offsets ? pl->nstarts : pl->nrecovery;
     ks_ckpt_entry *all = calloc(acc.n + nold + 1, sizeof(*all));
     if (all != NULL) {
         size_t n = acc.n;
@@ -393,6 +610,13 @@ static void ckpt_write(kb_plog *pl, const char *name, bool start_offsets)
     free(acc.v);
 }
 
+static void ckpt_write_all(kb_plog *pl)
+{
+    ckpt_write(pl, KS_CKPT_RECOVERY_POINT, ks_log_recovery_point, pl->recovery, pl->nrecovery);
+    ckpt_write(pl, KS_CKPT_LOG_START, ks_log_start_offset, pl->starts, pl->nstarts);
+    ckpt_write(pl, KS_CKPT_CLEANER, ks_log_cleaner_offset, pl->cleaned, pl->ncleaned);
+}
+
 static void on_tick(kb_loop *loop, void *arg)
 {
     kb_plog *pl = arg;
@@ -404,10 +628,15 @@ static void on_tick(kb_loop *loop, void *arg)
         retention_reap(pl, false);
         for_each_open_log(pl, retention_step);
     }
+    clean_finish(pl, false);
+    if (cfg->log_cleaner_enable && pl->cleaning == NULL &&
+        now - pl->last_clean_ms >= cfg->log_cleaner_backoff_ms) {
+        pl->last_clean_ms = now;
+        clean_start(pl);
+    }
     if (now - pl->last_checkpoint_ms >= cfg->log_flush_offset_checkpoint_interval_ms) {
         pl->last_checkpoint_ms = now;
-        ckpt_write(pl, KS_CKPT_RECOVERY_POINT, false);
-        ckpt_write(pl, KS_CKPT_LOG_START, true);
+        ckpt_write_all(pl);
     }
     (void)kb_timer_arm(loop, &pl->tick, KB_PLOG_TICK_MS);
 }
@@ -421,6 +650,7 @@ void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
         if (log == NULL)
             continue;
         wait_idle(b->plog, log);
+        clean_abort_for(b->plog, log);
         kp_errctx ctx = {{0}, NULL, 0, 0};
         if (ks_log_delete(log, &ctx) != KP_ERR_NONE)
             KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"deleting log failed\" topic=%s "
@@ -468,13 +698,18 @@ kp_err kb_plog_start(kb_broker *b, char *err, size_t errlen)
         pl->starts = NULL;
         pl->nstarts = 0;
     }
+    if (ks_checkpoint_read(&pl->io, dir, KS_CKPT_CLEANER, &pl->cleaned, &pl->ncleaned, &ctx) !=
+        KP_ERR_NONE) {
+        pl->cleaned = NULL;
+        pl->ncleaned = 0;
+    }
     if (ks_flush_new(&pl->flush, &ctx) != KP_ERR_NONE ||
         kb_loop_add_fd(b->loop, ks_flush_eventfd(pl->flush), KB_EV_READ, on_flush_event, pl) !=
             KP_ERR_NONE) {
         snprintf(err, errlen, "cannot start the flush thread: %s", ctx.msg);
         return KP_ERR__IO;
     }
-    pl->last_retention_ms = pl->last_checkpoint_ms = kb_loop_now_ms(b->loop);
+    pl->last_retention_ms = pl->last_checkpoint_ms = pl->last_clean_ms = kb_loop_now_ms(b->loop);
     kb_timer_init(&pl->tick, on_tick, pl);
     (void)kb_timer_arm(b->loop, &pl->tick, KB_PLOG_TICK_MS);
     KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"log dir opened\" dir=%s clean_shutdown=%s", dir,
@@ -511,10 +746,10 @@ void kb_plog_stop(kb_broker *b)
     if (pl == NULL)
         return;
     kb_timer_disarm(b->loop, &pl->tick);
+    clean_finish(pl, true);
     retention_reap(pl, true);
     for_each_open_log(pl, flush_log);
-    ckpt_write(pl, KS_CKPT_RECOVERY_POINT, false);
-    ckpt_write(pl, KS_CKPT_LOG_START, true);
+    ckpt_write_all(pl);
     for_each_open_log(pl, close_log);
     if (pl->flush != NULL) {
         drain_flushes(pl);
@@ -533,6 +768,12 @@ void kb_plog_stop(kb_broker *b)
                "detail=\"%s\"", ctx.msg);
     ks_checkpoint_free(pl->recovery, pl->nrecovery);
     ks_checkpoint_free(pl->starts, pl->nstarts);
+    ks_checkpoint_free(pl->cleaned, pl->ncleaned);
+    while (pl->clean_skips != NULL) {
+        clean_skip *s = pl->clean_skips;
+        pl->clean_skips = s->next;
+        free(s);
+    }
     free(pl);
     b->plog = NULL;
 }

@@ -5,8 +5,11 @@
  *
  * Job: connect kb_topics (what partitions exist) to storage's ks_log (the
  * bytes), with each topic's effective configuration, and run the periodic
- * log work on the event loop: flush policy ticks, retention steps, offset
- * checkpoints. At a clean stop every log is flushed and closed, the
+ * log work on the event loop: flush policy ticks, retention steps (time and
+ * size retention only when cleanup.policy lists delete), the log cleaner
+ * for compacted topics (every log.cleaner.backoff.ms the dirtiest log above
+ * its min.cleanable.dirty.ratio, or past max.compaction.lag.ms, gets one
+ * ks_compact job), offset checkpoints (recovery point, log start, cleaner). At a clean stop every log is flushed and closed, the
  * checkpoints written and the clean-shutdown marker left.
  *
  * Invariants:
@@ -16,10 +19,16 @@
  *      covers the offset (runnel.flush.acks.all=fsync), or at once
  *      (page-cache), or with an error.
  *   3. A log is never closed while a flush for it is in flight.
+ *   4. At most one cleaning runs; a log is never closed or deleted while it
+ *      is being cleaned (the cleaning is cancelled and joined first), and a
+ *      cleaning commits only on the loop.
  *
  * Ownership: kb_plog owns every open ks_log (reachable through
- * kb_partition.log) and the flush thread.
- * Threading: loop thread only (the flush thread is inside ks_flush).
+ * kb_partition.log), the flush thread, the cleaner's helper thread and the
+ * unlink threads.
+ * Threading: loop thread only (the flush thread is inside ks_flush; a
+ * cleaning's work runs on a pthread that touches only its job, polled for
+ * completion on the tick and joined there; unlinks likewise).
  * Errors: storage's codes (KP_ERR__IO, __NOSPC, __CORRUPT, ...); callers map
  * them to the wire with kp_err_to_wire().
  */

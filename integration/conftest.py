@@ -89,28 +89,30 @@ def kafka_jars():
     return procs.JARS
 
 
-def _start_broker(target, tmp_path_factory, name):
+def _start_broker(target, tmp_path_factory, name, props=None):
+    """props: broker properties for either target (server.properties keys)."""
     base = tmp_path_factory.mktemp(name)
     if target == "kafka":
         require_exe("java")
         if not jars_present():
             missing("Kafka jars in %s (needed for --target=kafka)" % procs.JARS)
-        b = KafkaReal(base / "data")
+        b = KafkaReal(base / "data", extra_props=props)
     else:
         binary = runnel_bin()
         if not os.access(binary, os.X_OK):
             pytest.fail("runnel binary not found at %s (build it, or set RUNNEL_BIN)" % binary,
                         pytrace=False)
-        b = RunnelBroker(base / "data", binary=binary)
+        b = RunnelBroker(base / "data", binary=binary, overrides=props)
     b.start()
     return b
 
 
 @pytest.fixture(scope="module")
 def broker(target, tmp_path_factory, request):
-    """A broker for this test module; stopped with SIGTERM (clean exit asserted) at the end."""
+    """A broker for this test module; stopped with SIGTERM (clean exit asserted) at the end.
+    A module may set BROKER_PROPS = {key: value} to start it with extra broker properties."""
     name = request.module.__name__.rsplit(".", 1)[-1]
-    b = _start_broker(target, tmp_path_factory, name)
+    b = _start_broker(target, tmp_path_factory, name, getattr(request.module, "BROKER_PROPS", None))
     _brokers.append(b)
     try:
         yield b
