@@ -40,7 +40,9 @@
  *
  * Threading: the event-loop thread owns every field except refs (atomic) and
  * sync_failed (atomic); ks_segment_sync and ks_segment_unref may run on the
- * flush thread.
+ * flush thread. The log cleaner reads sealed segments (read_hdr, pread of
+ * fd) on a helper thread, bounded by sizes it copied on the loop; a segment
+ * it creates belongs to that thread until the job is handed back.
  *
  * Errors: ks_io errors; KP_ERR__CORRUPT when a batch header inside [0, size)
  * does not parse or runs past size; KP_ERR__NOENT when no batch qualifies.
