@@ -166,11 +166,15 @@ void kb_dispatch(kb_conn *c, const uint8_t *frame, size_t len)
     req->conn = c;
     req->listener = c->listener;
 
+    if (c->sasl_phase == KB_SASL_RAW)
+        return kb_h_sasl_raw(c, frame, len);
     kp_reader r = kp_reader_make(frame, len);
     int16_t key = kp_read_i16(&r);
     int16_t version = kp_read_i16(&r);
     if (r.err != KP_ERR_NONE)
         return reject(c, "frame too short for a request header", -1, -1);
+    if (!kb_sasl_allows(c->sasl_phase, key))
+        return reject(c, "request not allowed before SASL authentication", key, version);
     const kp_api_info *api = kp_api_lookup(key);
     int16_t lo, hi;
     if (api == NULL || !kb_dispatch_versions(key, &lo, &hi))
