@@ -216,7 +216,9 @@ def test_retention_change_deletes_old_segments_at_run_time(tool, broker, topic_n
         assert time.monotonic() < deadline, "retention never moved the log start offset"
         time.sleep(0.5)
     start = offsets(tool, name, "-2")[0]
-    assert 0 < start < 3500
+    # Kafka also rolls and deletes an expired active segment (start == 3500);
+    # keeping the active one is fine too.
+    assert 0 < start <= 3500
     assert offsets(tool, name, "-1") == {0: 3500}
 
 
