@@ -301,7 +301,9 @@ static void conn_flush(kb_conn *c)
             return;
         }
         if (rc == 0) {
-            c->write_blocked = true;
+            /* A TLS write waiting for readable data must not arm EPOLLOUT:
+             * the socket is writable and the loop would spin. */
+            c->write_blocked = !c->tls_write_on_read;
             conn_update_events(c);
             return;
         }
@@ -313,6 +315,11 @@ static void conn_flush(kb_conn *c)
     c->write_blocked = false;
     if (c->close_after_send && c->out_head == NULL && !c->closing) {
         kb_conn_close(c, "closed after the last response");
+        return;
+    }
+    /* The backlog drained: frames held back by it can go now. */
+    if (!c->dispatching && !c->in_flight && c->rlen >= 4) {
+        conn_process(c);
         return;
     }
     conn_update_events(c);
@@ -380,7 +387,10 @@ void kb_conn_request_done(kb_conn *c)
 /* Dispatches every whole frame at the front of the buffer, one at a time. */
 static void conn_process(kb_conn *c)
 {
-    while (!c->in_flight && !c->closing && !c->close_after_send && c->rlen >= 4) {
+    /* Frames already buffered wait while the output backlog is large, so a
+     * client that pipelines requests and never reads cannot grow it further. */
+    while (!c->in_flight && !c->closing && !c->close_after_send && c->rlen >= 4 &&
+           c->out_bytes < KB_CONN_OUT_PAUSE) {
         int32_t size = frame_size(c->rbuf);
         int32_t max = kb_sasl_frame_limit(c->sasl_cfg, c->sasl_phase,
                                           c->broker->cfg->socket_request_max_bytes);

@@ -467,4 +467,6 @@ def test_compression_bomb(broker, bomb_topic, conn, target, codec):
         cap = bomb_cap(len(batch))
         bound = cap * 7 // 2 if asan_build(broker) else cap + 64 * MIB
         assert grew < bound // 1024, "peak RSS grew %d KiB" % grew
-        assert rss1 - rss0 < 64 * 1024, "RSS stayed %d KiB higher" % (rss1 - rss0)
+        # AddressSanitizer keeps freed blocks in quarantine, so its RSS stays up.
+        after = bound if asan_build(broker) else 64 * MIB
+        assert rss1 - rss0 < after // 1024, "RSS stayed %d KiB higher" % (rss1 - rss0)
