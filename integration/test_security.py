@@ -47,21 +47,21 @@ def certs(tmp_path_factory):
     return Certs(tmp_path_factory.mktemp("certs"))
 
 
-def _start(tmp_path_factory, name, certs, extra=None):
+def _running(tmp_path_factory, name, certs, extra=None):
+    """Yields a started SecureBroker and stops it (clean exit asserted)."""
     b = SecureBroker(tmp_path_factory.mktemp(name) / "data", certs, extra=extra,
                      binary=runnel_bin())
     b.start()
-    return b
-
-
-@pytest.fixture(scope="module")
-def sec(tmp_path_factory, certs):
-    b = _start(tmp_path_factory, "security", certs)
     try:
         yield b
     finally:
         if b.alive():
             b.stop()
+
+
+@pytest.fixture(scope="module")
+def sec(tmp_path_factory, certs):
+    yield from _running(tmp_path_factory, "security", certs)
 
 
 @pytest.fixture(scope="module")
@@ -165,12 +165,8 @@ def test_kcat_client_cert_required(sec, certs, kcat, topic_name):
 
 @pytest.fixture(scope="module")
 def nocopy(tmp_path_factory, certs):
-    b = _start(tmp_path_factory, "security-copy", certs, {"runnel.fetch.zerocopy": "false"})
-    try:
-        yield b
-    finally:
-        if b.alive():
-            b.stop()
+    yield from _running(tmp_path_factory, "security-copy", certs,
+                        {"runnel.fetch.zerocopy": "false"})
 
 
 @pytest.mark.parametrize("zerocopy", [True, False])

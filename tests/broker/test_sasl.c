@@ -219,20 +219,27 @@ END_TEST
 
 START_TEST(test_scram_credential_limits)
 {
-    uint8_t salted[64] = {0}, salt[8] = {1};
+    static const struct {
+        kb_scram_mech m;
+        size_t salted_len, salt_len;
+        int32_t iterations;
+        kp_err want;
+    } cases[] = {
+        {KB_SCRAM_SHA_256, 32, 8, 4095, KP_ERR__INVAL},  /* too few iterations */
+        {KB_SCRAM_SHA_256, 32, 8, 16385, KP_ERR__INVAL}, /* too many */
+        {KB_SCRAM_SHA_256, 64, 8, 4096, KP_ERR__INVAL},  /* wrong hash length */
+        {KB_SCRAM_SHA_512, 64, 0, 4096, KP_ERR__INVAL},  /* no salt */
+        {KB_SCRAM_UNKNOWN, 32, 8, 4096, KP_ERR__INVAL},
+        {KB_SCRAM_SHA_512, 64, 8, 16384, KP_ERR_NONE},
+        {KB_SCRAM_SHA_256, 32, KB_SCRAM_SALT_MAX, 4096, KP_ERR_NONE},
+    };
+    uint8_t salted[64] = {0}, salt[KB_SCRAM_SALT_MAX] = {1};
     kb_scram_cred c;
-    ck_assert_int_eq(kb_scram_cred_from_salted(KB_SCRAM_SHA_256, salted, 32, salt, 8, 4095, &c),
-                     KP_ERR__INVAL);
-    ck_assert_int_eq(kb_scram_cred_from_salted(KB_SCRAM_SHA_256, salted, 32, salt, 8, 16385, &c),
-                     KP_ERR__INVAL);
-    ck_assert_int_eq(kb_scram_cred_from_salted(KB_SCRAM_SHA_256, salted, 64, salt, 8, 4096, &c),
-                     KP_ERR__INVAL);
-    ck_assert_int_eq(kb_scram_cred_from_salted(KB_SCRAM_SHA_512, salted, 64, salt, 0, 4096, &c),
-                     KP_ERR__INVAL);
-    ck_assert_int_eq(kb_scram_cred_from_salted(KB_SCRAM_UNKNOWN, salted, 32, salt, 8, 4096, &c),
-                     KP_ERR__INVAL);
-    ck_assert_int_eq(kb_scram_cred_from_salted(KB_SCRAM_SHA_512, salted, 64, salt, 8, 16384, &c),
-                     KP_ERR_NONE);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ck_assert_msg(kb_scram_cred_from_salted(cases[i].m, salted, cases[i].salted_len, salt,
+                                                cases[i].salt_len, cases[i].iterations,
+                                                &c) == cases[i].want,
+                      "case %zu", i);
 }
 END_TEST
 
