@@ -1,6 +1,5 @@
 #include "kb_dynconf.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +86,9 @@ bool kb_dynconf_key_dynamic(const char *key)
 
 static const char *const level_names[2] = {"node", "cluster"};
 
-static kp_err load_line(kb_dynconf *d, char *line)
+static kp_err load_line(void *arg, char *line)
 {
+    kb_dynconf *d = arg;
     char *sp = strchr(line, ' ');
     char *eq = sp != NULL ? strchr(sp + 1, '=') : NULL;
     if (line[0] == '#' || line[0] == '\0')
@@ -104,34 +104,9 @@ static kp_err load_line(kb_dynconf *d, char *line)
     return KP_ERR_NONE; /* a key no longer dynamic: dropped */
 }
 
-static kp_err load(kb_dynconf *d)
+static void emit(void *arg, FILE *f)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", d->dir, DYN_FILE);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return errno == ENOENT ? KP_ERR_NONE : KP_ERR__IO;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    kp_err e = KP_ERR_NONE;
-    while (e == KP_ERR_NONE && (n = getline(&line, &cap, f)) >= 0) {
-        if (n > 0 && line[n - 1] == '\n')
-            line[n - 1] = '\0';
-        e = load_line(d, line);
-    }
-    free(line);
-    fclose(f);
-    return e;
-}
-
-static kp_err save(const kb_dynconf *d)
-{
-    char *data = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&data, &len);
-    if (f == NULL)
-        return KP_ERR__NOMEM;
+    const kb_dynconf *d = arg;
     fprintf(f, "# runnel dynamic broker configs, version 1\n");
     for (int l = 0; l < 2; l++) {
         for (size_t i = 0; i < d->sets[l].n; i++) {
@@ -140,13 +115,12 @@ static kp_err save(const kb_dynconf *d)
             fputc('\n', f);
         }
     }
-    if (fclose(f) != 0) {
-        free(data);
-        return KP_ERR__NOMEM;
-    }
-    kp_err e = kb_file_write_atomic(d->dir, DYN_FILE, data, len);
-    free(data);
-    return e == KP_ERR_NONE ? e : KP_ERR_KAFKA_STORAGE_ERROR;
+}
+
+static kp_err save(kb_dynconf *d)
+{
+    kp_err e = kb_file_write_stream(d->dir, DYN_FILE, emit, d);
+    return e == KP_ERR_NONE || e == KP_ERR__NOMEM ? e : KP_ERR_KAFKA_STORAGE_ERROR;
 }
 
 kp_err kb_dynconf_open(const char *dir, kb_dynconf **out)
@@ -156,7 +130,7 @@ kp_err kb_dynconf_open(const char *dir, kb_dynconf **out)
         free(d);
         return KP_ERR__NOMEM;
     }
-    kp_err e = load(d);
+    kp_err e = kb_file_read_lines(d->dir, DYN_FILE, load_line, d);
     if (e == KP_ERR_NONE)
         e = rebuild_topic_defaults(d);
     if (e != KP_ERR_NONE) {

@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,13 +291,9 @@ static void put_token(FILE *f, const char *s)
     }
 }
 
-static kp_err save(const kb_quotas *q)
+static void emit(void *arg, FILE *f)
 {
-    char *data = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&data, &len);
-    if (f == NULL)
-        return KP_ERR__NOMEM;
+    const kb_quotas *q = arg;
     fprintf(f, "# runnel client quotas, version 1\n");
     for (size_t i = 0; i < q->n; i++) {
         const kb_quota_entry *e = &q->v[i];
@@ -314,17 +309,17 @@ static kp_err save(const kb_quotas *q)
             fprintf(f, " v:%s=%.17g", e->values[k].key, e->values[k].value);
         fputc('\n', f);
     }
-    if (fclose(f) != 0) {
-        free(data);
-        return KP_ERR__NOMEM;
-    }
-    kp_err err = kb_file_write_atomic(q->dir, QUOTA_FILE, data, len);
-    free(data);
-    return err == KP_ERR_NONE ? err : KP_ERR_KAFKA_STORAGE_ERROR;
 }
 
-static kp_err load_line(kb_quotas *q, char *line)
+static kp_err save(kb_quotas *q)
 {
+    kp_err e = kb_file_write_stream(q->dir, QUOTA_FILE, emit, q);
+    return e == KP_ERR_NONE || e == KP_ERR__NOMEM ? e : KP_ERR_KAFKA_STORAGE_ERROR;
+}
+
+static kp_err load_line(void *arg, char *line)
+{
+    kb_quotas *q = arg;
     if (strncmp(line, "quota", 5) != 0)
         return line[0] == '#' || line[0] == '\0' ? KP_ERR_NONE : KP_ERR__CORRUPT;
     kb_quota_entity ent[3];
@@ -357,22 +352,7 @@ static kp_err load_line(kb_quotas *q, char *line)
 
 static kp_err load(kb_quotas *q)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", q->dir, QUOTA_FILE);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return errno == ENOENT ? KP_ERR_NONE : KP_ERR__IO;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    kp_err e = KP_ERR_NONE;
-    while (e == KP_ERR_NONE && (len = getline(&line, &cap, f)) >= 0) {
-        if (len > 0 && line[len - 1] == '\n')
-            line[len - 1] = '\0';
-        e = load_line(q, line);
-    }
-    free(line);
-    fclose(f);
+    kp_err e = kb_file_read_lines(q->dir, QUOTA_FILE, load_line, q);
     compact_entries(q);
     return e;
 }

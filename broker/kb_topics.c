@@ -259,6 +259,46 @@ kp_err kb_file_write_atomic(const char *dir, const char *name, const char *data,
     return write_atomic(dir, name, data, len);
 }
 
+kp_err kb_file_read_lines(const char *dir, const char *name, kp_err (*line)(void *arg, char *text),
+                          void *arg)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return errno == ENOENT ? KP_ERR_NONE : KP_ERR__IO;
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    kp_err e = KP_ERR_NONE;
+    while (e == KP_ERR_NONE && (n = getline(&text, &cap, f)) >= 0) {
+        if (n > 0 && text[n - 1] == '\n')
+            text[n - 1] = '\0';
+        e = line(arg, text);
+    }
+    free(text);
+    fclose(f);
+    return e;
+}
+
+kp_err kb_file_write_stream(const char *dir, const char *name, void (*emit)(void *arg, FILE *f),
+                            void *arg)
+{
+    char *data = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&data, &len);
+    if (f == NULL)
+        return KP_ERR__NOMEM;
+    emit(arg, f);
+    if (fclose(f) != 0) {
+        free(data);
+        return KP_ERR__NOMEM;
+    }
+    kp_err e = write_atomic(dir, name, data, len);
+    free(data);
+    return e;
+}
+
 void kb_value_escape(FILE *f, const char *v)
 {
     escape_value(f, v);

@@ -119,6 +119,13 @@ const char *kb_topic_config_get(const kb_topic *t, const char *key);
  * __NOSPC), and %-escape a value for one line / undo it in place. */
 kp_err kb_file_write_atomic(const char *dir, const char *name, const char *data, size_t len);
 void kb_value_escape(FILE *f, const char *v);
+/* Calls line(arg, text) for each line of dir/name (newline cut off) until
+ * it returns an error; a missing file is empty. KP_ERR__IO on read errors. */
+kp_err kb_file_read_lines(const char *dir, const char *name, kp_err (*line)(void *arg, char *text),
+                          void *arg);
+/* Writes dir/name atomically from what emit(arg, f) prints into f. */
+kp_err kb_file_write_stream(const char *dir, const char *name, void (*emit)(void *arg, FILE *f),
+                            void *arg);
 void kb_value_unescape(char *v);
 
 /* Formats a uuid the way Kafka prints one (base64url, no padding). */
