@@ -165,8 +165,11 @@ def test_kcat_client_cert_required(sec, certs, kcat, topic_name):
 
 @pytest.fixture(scope="module")
 def nocopy(tmp_path_factory, certs):
-    yield from _running(tmp_path_factory, "security-copy", certs,
-                        {"runnel.fetch.zerocopy": "false"})
+    yield from _running(tmp_path_factory, "security-copy", certs, {
+        "runnel.fetch.zerocopy": "false",
+        "listener.name.ssl.ssl.enabled.protocols": "TLSv1.3",
+        "runnel.log.level": "DEBUG",
+        "runnel.log.subsystems": "net,main,config"})
 
 
 @pytest.mark.parametrize("zerocopy", [True, False])
@@ -182,6 +185,48 @@ def test_large_records_over_tls(request, certs, ck, topic_name, zerocopy):
     log = procs.tail(b.log_path, 400000)
     assert 'msg="TLS fetch path"' in log
     print([line for line in log.splitlines() if "TLS fetch path" in line][0])
+
+
+def s_client(b, listener, certs, *args):
+    import subprocess
+    cmd = ["openssl", "s_client", "-connect", b.addr(listener), "-CAfile", str(certs.ca),
+           "-verify_return_error"] + list(args)
+    return subprocess.run(cmd, input="", capture_output=True, text=True, timeout=30)
+
+
+def test_enabled_protocols(nocopy, certs):
+    """ssl.enabled.protocols=TLSv1.3 on the SSL listener refuses a TLS 1.2
+    client; the SASL_SSL listener keeps the default (1.2 and 1.3)."""
+    assert s_client(nocopy, "SSL", certs, "-tls1_3").returncode == 0
+    assert s_client(nocopy, "SSL", certs, "-tls1_2").returncode != 0
+    assert s_client(nocopy, "SASL_SSL", certs, "-tls1_2").returncode == 0
+    assert s_client(nocopy, "SSL", certs, "-tls1_1").returncode != 0
+
+
+def test_stalled_handshake_blocks_nobody(sec, certs, kcat):
+    """A client that opens a TLS connection and stops mid-handshake holds up
+    no one: the handshake is driven by socket events."""
+    s = wire.connect("127.0.0.1", sec.ports["SSL"])
+    s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a ClientHello's start
+    t0 = time.monotonic()
+    res = run_kcat(kcat, ["-L"] + kcat_args(sec, "SSL", certs))
+    assert res.returncode == 0 and time.monotonic() - t0 < 10, procs.describe(res)
+    s.close()
+
+
+def test_principals(nocopy, certs, ck, topic_name):
+    """The principal: the client certificate's subject on mutual TLS, the SASL
+    user name after SASL (logged at DEBUG)."""
+    mtls = ck_conf(nocopy, "MTLS", certs, **{"ssl.certificate.location": str(certs.client_cert),
+                                             "ssl.key.location": str(certs.client_key)})
+    assert ck_roundtrip(ck, mtls, topic_name(), [b"x"]) == [b"x"]
+    sasl = ck_conf(nocopy, "SASL_SSL", certs, **{
+        "sasl.mechanisms": "PLAIN", "sasl.username": "alice",
+        "sasl.password": PLAIN_USERS["alice"]})
+    assert ck_roundtrip(ck, sasl, topic_name(), [b"y"]) == [b"y"]
+    log = procs.tail(nocopy.log_path, 2000000)
+    assert 'principal="User:CN=client-1,O=Runnel Tests"' in log
+    assert 'msg="SASL authenticated"' in log and 'principal="User:alice"' in log
 
 
 # --- SASL: real clients ------------------------------------------------------------------
