@@ -15,6 +15,7 @@
 #include "kb_req.h"
 #include "kb_scram_store.h"
 #include "kb_server.h"
+#include "kb_tcoord.h"
 #include "kb_topics.h"
 #include "kb_work.h"
 
@@ -77,6 +78,8 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
     }
     if ((e = kb_gcoord_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
+    if ((e = kb_tcoord_start(b, err, errlen)) != KP_ERR_NONE)
+        return e;
     if ((e = kb_scram_store_open(cfg->log_dirs.v[0], &b->scram, err, errlen)) != KP_ERR_NONE)
         return e;
     e = kb_server_start(b, &b->server, err, errlen);
@@ -100,6 +103,7 @@ void kb_broker_stop(kb_broker *b)
     b->scram = NULL;
     kb_work_stop(b);
     kb_fetch_stop(b);
+    kb_tcoord_stop(b);
     kb_gcoord_stop(b);
     kb_plog_stop(b);
     kb_admin_stop(b);

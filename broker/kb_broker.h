@@ -32,6 +32,7 @@ typedef struct kb_topics kb_topics;
 typedef struct kb_conn kb_conn;
 typedef struct kb_server kb_server;
 typedef struct kb_gcoord kb_gcoord;
+typedef struct kb_tcoord kb_tcoord;
 typedef struct kb_req kb_req;
 typedef struct kb_plog kb_plog;
 typedef struct kb_work kb_work;
@@ -46,6 +47,7 @@ typedef struct kb_broker {
     kb_topics *topics;
     kb_server *server;
     kb_gcoord *gcoord; /* the group coordinator (kb_gcoord.h) */
+    kb_tcoord *tcoord; /* the transaction coordinator (kb_tcoord.h) */
     kb_plog *plog;
     kb_work *work; /* helper threads for CPU-heavy work */
     kb_fetch_waiters *fetch_waiters;
@@ -55,7 +57,7 @@ typedef struct kb_broker {
     char cluster_id[64];
     int32_t node_id;
     int signal_fd;
-    int64_t next_pid;      /* next idempotent producer id to hand out */
+    int64_t next_pid;      /* next producer id to hand out (kb_tcoord.h) */
     int64_t pid_block_end; /* first id past the durably reserved block */
 } kb_broker;
 

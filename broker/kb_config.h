@@ -226,6 +226,8 @@ typedef struct kb_config {
     int32_t offsets_commit_timeout_ms;
     int32_t transaction_state_log_num_partitions;
     int32_t transaction_max_timeout_ms;
+    int32_t transaction_abort_timed_out_transaction_cleanup_interval_ms;
+    int64_t transactional_id_expiration_ms;
     int32_t group_initial_rebalance_delay_ms;
     int32_t group_min_session_timeout_ms;
     int32_t group_max_session_timeout_ms;

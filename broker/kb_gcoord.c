@@ -9,16 +9,29 @@
 #include "kb_log.h"
 #include "kb_logscan.h"
 #include "kb_plog.h"
+#include "kb_ptxn.h"
 #include "kp_batch.h"
 #include "kp_records.h"
 
 #define EXPIRY_INTERVAL_MS (10 * 60 * 1000) /* offsets.retention.check.interval.ms */
 #define LOAD_BATCH_MAX     (64 << 20)       /* a batch larger than this is corrupt */
+#define TXN_OFFSETS_MAX    100000           /* pending transactional offsets, all groups */
+
+/* An offset committed inside a transaction, waiting for its marker. */
+typedef struct txn_offset {
+    struct txn_offset *next;
+    int64_t producer_id;
+    int32_t partition; /* of __consumer_offsets, where the marker lands */
+    char *group;
+    kb_offset o; /* topic and metadata owned */
+} txn_offset;
 
 struct kb_gcoord {
     kb_broker *b;
     kb_groups *groups;
     kb_timer expiry;
+    txn_offset *pending;
+    size_t npending;
 };
 
 int64_t kb_gcoord_now(kb_broker *b)
@@ -107,9 +120,10 @@ typedef struct gbatch {
     kp_err err;
 } gbatch;
 
-static void gbatch_init(gbatch *gb, int64_t ts)
+/* pid >= 0: a transactional batch of that producer (TxnOffsetCommit). */
+static void gbatch_init(gbatch *gb, int64_t ts, int64_t pid, int16_t epoch)
 {
-    kp_batch_builder_init(&gb->bb, 0, 0, -1, -1, -1);
+    kp_batch_builder_init(&gb->bb, 0, pid >= 0 ? KP_BATCH_ATTR_TRANSACTIONAL : 0, pid, epoch, -1);
     gb->ts = ts;
     gb->n = 0;
     gb->err = KP_ERR_NONE;
@@ -190,7 +204,7 @@ static kp_err env_store(kb_group *g, void *ctx)
 {
     kb_gcoord *c = ctx;
     gbatch gb;
-    gbatch_init(&gb, kb_gcoord_wall(c->b));
+    gbatch_init(&gb, kb_gcoord_wall(c->b), -1, -1);
     add_group(&gb, g, false);
     kp_err e = gbatch_append(c->b, g, &gb);
     if (e == KP_ERR_NONE)
@@ -203,7 +217,7 @@ static kp_err write_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, in
                             bool tombstones)
 {
     gbatch gb;
-    gbatch_init(&gb, kb_gcoord_wall(b));
+    gbatch_init(&gb, kb_gcoord_wall(b), -1, -1);
     for (int32_t i = 0; i < n; i++)
         add_commit(&gb, g, &offs[i], tombstones);
     kp_err e = gbatch_append(b, g, &gb);
@@ -229,7 +243,7 @@ kp_err kb_gcoord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset *offs
 kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g)
 {
     gbatch gb;
-    gbatch_init(&gb, kb_gcoord_wall(b));
+    gbatch_init(&gb, kb_gcoord_wall(b), -1, -1);
     size_t cur = 0;
     for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &cur)) != NULL;)
         add_commit(&gb, g, o, true);
@@ -241,6 +255,116 @@ kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g)
     KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"group deleted\" group=%s", g->id);
     kb_groups_remove(b->gcoord->groups, g);
     return KP_ERR_NONE;
+}
+
+/* ---- transactional offsets ---------------------------------------------- */
+
+static void txn_offset_free(txn_offset *x)
+{
+    free(x->group);
+    free(x->o.topic);
+    free(x->o.metadata);
+    free(x);
+}
+
+static bool txn_offset_is(const txn_offset *x, int64_t pid, kp_str group, kp_str topic,
+                          int32_t partition)
+{
+    return (pid < 0 || x->producer_id == pid) && x->o.partition == partition &&
+           kp_str_eq_c(group, x->group) && kp_str_eq_c(topic, x->o.topic);
+}
+
+/* Holds o (copied) for group until pid's marker on partition p. */
+static kp_err txn_offset_add(kb_gcoord *c, int64_t pid, int32_t p, kp_str group,
+                             const kb_offset *o)
+{
+    kp_str topic = kp_str_from(o->topic);
+    txn_offset *x = c->pending;
+    while (x != NULL && !txn_offset_is(x, pid, group, topic, o->partition))
+        x = x->next;
+    if (x == NULL && c->npending >= TXN_OFFSETS_MAX)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    char *meta = strdup(o->metadata != NULL ? o->metadata : "");
+    if (meta == NULL)
+        return KP_ERR__NOMEM;
+    if (x == NULL) {
+        x = calloc(1, sizeof(*x));
+        if (x == NULL || (x->group = strndup(group.p, (size_t)group.len)) == NULL ||
+            (x->o.topic = strdup(o->topic)) == NULL) {
+            free(meta);
+            if (x != NULL)
+                txn_offset_free(x);
+            return KP_ERR__NOMEM;
+        }
+        x->next = c->pending;
+        c->pending = x;
+        c->npending++;
+    }
+    char *topic_copy = x->o.topic;
+    free(x->o.metadata);
+    x->o = *o;
+    x->o.topic = topic_copy;
+    x->o.metadata = meta;
+    x->producer_id = pid;
+    x->partition = p;
+    return KP_ERR_NONE;
+}
+
+/* Applies (commit) or drops the offsets pid holds on partition p. */
+static kp_err txn_offsets_end(kb_gcoord *c, int64_t pid, int32_t p, bool commit)
+{
+    kp_err err = KP_ERR_NONE;
+    for (txn_offset **xp = &c->pending; *xp != NULL;) {
+        txn_offset *x = *xp;
+        if (x->producer_id != pid || x->partition != p) {
+            xp = &x->next;
+            continue;
+        }
+        kb_group *g = NULL;
+        if (commit && kb_groups_get(c->groups, kp_str_from(x->group), &g) == KP_ERR_NONE) {
+            kp_err e = kb_offset_map_put(&g->offsets, &x->o);
+            err = e != KP_ERR_NONE ? e : err;
+        }
+        *xp = x->next;
+        c->npending--;
+        txn_offset_free(x);
+    }
+    return err;
+}
+
+kp_err kb_gcoord_txn_commit(kb_broker *b, kb_group *g, int64_t pid, int16_t epoch,
+                            const kb_offset *offs, int32_t n)
+{
+    kb_gcoord *c = b->gcoord;
+    if (c->npending + (size_t)n > TXN_OFFSETS_MAX)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    gbatch gb;
+    gbatch_init(&gb, kb_gcoord_wall(b), pid, epoch);
+    for (int32_t i = 0; i < n; i++)
+        add_commit(&gb, g, &offs[i], false);
+    kp_err e = gbatch_append(b, g, &gb);
+    kb_topic *t;
+    if (e != KP_ERR_NONE || kb_gcoord_offsets_topic(b, &t) != KP_ERR_NONE)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    int32_t p = kb_offsets_partition_for(kp_str_from(g->id), t->npartitions);
+    for (int32_t i = 0; e == KP_ERR_NONE && i < n; i++)
+        e = txn_offset_add(c, pid, p, kp_str_from(g->id), &offs[i]);
+    return e;
+}
+
+void kb_gcoord_txn_end(kb_broker *b, int64_t pid, int32_t partition, bool commit)
+{
+    if (txn_offsets_end(b->gcoord, pid, partition, commit) != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory applying transactional offsets\" "
+               "producer_id=%lld", (long long)pid);
+}
+
+bool kb_gcoord_txn_pending(kb_broker *b, kp_str group, kp_str topic, int32_t partition)
+{
+    for (const txn_offset *x = b->gcoord->pending; x != NULL; x = x->next)
+        if (txn_offset_is(x, -1, group, topic, partition))
+            return true;
+    return false;
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -323,11 +447,33 @@ static void on_expiry_timer(kb_loop *loop, void *arg)
 
 typedef struct loader {
     kb_gcoord *c;
-    const ks_io *io;
     int64_t now;
     int64_t records;
     int64_t skipped;
+    int32_t partition;   /* of __consumer_offsets being read */
+    int64_t producer_id; /* of a transactional batch, else -1 */
 } loader;
+
+/* The offset a commit record holds (topic copied into a). */
+static kp_err read_commit(const kb_offsets_key *k, kp_slice value, kp_arena *a, kb_offset *o)
+{
+    kp_err e = kb_offsets_read_commit_value(value, a, o);
+    if (e != KP_ERR_NONE)
+        return e;
+    o->topic = kp_arena_strdup(a, k->topic.p, (size_t)k->topic.len);
+    o->partition = k->partition;
+    return o->topic != NULL ? KP_ERR_NONE : KP_ERR__NOMEM;
+}
+
+/* A commit inside a transaction: held until the producer's marker. */
+static kp_err load_txn_commit(loader *ld, const kb_offsets_key *k, kp_slice value, kp_arena *a)
+{
+    kb_offset o;
+    kp_err e = value.len < 0 ? KP_ERR__CORRUPT : read_commit(k, value, a, &o);
+    if (e != KP_ERR_NONE)
+        return e;
+    return txn_offset_add(ld->c, ld->producer_id, ld->partition, k->group, &o);
+}
 
 static kp_err load_commit(loader *ld, const kb_offsets_key *k, kp_slice value, kp_arena *a)
 {
@@ -338,13 +484,9 @@ static kp_err load_commit(loader *ld, const kb_offsets_key *k, kp_slice value, k
         return KP_ERR_NONE;
     }
     kb_offset o;
-    kp_err e = kb_offsets_read_commit_value(value, a, &o);
+    kp_err e = read_commit(k, value, a, &o);
     if (e != KP_ERR_NONE)
         return e;
-    o.topic = kp_arena_strdup(a, k->topic.p, (size_t)k->topic.len);
-    o.partition = k->partition;
-    if (o.topic == NULL)
-        return KP_ERR__NOMEM;
     if (g == NULL && (e = kb_groups_get(ld->c->groups, k->group, &g)) != KP_ERR_NONE)
         return e;
     return kb_offset_map_put(&g->offsets, &o);
@@ -371,13 +513,17 @@ static kp_err load_group(loader *ld, const kb_offsets_key *k, kp_slice value, kp
     return kb_group_from_record(g, &v, ld->now);
 }
 
-static kp_err load_record(loader *ld, const kp_record *rec, kp_arena *a)
+static kp_err load_record(void *arg, const kp_record *rec, kp_arena *a)
 {
+    loader *ld = arg;
     kb_offsets_key k;
     kp_err e = kb_offsets_read_key(rec->key, a, &k);
     if (e == KP_ERR__NOENT)
         return KP_ERR_NONE;
-    if (e == KP_ERR_NONE)
+    if (e == KP_ERR_NONE && ld->producer_id >= 0)
+        e = k.type == KB_OFFSETS_KEY_COMMIT ? load_txn_commit(ld, &k, rec->value, a)
+                                            : KP_ERR__CORRUPT;
+    else if (e == KP_ERR_NONE)
         e = k.type == KB_OFFSETS_KEY_COMMIT ? load_commit(ld, &k, rec->value, a)
                                             : load_group(ld, &k, rec->value, a);
     if (e == KP_ERR__NOMEM)
@@ -388,36 +534,23 @@ static kp_err load_record(loader *ld, const kp_record *rec, kp_arena *a)
     return KP_ERR_NONE;
 }
 
-static kp_err load_batch(void *arg, const kp_batch_hdr *h, int64_t file_pos, int fd)
+static kp_err load_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch, size_t len)
 {
     loader *ld = arg;
-    if (h->attributes & (KP_BATCH_ATTR_CONTROL | KP_BATCH_ATTR_TRANSACTIONAL))
-        return KP_ERR_NONE; /* transactional offset commits are not supported yet */
-    int64_t total = kp_batch_total_size(h);
-    if ((h->attributes & KP_BATCH_ATTR_CODEC_MASK) != 0 || total > LOAD_BATCH_MAX) {
+    int16_t type;
+    if (batch != NULL && (h->attributes & KP_BATCH_ATTR_CONTROL)) {
+        if (kb_ptxn_control_type(batch, len, &type) == KP_ERR_NONE &&
+            (type == KB_CONTROL_COMMIT || type == KB_CONTROL_ABORT))
+            return txn_offsets_end(ld->c, h->producer_id, ld->partition,
+                                   type == KB_CONTROL_COMMIT);
+        return KP_ERR_NONE;
+    }
+    if (batch == NULL || (h->attributes & KP_BATCH_ATTR_CODEC_MASK) != 0) {
         ld->skipped += h->records_count;
         return KP_ERR_NONE;
     }
-    uint8_t *buf = malloc((size_t)total);
-    if (buf == NULL)
-        return KP_ERR__NOMEM;
-    kp_err e = KP_ERR__CORRUPT;
-    if (ld->io->ops->pread(ld->io->ctx, fd, buf, (size_t)total, file_pos) == (ssize_t)total &&
-        kp_batch_check(buf, (size_t)total, NULL) == KP_ERR_NONE) {
-        kp_arena a;
-        kp_arena_init(&a);
-        kp_record_iter it;
-        kp_record rec;
-        kp_records_iter_init(&it, buf + KP_BATCH_HDR_SIZE, (size_t)total - KP_BATCH_HDR_SIZE,
-                             h->records_count);
-        while ((e = kp_records_next(&it, &rec)) == KP_ERR_NONE &&
-               (e = load_record(ld, &rec, &a)) == KP_ERR_NONE)
-            kp_arena_reset(&a);
-        kp_arena_fini(&a);
-        e = e == KP_ERR__NOENT ? KP_ERR_NONE : e;
-    }
-    free(buf);
-    return e;
+    ld->producer_id = (h->attributes & KP_BATCH_ATTR_TRANSACTIONAL) ? h->producer_id : -1;
+    return kb_batch_each_record(h, batch, len, load_record, ld);
 }
 
 /* Drops groups the log left with nothing; arms the timers of the rest. */
@@ -439,12 +572,13 @@ static kp_err load_all(kb_gcoord *c, char *err, size_t errlen)
     kb_topic *t = kb_topics_find(b->topics, KP_STR_LIT(KB_GCOORD_OFFSETS_TOPIC));
     if (t == NULL)
         return KP_ERR_NONE;
-    loader ld = {.c = c, .io = kb_plog_io(b), .now = kb_loop_now_ms(b->loop)};
+    loader ld = {.c = c, .now = kb_loop_now_ms(b->loop)};
     for (int32_t p = 0; p < t->npartitions; p++) {
         ks_log *log;
+        ld.partition = p;
         kp_err e = kb_plog_get(b, t, p, &log);
         if (e == KP_ERR_NONE)
-            e = kb_log_scan(ld.io, log, ks_log_start_offset(log), load_batch, &ld);
+            e = kb_log_scan_batches(kb_plog_io(b), log, LOAD_BATCH_MAX, load_batch, &ld);
         if (e != KP_ERR_NONE) {
             snprintf(err, errlen, "cannot load %s-%d: %s", KB_GCOORD_OFFSETS_TOPIC, p,
                      kp_err_name(e));
@@ -500,6 +634,11 @@ void kb_gcoord_stop(kb_broker *b)
     for (kb_group *g; c->groups != NULL && (g = kb_groups_next(c->groups, &cur)) != NULL;)
         kb_timer_disarm(b->loop, &g->timer);
     kb_timer_disarm(b->loop, &c->expiry);
+    while (c->pending != NULL) {
+        txn_offset *x = c->pending;
+        c->pending = x->next;
+        txn_offset_free(x);
+    }
     kb_groups_free(c->groups);
     free(c);
     b->gcoord = NULL;

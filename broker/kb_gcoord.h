@@ -17,6 +17,9 @@
  *      finite, at that deadline (kb_gcoord_touch after every event).
  *   3. __consumer_offsets exists once any group state was written, with
  *      offsets.topic.num.partitions partitions and cleanup.policy=compact.
+ *   4. Offsets committed in a transaction are in the log as a transactional
+ *      batch but reach a group's map only once the commit marker follows
+ *      (at runtime kb_gcoord_txn_end, at start-up the marker in the log).
  *
  * Ownership: the coordinator (b->gcoord) owns the registry; kb_gcoord_stop
  * frees it after the server stopped (parked requests are gone by then).
@@ -67,5 +70,18 @@ kp_err kb_gcoord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset *offs
 /* Writes tombstones for every offset and the metadata of an EMPTY group,
  * then removes it. */
 kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g);
+
+/* TxnOffsetCommit: writes the commits as one transactional batch of
+ * (pid, epoch) to g's partition and holds them, invisible to OffsetFetch,
+ * until pid's marker lands on that partition (at most 100000 held in all:
+ * beyond, COORDINATOR_NOT_AVAILABLE). */
+kp_err kb_gcoord_txn_commit(kb_broker *b, kb_group *g, int64_t pid, int16_t epoch,
+                            const kb_offset *offs, int32_t n);
+/* pid's commit or abort marker was written to partition of
+ * __consumer_offsets: its held offsets there become committed, or vanish. */
+void kb_gcoord_txn_end(kb_broker *b, int64_t pid, int32_t partition, bool commit);
+/* Whether an open transaction holds an offset for (group, topic, partition)
+ * (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT). */
+bool kb_gcoord_txn_pending(kb_broker *b, kp_str group, kp_str topic, int32_t partition);
 
 #endif

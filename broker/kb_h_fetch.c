@@ -8,7 +8,10 @@
 #include "kb_dispatch.h"
 #include "kb_fetch.h"
 #include "kb_log.h"
+#include "kb_pidstate.h"
 #include "kb_plog.h"
+#include "kb_ptxn.h"
+#include "kb_tcoord.h"
 #include "kb_topics.h"
 
 typedef kp_fetch_req_fetch_partition fetch_part;
@@ -45,6 +48,30 @@ static void release_slices(fetch_state *st)
     st->nslices = 0;
 }
 
+/* The aborted transactions a read_committed consumer must skip in the data
+ * returned from fetch_offset (everything returned lies below the LSO). */
+static void list_aborted(kb_req *req, kb_topic *t, const fetch_part *fp, int64_t lso,
+                         part_out *out)
+{
+    kb_pidstate *ps = t->partitions[fp->partition].pids;
+    kb_ptxn *x = ps != NULL ? kb_pidstate_txns(ps) : NULL;
+    if (x == NULL || kb_ptxn_aborted_count(x) == 0)
+        return;
+    kb_ptxn_prune(x, ks_log_start_offset(t->partitions[fp->partition].log));
+    int32_t max = kb_ptxn_aborted_count(x);
+    kb_aborted_txn *v = kp_arena_calloc(&req->arena, (size_t)max + 1, sizeof(*v));
+    if (v == NULL || !KB_ARRAY_ALLOC(req, out->aborted_transactions, max)) {
+        out->error_code = KP_ERR_UNKNOWN_SERVER_ERROR;
+        return;
+    }
+    int32_t n = kb_ptxn_aborted(x, fp->fetch_offset, lso, v, max);
+    for (int32_t i = 0; i < n; i++) {
+        out->aborted_transactions.v[i].producer_id = v[i].producer_id;
+        out->aborted_transactions.v[i].first_offset = v[i].first_offset;
+    }
+    out->aborted_transactions.n = n;
+}
+
 /* Reads one partition into out; *budget is what max_bytes leaves. */
 static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, const fetch_part *fp,
                             fetch_state *st, int64_t *budget, part_out *out)
@@ -56,10 +83,12 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
         return;
     }
     int64_t hw = ks_log_high_watermark(log);
+    int64_t lso = kb_tcoord_lso(req->broker, t, fp->partition, log);
+    bool committed_only = rq->isolation_level == 1; /* read_committed stops at the LSO */
     out->high_watermark = hw;
-    out->last_stable_offset = hw;
+    out->last_stable_offset = lso;
     out->log_start_offset = ks_log_start_offset(log);
-    out->aborted_transactions.n = rq->isolation_level == 1 ? 0 : -1;
+    out->aborted_transactions.n = committed_only ? 0 : -1;
     out->error_code = kb_plog_check_epoch(fp->current_leader_epoch,
                                          t->partitions[fp->partition].leader_epoch);
     if (out->error_code != KP_ERR_NONE)
@@ -74,8 +103,8 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
     if (limit <= 0 && !first_data)
         return;
     ks_log_slice s;
-    e = ks_log_read(log, fp->fetch_offset, limit > INT32_MAX ? INT32_MAX : (int32_t)limit, hw, &s,
-                    NULL);
+    e = ks_log_read(log, fp->fetch_offset, limit > INT32_MAX ? INT32_MAX : (int32_t)limit,
+                    committed_only ? lso : hw, &s, NULL);
     if (e != KP_ERR_NONE) {
         out->error_code = kp_err_to_wire(e);
         return;
@@ -95,6 +124,8 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
     st->slices[st->nslices++] = s;
     out->records = (kp_records){NULL, s.range.len, fr};
     *budget -= s.range.len;
+    if (committed_only)
+        list_aborted(req, t, fp, lso, out);
 }
 
 static int32_t count_partitions(const kp_fetch_req *rq)
@@ -228,6 +259,11 @@ static void on_append(void *arg, kb_topic *t, int32_t partition)
             finish_parked(st);
         st = next;
     }
+}
+
+void kb_fetch_notify(kb_broker *b, kb_topic *t, int32_t partition)
+{
+    on_append(b, t, partition);
 }
 
 kp_err kb_fetch_start(kb_broker *b)

@@ -1,4 +1,5 @@
-/* Handlers for committed offsets: OffsetCommit, OffsetFetch, OffsetDelete.
+/* Handlers for committed offsets: OffsetCommit, TxnOffsetCommit, OffsetFetch,
+ * OffsetDelete.
  * The group checks come from kb_group, the records from kb_gcoord. */
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_gcoord.h"
+#include "kb_tcoord.h"
 #include "kb_topics.h"
 
 /* ---- OffsetCommit ------------------------------------------------------- */
@@ -75,39 +77,52 @@ static void commit_fail(kp_offset_commit_resp *rs, kp_err err, bool all)
                 rs->topics.v[i].partitions.v[j].error_code = err;
 }
 
+/* One partition's commit checked into o: its error code (NONE: o filled;
+ * UNKNOWN_SERVER_ERROR: out of memory). name is the topic's arena copy. */
+static int16_t offset_entry(kb_req *req, const kb_topic *t, char *name, int32_t partition,
+                            int64_t offset, int32_t leader_epoch, kp_str metadata, kb_offset *o)
+{
+    if (t == NULL || name == NULL || partition < 0 || partition >= t->npartitions)
+        return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (metadata.len > KB_OFFSETS_METADATA_MAX)
+        return KP_ERR_OFFSET_METADATA_TOO_LARGE;
+    o->topic = name;
+    o->partition = partition;
+    o->offset = offset;
+    o->leader_epoch = leader_epoch;
+    o->metadata = kp_arena_strdup(&req->arena, metadata.len > 0 ? metadata.p : "",
+                                  (size_t)(metadata.len > 0 ? metadata.len : 0));
+    o->commit_ts = kb_gcoord_wall(req->broker);
+    o->expire_ts = -1;
+    return o->metadata != NULL ? KP_ERR_NONE : KP_ERR_UNKNOWN_SERVER_ERROR;
+}
+
+static char *topic_copy(kb_req *req, kp_str name)
+{
+    return kp_arena_strdup(&req->arena, name.p, (size_t)(name.len > 0 ? name.len : 0));
+}
+
 /* Checks each partition; the valid ones become entries of offs. */
 static int32_t commit_collect(kb_req *req, const kp_offset_commit_req *rq,
                               kp_offset_commit_resp *rs, kb_offset *offs)
 {
-    int64_t now = kb_gcoord_wall(req->broker);
     int32_t n = 0;
     for (int32_t i = 0; i < rs->topics.n; i++) {
         const kp_offset_commit_req_offset_commit_request_topic *rt = &rq->topics.v[i];
         kb_topic *t = kb_topics_find(req->broker->topics, rt->name);
-        char *name = kp_arena_strdup(&req->arena, rt->name.p, (size_t)(rt->name.len > 0 ? rt->name.len : 0));
+        char *name = topic_copy(req, rt->name);
         for (int32_t j = 0; j < rs->topics.v[i].partitions.n; j++) {
             const commit_part *p = &rt->partitions.v[j];
             commit_result *r = &rs->topics.v[i].partitions.v[j];
-            if (t == NULL || name == NULL || p->partition_index < 0 ||
-                p->partition_index >= t->npartitions) {
-                r->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-                continue;
-            }
-            if (p->committed_metadata.len > KB_OFFSETS_METADATA_MAX) {
-                r->error_code = KP_ERR_OFFSET_METADATA_TOO_LARGE;
-                continue;
-            }
-            kb_offset *o = &offs[n++];
-            o->topic = name;
-            o->partition = p->partition_index;
-            o->offset = p->committed_offset;
-            o->leader_epoch = p->committed_leader_epoch;
-            o->metadata = kp_arena_strdup(&req->arena, p->committed_metadata.len > 0 ? p->committed_metadata.p : "",
-                                          (size_t)(p->committed_metadata.len > 0 ? p->committed_metadata.len : 0));
-            o->commit_ts = now;
-            o->expire_ts = expire_at(req, rq, p, now);
-            if (o->metadata == NULL)
+            r->error_code = offset_entry(req, t, name, p->partition_index, p->committed_offset,
+                                         p->committed_leader_epoch, p->committed_metadata,
+                                         &offs[n]);
+            if (r->error_code == KP_ERR_UNKNOWN_SERVER_ERROR)
                 return -1;
+            if (r->error_code == KP_ERR_NONE) {
+                offs[n].expire_ts = expire_at(req, rq, p, offs[n].commit_ts);
+                n++;
+            }
         }
     }
     return n;
@@ -135,19 +150,114 @@ kp_err kb_h_offset_commit(kb_req *req, const kp_offset_commit_req *rq, kp_offset
     return KP_ERR_NONE;
 }
 
+/* ---- TxnOffsetCommit ---------------------------------------------------- */
+
+typedef kp_txn_offset_commit_resp_txn_offset_commit_response_partition txn_commit_result;
+
+/* The transaction must hold the group's partition of __consumer_offsets
+ * (AddOffsetsToTxn), as Kafka 4's verification checks before a v0-4 write. */
+static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, kb_group **g)
+{
+    kb_topic *t;
+    if (rq->group_id.len <= 0)
+        return KP_ERR_INVALID_GROUP_ID;
+    if (kb_gcoord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    const kb_txn *txn = kb_txns_find(kb_tcoord_txns(req->broker), rq->transactional_id);
+    kp_err e = kb_txn_check_producer(txn, rq->producer_id, rq->producer_epoch);
+    if (e == KP_ERR_PRODUCER_FENCED)
+        return KP_ERR_INVALID_PRODUCER_EPOCH;
+    if (e != KP_ERR_NONE)
+        return e;
+    if (!kb_txn_has_partition(txn, t->name, kb_offsets_partition_for(rq->group_id, t->npartitions)))
+        return KP_ERR_INVALID_TXN_STATE;
+    kb_groups *gs = kb_gcoord_groups(req->broker);
+    *g = kb_groups_find(gs, rq->group_id);
+    if (*g == NULL) {
+        if (rq->generation_id >= 0)
+            return KP_ERR_ILLEGAL_GENERATION;
+        return kb_groups_get(gs, rq->group_id, g) == KP_ERR_NONE ? KP_ERR_NONE
+                                                                 : KP_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    e = kb_group_check_commit(*g, rq->member_id, rq->group_instance_id, rq->generation_id);
+    return e == KP_ERR_REBALANCE_IN_PROGRESS ? KP_ERR_NONE : e; /* allowed in a transaction */
+}
+
+/* Shapes the response like the request; every partition gets err. */
+static kp_err txn_commit_alloc(kb_req *req, const kp_txn_offset_commit_req *rq,
+                               kp_txn_offset_commit_resp *rs, int16_t err, int32_t *total)
+{
+    *total = 0;
+    if (!KB_ARRAY_ALLOC(req, rs->topics, rq->topics.n))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < rq->topics.n; i++) {
+        rs->topics.v[i].name = rq->topics.v[i].name;
+        if (!KB_ARRAY_ALLOC(req, rs->topics.v[i].partitions, rq->topics.v[i].partitions.n))
+            return KP_ERR__NOMEM;
+        for (int32_t j = 0; j < rq->topics.v[i].partitions.n; j++) {
+            rs->topics.v[i].partitions.v[j].partition_index =
+                rq->topics.v[i].partitions.v[j].partition_index;
+            rs->topics.v[i].partitions.v[j].error_code = err;
+        }
+        *total += rq->topics.v[i].partitions.n;
+    }
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_txn_offset_commit(kb_req *req, const kp_txn_offset_commit_req *rq,
+                              kp_txn_offset_commit_resp *rs)
+{
+    kb_group *g = NULL;
+    int32_t total, n = 0;
+    int16_t err = kp_err_to_wire(txn_commit_check(req, rq, &g));
+    if (txn_commit_alloc(req, rq, rs, err, &total) != KP_ERR_NONE)
+        return KP_ERR__NOMEM;
+    kb_offset *offs = kp_arena_calloc(&req->arena, (size_t)total + 1, sizeof(*offs));
+    if (err != KP_ERR_NONE || offs == NULL)
+        return offs == NULL ? KP_ERR__NOMEM : KP_ERR_NONE;
+    for (int32_t i = 0; i < rq->topics.n; i++) {
+        const kp_txn_offset_commit_req_txn_offset_commit_request_topic *rt = &rq->topics.v[i];
+        kb_topic *t = kb_topics_find(req->broker->topics, rt->name);
+        char *name = topic_copy(req, rt->name);
+        for (int32_t j = 0; j < rt->partitions.n; j++) {
+            const kp_txn_offset_commit_req_txn_offset_commit_request_partition *p =
+                &rt->partitions.v[j];
+            txn_commit_result *r = &rs->topics.v[i].partitions.v[j];
+            r->error_code = offset_entry(req, t, name, p->partition_index, p->committed_offset,
+                                         p->committed_leader_epoch, p->committed_metadata,
+                                         &offs[n]);
+            n += r->error_code == KP_ERR_NONE;
+        }
+    }
+    kp_err e = n > 0 ? kb_gcoord_txn_commit(req->broker, g, rq->producer_id, rq->producer_epoch,
+                                            offs, n)
+                     : KP_ERR_NONE;
+    for (int32_t i = 0; e != KP_ERR_NONE && i < rs->topics.n; i++)
+        for (int32_t j = 0; j < rs->topics.v[i].partitions.n; j++)
+            if (rs->topics.v[i].partitions.v[j].error_code == KP_ERR_NONE)
+                rs->topics.v[i].partitions.v[j].error_code = kp_err_to_wire(e);
+    return KP_ERR_NONE;
+}
+
 /* ---- OffsetFetch -------------------------------------------------------- */
 
 typedef kp_offset_fetch_resp_offset_fetch_response_partitions fetch_part;
 typedef kp_offset_fetch_resp_offset_fetch_response_topics fetch_topic;
 
-static void fetch_fill(const kb_group *g, kp_str topic, int32_t partition, fetch_part *out)
+/* With require_stable, an offset an open transaction may still change
+ * answers UNSTABLE_OFFSET_COMMIT (the client retries). */
+static void fetch_fill(kb_req *req, const kb_group *g, kp_str topic, int32_t partition,
+                       fetch_part *out)
 {
     const kb_offset *o = g != NULL ? kb_offset_map_get(&g->offsets, topic, partition) : NULL;
+    const kp_offset_fetch_req *rq = req->request;
+    bool unstable = rq->require_stable && g != NULL &&
+                    kb_gcoord_txn_pending(req->broker, kp_str_from(g->id), topic, partition);
     out->partition_index = partition;
-    out->committed_offset = o != NULL ? o->offset : -1;
-    out->committed_leader_epoch = o != NULL ? o->leader_epoch : -1;
-    out->metadata = o != NULL ? kp_str_from(o->metadata) : KP_STR_LIT("");
-    out->error_code = KP_ERR_NONE;
+    out->committed_offset = o != NULL && !unstable ? o->offset : -1;
+    out->committed_leader_epoch = o != NULL && !unstable ? o->leader_epoch : -1;
+    out->metadata = o != NULL && !unstable ? kp_str_from(o->metadata) : KP_STR_LIT("");
+    out->error_code = unstable ? KP_ERR_UNSTABLE_OFFSET_COMMIT : KP_ERR_NONE;
 }
 
 static int cmp_offset(const void *a, const void *b)
@@ -177,7 +287,7 @@ static kp_err fetch_all(kb_req *req, const kb_group *g, kp_offset_fetch_resp_off
         if (!KB_ARRAY_ALLOC(req, t->partitions, j - i))
             return KP_ERR__NOMEM;
         for (size_t p = i; p < j; p++)
-            fetch_fill(g, t->name, v[p]->partition, &t->partitions.v[p - i]);
+            fetch_fill(req, g, t->name, v[p]->partition, &t->partitions.v[p - i]);
         i = j;
     }
     out->topics.n = nt;
@@ -205,7 +315,7 @@ static kp_err fetch_group(kb_req *req, const kp_offset_fetch_req_offset_fetch_re
         if (!KB_ARRAY_ALLOC(req, t->partitions, np))
             return KP_ERR__NOMEM;
         for (int32_t j = 0; j < np; j++)
-            fetch_fill(g, rt->name, rt->partition_indexes.v[j], &t->partitions.v[j]);
+            fetch_fill(req, g, rt->name, rt->partition_indexes.v[j], &t->partitions.v[j]);
     }
     return KP_ERR_NONE;
 }

@@ -12,6 +12,7 @@
 #include "kb_dispatch.h"
 #include "kb_gcoord.h"
 #include "kb_log.h"
+#include "kb_tcoord.h"
 
 /* Kafka's AclOperation codes READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS and
  * ALTER_CONFIGS (3, 6, 8, 10, 11) as a mask. */
@@ -95,6 +96,8 @@ static void find_one(kb_req *req, int8_t key_type, kp_str *host, int32_t *port, 
         err = KP_ERR_INVALID_REQUEST;
     else if (key_type == 0)
         err = coordinator_ready(req);
+    else if (kb_tcoord_state_topic(req->broker, &(kb_topic *){NULL}) != KP_ERR_NONE)
+        err = KP_ERR_COORDINATOR_NOT_AVAILABLE; /* Kafka creates it here too */
     *error_code = err;
     if (err != KP_ERR_NONE) {
         *node = -1;

@@ -7,6 +7,7 @@
 #include "kb_dispatch.h"
 #include "kb_logscan.h"
 #include "kb_plog.h"
+#include "kb_tcoord.h"
 #include "kb_topics.h"
 #include "kp_batch.h"
 #include "kp_compress.h"
@@ -139,8 +140,9 @@ static kp_err offset_for_time(kb_broker *b, ks_log *log, int64_t ts, bool want_m
     return e;
 }
 
+/* lso: the partition's last stable offset, "latest" for read_committed. */
 static void list_offset(kb_req *req, const kp_list_offsets_req *rq, ks_log *log, int64_t ts,
-                        lo_out *out)
+                        int64_t lso, lo_out *out)
 {
     out->timestamp = -1;
     out->leader_epoch = 0;
@@ -148,7 +150,7 @@ static void list_offset(kb_req *req, const kp_list_offsets_req *rq, ks_log *log,
     if (ts == TS_EARLIEST || ts == TS_EARLIEST_LOCAL) {
         out->offset = ks_log_start_offset(log);
     } else if (ts == TS_LATEST) {
-        out->offset = hw; /* no transactions: the last stable offset is the high watermark */
+        out->offset = rq->isolation_level == 1 ? lso : hw;
     } else if (ts == TS_LATEST_TIERED || (ts < 0 && ts != TS_MAX_TIMESTAMP)) {
         out->offset = -1;
         out->leader_epoch = -1;
@@ -162,7 +164,6 @@ static void list_offset(kb_req *req, const kp_list_offsets_req *rq, ks_log *log,
             out->error_code = kp_err_to_wire(e);
         }
     }
-    (void)rq;
     if (req->api_version == 0 && out->error_code == KP_ERR_NONE &&
         KB_ARRAY_ALLOC(req, out->old_style_offsets, out->offset >= 0 ? 1 : 0) && out->offset >= 0)
         out->old_style_offsets.v[0] = out->offset;
@@ -190,7 +191,8 @@ kp_err kb_h_list_offsets(kb_req *req, const kp_list_offsets_req *rq, kp_list_off
                 out->error_code = kb_plog_check_epoch(
                     pq->current_leader_epoch, t->partitions[pq->partition_index].leader_epoch);
             if (out->error_code == KP_ERR_NONE)
-                list_offset(req, rq, log, pq->timestamp, out);
+                list_offset(req, rq, log, pq->timestamp,
+                            kb_tcoord_lso(req->broker, t, pq->partition_index, log), out);
         }
     }
     return KP_ERR_NONE;

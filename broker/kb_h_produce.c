@@ -12,6 +12,7 @@
 #include "kb_pidstate.h"
 #include "kb_plog.h"
 #include "kb_tconf.h"
+#include "kb_tcoord.h"
 #include "kb_topics.h"
 #include "kb_work.h"
 #include "kp_batch.h"
@@ -221,6 +222,13 @@ static void append_part(kb_req *req, produce_part *p)
     kb_partition *part = &p->topic->partitions[pr->index];
     const kp_validate_result *vr = &p->vr;
     bool idempotent = vr->producer_id >= 0 && vr->base_sequence >= 0;
+    bool transactional = (vr->attributes & KP_BATCH_ATTR_TRANSACTIONAL) != 0;
+    if (transactional &&
+        (pr->error_code = kb_tcoord_verify(req->broker,
+                                           ((const kp_produce_req *)req->request)->transactional_id,
+                                           vr->producer_id, vr->producer_epoch, p->topic,
+                                           pr->index, req->api_version)) != KP_ERR_NONE)
+        return;
     int32_t last_seq = last_sequence(vr->base_sequence, vr->last_offset_delta);
     kb_pid_batch dup;
     if (idempotent) {
@@ -250,6 +258,8 @@ static void append_part(kb_req *req, produce_part *p)
         kb_pid_batch nb = {vr->base_sequence, last_seq, res.base_offset, res.last_offset};
         (void)kb_pidstate_record(part->pids, vr->producer_id, vr->producer_epoch, &nb);
     }
+    if (transactional)
+        kb_tcoord_appended(req->broker, p->topic, pr->index, vr->producer_id, res.base_offset);
     pr->base_offset = res.base_offset;
     pr->log_append_time_ms = res.log_append_time;
     pr->log_start_offset = res.log_start_offset;

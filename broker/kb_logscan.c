@@ -1,5 +1,7 @@
 #include "kb_logscan.h"
 
+#include <stdlib.h>
+
 #define SCAN_SLICE (64 * 1024 * 1024)
 
 /* Walks one slice; *next gets the offset after its last batch. */
@@ -41,4 +43,52 @@ kp_err kb_log_scan(const ks_io *io, ks_log *log, int64_t from, kb_scan_cb *cb, v
         off = next;
     }
     return e;
+}
+
+typedef struct batch_scan {
+    const ks_io *io;
+    size_t max_batch;
+    kb_scan_batch_cb *cb;
+    void *arg;
+} batch_scan;
+
+static kp_err read_whole(void *arg, const kp_batch_hdr *h, int64_t file_pos, int fd)
+{
+    const batch_scan *bs = arg;
+    int64_t total = kp_batch_total_size(h);
+    if (total < 0 || (uint64_t)total > bs->max_batch)
+        return bs->cb(bs->arg, h, NULL, 0);
+    uint8_t *buf = malloc((size_t)total);
+    if (buf == NULL)
+        return KP_ERR__NOMEM;
+    kp_err e = ks_io_read_all(bs->io, fd, buf, (size_t)total, file_pos, NULL);
+    if (e == KP_ERR_NONE && kp_batch_check(buf, (size_t)total, NULL) != KP_ERR_NONE)
+        e = KP_ERR__CORRUPT;
+    if (e == KP_ERR_NONE)
+        e = bs->cb(bs->arg, h, buf, (size_t)total);
+    free(buf);
+    return e;
+}
+
+kp_err kb_log_scan_batches(const ks_io *io, ks_log *log, size_t max_batch, kb_scan_batch_cb *cb,
+                           void *arg)
+{
+    batch_scan bs = {io, max_batch, cb, arg};
+    return kb_log_scan(io, log, ks_log_start_offset(log), read_whole, &bs);
+}
+
+kp_err kb_batch_each_record(const kp_batch_hdr *h, const uint8_t *batch, size_t len,
+                            kb_record_cb *cb, void *arg)
+{
+    kp_arena a;
+    kp_arena_init(&a);
+    kp_record_iter it;
+    kp_record rec;
+    kp_err e;
+    kp_records_iter_init(&it, batch + KP_BATCH_HDR_SIZE, len - KP_BATCH_HDR_SIZE,
+                         h->records_count);
+    while ((e = kp_records_next(&it, &rec)) == KP_ERR_NONE && (e = cb(arg, &rec, &a)) == KP_ERR_NONE)
+        kp_arena_reset(&a);
+    kp_arena_fini(&a);
+    return e == KP_ERR__NOENT ? KP_ERR_NONE : e;
 }

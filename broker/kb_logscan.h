@@ -19,10 +19,27 @@
 #include <stdint.h>
 
 #include "kp_batch.h"
+#include "kp_records.h"
 #include "ks_log.h"
 
 typedef kp_err kb_scan_cb(void *arg, const kp_batch_hdr *h, int64_t file_pos, int fd);
 
 kp_err kb_log_scan(const ks_io *io, ks_log *log, int64_t from, kb_scan_cb *cb, void *arg);
+
+/* The same walk, handing over each whole batch read into memory after a CRC
+ * check (the coordinators replay their topics' records this way). A batch
+ * larger than max_batch is passed with batch NULL; one that fails the CRC
+ * check stops the scan with KP_ERR__CORRUPT. The bytes live for the call. */
+typedef kp_err kb_scan_batch_cb(void *arg, const kp_batch_hdr *h, const uint8_t *batch,
+                                size_t len);
+kp_err kb_log_scan_batches(const ks_io *io, ks_log *log, size_t max_batch, kb_scan_batch_cb *cb,
+                           void *arg);
+
+/* Calls cb for each record of an uncompressed whole batch (as handed to a
+ * kb_scan_batch_cb), with a scratch arena reset between records; stops at
+ * the callback's first error or KP_ERR__CORRUPT. */
+typedef kp_err kb_record_cb(void *arg, const kp_record *rec, kp_arena *a);
+kp_err kb_batch_each_record(const kp_batch_hdr *h, const uint8_t *batch, size_t len,
+                            kb_record_cb *cb, void *arg);
 
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kb_logscan.h"
+#include "kb_ptxn.h"
 #include "kp_batch.h"
 
 typedef struct pid_entry {
@@ -17,19 +18,31 @@ struct kb_pidstate {
     pid_entry *v;
     int32_t n;
     int32_t cap;
+    kb_ptxn *txns; /* the partition's open and aborted transactions */
 };
 
 kb_pidstate *kb_pidstate_new(void)
 {
-    return calloc(1, sizeof(kb_pidstate));
+    kb_pidstate *ps = calloc(1, sizeof(kb_pidstate));
+    if (ps != NULL && (ps->txns = kb_ptxn_new()) == NULL) {
+        free(ps);
+        return NULL;
+    }
+    return ps;
 }
 
 void kb_pidstate_free(kb_pidstate *ps)
 {
     if (ps == NULL)
         return;
+    kb_ptxn_free(ps->txns);
     free(ps->v);
     free(ps);
+}
+
+kb_ptxn *kb_pidstate_txns(kb_pidstate *ps)
+{
+    return ps->txns;
 }
 
 int32_t kb_pidstate_count(const kb_pidstate *ps)
@@ -126,14 +139,38 @@ static kp_err replay_header(kb_pidstate *ps, const kp_batch_hdr *h)
     return kb_pidstate_record(ps, h->producer_id, h->producer_epoch, &b);
 }
 
+/* A control batch larger than this is not a transaction marker. */
+#define MARKER_BATCH_MAX 4096
+
+typedef struct replay_ctx {
+    kb_pidstate *ps;
+    const ks_io *io;
+} replay_ctx;
+
+/* Feeds the partition's transaction index; markers are read whole. */
+static kp_err replay_txn(const replay_ctx *rc, const kp_batch_hdr *h, int64_t file_pos, int fd)
+{
+    if (!(h->attributes & KP_BATCH_ATTR_CONTROL))
+        return kb_ptxn_replay(rc->ps->txns, h, NULL, 0);
+    int64_t total = kp_batch_total_size(h);
+    uint8_t buf[MARKER_BATCH_MAX];
+    if (total > MARKER_BATCH_MAX ||
+        ks_io_read_all(rc->io, fd, buf, (size_t)total, file_pos, NULL) != KP_ERR_NONE)
+        return kb_ptxn_replay(rc->ps->txns, h, NULL, 0);
+    return kb_ptxn_replay(rc->ps->txns, h, buf, (size_t)total);
+}
+
 static kp_err replay_cb(void *arg, const kp_batch_hdr *h, int64_t file_pos, int fd)
 {
-    (void)file_pos;
-    (void)fd;
-    return replay_header(arg, h);
+    const replay_ctx *rc = arg;
+    kp_err e = replay_header(rc->ps, h);
+    if (e == KP_ERR_NONE && (h->attributes & KP_BATCH_ATTR_TRANSACTIONAL))
+        e = replay_txn(rc, h, file_pos, fd);
+    return e;
 }
 
 kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log)
 {
-    return kb_log_scan(io, log, ks_log_start_offset(log), replay_cb, ps);
+    replay_ctx rc = {ps, io};
+    return kb_log_scan(io, log, ks_log_start_offset(log), replay_cb, &rc);
 }

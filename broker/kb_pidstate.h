@@ -15,7 +15,8 @@
  *      duplicate; otherwise its first sequence must follow the last cached
  *      one (wrapping at INT32_MAX), or be 0 for a new producer or epoch.
  *
- * Ownership: the partition owns its kb_pidstate (kb_partition.pids).
+ * Ownership: the partition owns its kb_pidstate (kb_partition.pids), which
+ * owns the partition's transaction index (kb_ptxn.h; kb_pidstate_txns).
  * Threading: loop thread only.
  * Errors: KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, KP_ERR_INVALID_PRODUCER_EPOCH,
  * KP_ERR_DUPLICATE_SEQUENCE_NUMBER (a duplicate: answer success with the
@@ -33,6 +34,7 @@
 #define KB_PID_CACHED_BATCHES 5
 
 typedef struct kb_pidstate kb_pidstate;
+struct kb_ptxn;
 
 typedef struct kb_pid_batch {
     int32_t first_seq;
@@ -52,7 +54,11 @@ kp_err kb_pidstate_check(const kb_pidstate *ps, int64_t producer_id, int16_t epo
 kp_err kb_pidstate_record(kb_pidstate *ps, int64_t producer_id, int16_t epoch,
                           const kb_pid_batch *batch);
 
-/* Replays every idempotent batch of the log (after open). */
+/* The partition's open and aborted transactions (kb_ptxn.h), owned here. */
+struct kb_ptxn *kb_pidstate_txns(kb_pidstate *ps);
+
+/* Replays every idempotent batch of the log, and every transactional batch
+ * and marker into the transaction index (after open). */
 kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log);
 
 /* Producers tracked (for tests and DescribeProducers). */

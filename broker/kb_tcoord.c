@@ -1,0 +1,389 @@
+#include "kb_tcoord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kb_fetch.h"
+#include "kb_gcoord.h"
+#include "kb_log.h"
+#include "kb_logscan.h"
+#include "kb_offsets.h"
+#include "kb_pidstate.h"
+#include "kb_plog.h"
+#include "kb_ptxn.h"
+#include "kp_batch.h"
+#include "kp_records.h"
+#include "ks_io.h"
+
+#define PID_FILE       "runnel-producer-ids"
+#define PID_BLOCK      1000
+#define LOAD_BATCH_MAX (64 << 20) /* a state batch larger than this is corrupt */
+
+struct kb_tcoord {
+    kb_broker *b;
+    kb_txns *txns;
+    kb_timer tick;
+};
+
+kb_txns *kb_tcoord_txns(kb_broker *b)
+{
+    return b->tcoord->txns;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- producer ids ------------------------------------------------------- */
+
+/* Reserves the next block of ids: the file records the first id not yet reserved. */
+static kp_err reserve_block(kb_broker *b)
+{
+    const char *dir = b->cfg->log_dirs.v[0];
+    if (b->pid_block_end == 0) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", dir, PID_FILE);
+        FILE *f = fopen(path, "re");
+        int64_t next = 0;
+        if (f != NULL) {
+            if (fscanf(f, "next=%" SCNd64, &next) != 1 || next < 0)
+                next = 0;
+            fclose(f);
+        }
+        b->next_pid = next;
+        b->pid_block_end = next;
+    }
+    char body[64];
+    int len = snprintf(body, sizeof(body), "next=%" PRId64 "\n", b->pid_block_end + PID_BLOCK);
+    kp_err e = ks_io_write_file_atomic(kb_plog_io(b), dir, PID_FILE, body, (size_t)len, NULL);
+    if (e == KP_ERR_NONE)
+        b->pid_block_end += PID_BLOCK;
+    return e;
+}
+
+kp_err kb_tcoord_next_pid(kb_broker *b, int64_t *pid)
+{
+    if (b->next_pid >= b->pid_block_end) {
+        kp_err e = reserve_block(b);
+        if (e != KP_ERR_NONE)
+            return e;
+    }
+    *pid = b->next_pid++;
+    return KP_ERR_NONE;
+}
+
+/* ---- __transaction_state ------------------------------------------------ */
+
+kp_err kb_tcoord_state_topic(kb_broker *b, kb_topic **out)
+{
+    kp_str name = KP_STR_LIT(KB_TCOORD_STATE_TOPIC);
+    *out = kb_topics_find(b->topics, name);
+    if (*out != NULL)
+        return KP_ERR_NONE;
+    kb_topic_config cfg[] = {{"cleanup.policy", "compact"},
+                             {"compression.type", "uncompressed"},
+                             {"segment.bytes", "104857600"}};
+    kb_msgbuf msg;
+    kp_err e = kb_topics_create(b->topics, name, b->cfg->transaction_state_log_num_partitions, cfg,
+                                sizeof(cfg) / sizeof(cfg[0]), false, out, &msg);
+    if (e != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"cannot create %s\" error=%s %s",
+               KB_TCOORD_STATE_TOPIC, kp_err_name(e), msg.text);
+    else
+        KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"created %s\" partitions=%d", KB_TCOORD_STATE_TOPIC,
+               (*out)->npartitions);
+    return e;
+}
+
+/* Appends one record (value NULL: a tombstone) to partition p of t. */
+static kp_err append_record(kb_broker *b, kb_topic *t, int32_t p, const kp_writer *key,
+                            const kp_writer *value)
+{
+    if (key->err != KP_ERR_NONE || (value != NULL && value->err != KP_ERR_NONE))
+        return KP_ERR__NOMEM;
+    kp_batch_builder bb;
+    kp_batch_builder_init(&bb, 0, 0, -1, -1, -1);
+    kp_batch_builder_add(&bb, wall_ms(), (kp_slice){key->buf, (int32_t)key->len},
+                         value != NULL ? (kp_slice){value->buf, (int32_t)value->len}
+                                       : (kp_slice){NULL, -1},
+                         NULL, 0);
+    size_t len;
+    uint8_t *buf = kp_batch_builder_finish(&bb, &len);
+    kp_batch_builder_fini(&bb);
+    if (buf == NULL)
+        return KP_ERR__NOMEM;
+    ks_append_result res;
+    kp_err e = kb_plog_append(b, t, p, buf, len, &res);
+    free(buf);
+    return e;
+}
+
+/* Writes the record of id (meta NULL: its tombstone). */
+static kp_err write_state(kb_broker *b, const char *id, const kb_txn_meta *m,
+                          const kb_txn_tp *parts, int32_t n)
+{
+    kb_topic *t;
+    kp_err e = kb_tcoord_state_topic(b, &t);
+    if (e != KP_ERR_NONE)
+        return e;
+    kp_writer k, v;
+    kp_arena a;
+    kp_arena_init(&a);
+    kp_writer_init(&k, 64);
+    kp_writer_init(&v, 128);
+    kb_txn_write_key(&k, id);
+    if (m != NULL)
+        kb_txn_write_value(&v, m, parts, n, &a);
+    int32_t p = kb_offsets_partition_for(kp_str_from(id), t->npartitions);
+    e = append_record(b, t, p, &k, m != NULL ? &v : NULL);
+    kp_writer_fini(&k);
+    kp_writer_fini(&v);
+    kp_arena_fini(&a);
+    if (e != KP_ERR_NONE)
+        KB_LOG(KB_LL_WARN, KB_SUB_GROUP, "msg=\"cannot write transaction state\" "
+               "transactional_id=%s partition=%d error=%s", id, p, kp_err_name(e));
+    return e;
+}
+
+static kp_err env_persist(void *ctx, const char *id, const kb_txn_meta *m, const kb_txn_tp *parts,
+                          int32_t n)
+{
+    return write_state(((kb_tcoord *)ctx)->b, id, m, parts, n);
+}
+
+static kp_err env_tombstone(void *ctx, const char *id)
+{
+    return write_state(((kb_tcoord *)ctx)->b, id, NULL, NULL, 0);
+}
+
+static kp_err env_new_pid(void *ctx, int64_t *pid)
+{
+    return kb_tcoord_next_pid(((kb_tcoord *)ctx)->b, pid);
+}
+
+static int64_t env_wall(void *ctx)
+{
+    (void)ctx;
+    return wall_ms();
+}
+
+/* ---- markers ------------------------------------------------------------ */
+
+/* A control batch: key = version 0 + type, value = version 0 + coordinator epoch. */
+static uint8_t *marker_batch(const kb_txn *t, bool commit, int32_t coordinator_epoch, size_t *len)
+{
+    uint8_t key[4] = {0, 0, 0, commit ? KB_CONTROL_COMMIT : KB_CONTROL_ABORT};
+    uint8_t value[6] = {0, 0};
+    kp_be32_put(value + 2, coordinator_epoch);
+    kp_batch_builder bb;
+    kp_batch_builder_init(&bb, 0, KP_BATCH_ATTR_TRANSACTIONAL | KP_BATCH_ATTR_CONTROL,
+                          t->m.producer_id, t->m.producer_epoch, -1);
+    kp_batch_builder_add(&bb, wall_ms(), (kp_slice){key, 4}, (kp_slice){value, 6}, NULL, 0);
+    uint8_t *buf = kp_batch_builder_finish(&bb, len);
+    kp_batch_builder_fini(&bb);
+    return buf;
+}
+
+static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topic *t, int32_t p)
+{
+    kb_topic *state;
+    kp_err e = kb_tcoord_state_topic(b, &state);
+    if (e != KP_ERR_NONE)
+        return e;
+    int32_t sp = kb_offsets_partition_for(kp_str_from(txn->id), state->npartitions);
+    size_t len;
+    uint8_t *buf = marker_batch(txn, commit, state->partitions[sp].leader_epoch, &len);
+    if (buf == NULL)
+        return KP_ERR__NOMEM;
+    ks_append_result res;
+    e = kb_plog_append(b, t, p, buf, len, &res);
+    free(buf);
+    if (e != KP_ERR_NONE)
+        return e;
+    kb_partition *part = &t->partitions[p];
+    if (part->pids != NULL)
+        (void)kb_ptxn_on_marker(kb_pidstate_txns(part->pids), txn->m.producer_id, commit,
+                                res.base_offset);
+    if (strcmp(t->name, KB_GCOORD_OFFSETS_TOPIC) == 0)
+        kb_gcoord_txn_end(b, txn->m.producer_id, p, commit);
+    kb_fetch_notify(b, t, p); /* read_committed fetches wait on the LSO */
+    return KP_ERR_NONE;
+}
+
+static kp_err env_markers(void *ctx, const kb_txn *txn, bool commit)
+{
+    kb_broker *b = ((kb_tcoord *)ctx)->b;
+    for (int32_t i = 0; i < txn->nparts; i++) {
+        kb_topic *t = kb_topics_find(b->topics, kp_str_from(txn->parts[i].topic));
+        int32_t p = txn->parts[i].partition;
+        if (t == NULL || p < 0 || p >= t->npartitions)
+            continue; /* deleted since: nothing to mark */
+        kp_err e = write_marker(b, txn, commit, t, p);
+        if (e != KP_ERR_NONE) {
+            KB_LOG(KB_LL_WARN, KB_SUB_GROUP, "msg=\"cannot write transaction marker\" "
+                   "transactional_id=%s topic=%s partition=%d error=%s", txn->id, t->name, p,
+                   kp_err_name(e));
+            return e;
+        }
+    }
+    return KP_ERR_NONE;
+}
+
+/* ---- produce-side checks ------------------------------------------------ */
+
+int16_t kb_tcoord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch,
+                         const kb_topic *t, int32_t partition, int16_t produce_version)
+{
+    kb_txns *ts = b->tcoord->txns;
+    const kb_txn *txn = txn_id.len >= 0 ? kb_txns_find(ts, txn_id) : kb_txns_find_pid(ts, pid);
+    kp_err e = kb_txn_check_producer(txn, pid, epoch);
+    if (e == KP_ERR_PRODUCER_FENCED)
+        return KP_ERR_INVALID_PRODUCER_EPOCH; /* what producers expect here */
+    if (e != KP_ERR_NONE)
+        return (int16_t)e;
+    if (kb_txn_has_partition(txn, t->name, partition))
+        return KP_ERR_NONE;
+    /* Kafka's verification: TRANSACTION_ABORTABLE from Produce v11, which
+     * knows it; older versions get INVALID_TXN_STATE. */
+    return produce_version >= 11 ? KP_ERR_TRANSACTION_ABORTABLE : KP_ERR_INVALID_TXN_STATE;
+}
+
+void kb_tcoord_appended(kb_broker *b, kb_topic *t, int32_t partition, int64_t pid,
+                        int64_t base_offset)
+{
+    (void)b;
+    kb_partition *part = &t->partitions[partition];
+    if (part->pids != NULL &&
+        kb_ptxn_on_data(kb_pidstate_txns(part->pids), pid, base_offset) != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory tracking a transaction\" "
+               "topic=%s partition=%d", t->name, partition);
+}
+
+int64_t kb_tcoord_lso(kb_broker *b, kb_topic *t, int32_t partition, ks_log *log)
+{
+    (void)b;
+    int64_t hw = ks_log_high_watermark(log);
+    kb_partition *part = &t->partitions[partition];
+    return part->pids != NULL ? kb_ptxn_lso(kb_pidstate_txns(part->pids), hw) : hw;
+}
+
+/* ---- timers ------------------------------------------------------------- */
+
+static void on_tick(kb_loop *loop, void *arg)
+{
+    kb_tcoord *c = arg;
+    int32_t n = kb_txns_tick(c->txns);
+    if (n > 0)
+        KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"timed-out transactions aborted\" count=%d", n);
+    (void)kb_timer_arm(loop, &c->tick,
+                       c->b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms);
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+typedef struct loader {
+    kb_tcoord *c;
+    int64_t records;
+    int64_t skipped;
+} loader;
+
+static kp_err load_record(void *arg, const kp_record *rec, kp_arena *a)
+{
+    loader *ld = arg;
+    kp_str id;
+    kp_transaction_log_value v;
+    kp_err e = kb_txn_read_key(rec->key, a, &id);
+    if (e == KP_ERR_NONE && rec->value.len >= 0)
+        e = kb_txn_read_value(rec->value, a, &v);
+    if (e == KP_ERR_NONE)
+        e = kb_txns_load(ld->c->txns, id, rec->value.len >= 0 ? &v : NULL, a);
+    ld->records++;
+    if (e == KP_ERR__NOMEM)
+        return e;
+    ld->skipped += e != KP_ERR_NONE;
+    return KP_ERR_NONE;
+}
+
+static kp_err load_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch, size_t len)
+{
+    loader *ld = arg;
+    if (batch == NULL || (h->attributes & (KP_BATCH_ATTR_CODEC_MASK | KP_BATCH_ATTR_CONTROL))) {
+        ld->skipped += batch == NULL ? h->records_count : 0;
+        return KP_ERR_NONE;
+    }
+    return kb_batch_each_record(h, batch, len, load_record, ld);
+}
+
+static kp_err load_all(kb_tcoord *c, char *err, size_t errlen)
+{
+    kb_broker *b = c->b;
+    kb_topic *t = kb_topics_find(b->topics, KP_STR_LIT(KB_TCOORD_STATE_TOPIC));
+    if (t == NULL)
+        return KP_ERR_NONE;
+    loader ld = {.c = c};
+    for (int32_t p = 0; p < t->npartitions; p++) {
+        ks_log *log;
+        kp_err e = kb_plog_get(b, t, p, &log);
+        if (e == KP_ERR_NONE)
+            e = kb_log_scan_batches(kb_plog_io(b), log, LOAD_BATCH_MAX, load_batch, &ld);
+        if (e != KP_ERR_NONE) {
+            snprintf(err, errlen, "cannot load %s-%d: %s", KB_TCOORD_STATE_TOPIC, p,
+                     kp_err_name(e));
+            return KP_ERR__IO;
+        }
+    }
+    kb_txns_load_done(c->txns);
+    KB_LOG(KB_LL_INFO, KB_SUB_GROUP,
+           "msg=\"transactions loaded\" transactional_ids=%zu records=%lld skipped=%lld",
+           kb_txns_count(c->txns), (long long)ld.records, (long long)ld.skipped);
+    return KP_ERR_NONE;
+}
+
+/* ---- start and stop ----------------------------------------------------- */
+
+kp_err kb_tcoord_start(kb_broker *b, char *err, size_t errlen)
+{
+    kb_tcoord *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KP_ERR__NOMEM;
+    }
+    kb_txn_env env = {
+        .persist = env_persist,
+        .tombstone = env_tombstone,
+        .markers = env_markers,
+        .new_pid = env_new_pid,
+        .wall_ms = env_wall,
+        .ctx = c,
+        .max_timeout_ms = b->cfg->transaction_max_timeout_ms,
+        .id_expiration_ms = b->cfg->transactional_id_expiration_ms,
+    };
+    c->b = b;
+    c->txns = kb_txns_new(&env);
+    b->tcoord = c;
+    if (c->txns == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KP_ERR__NOMEM;
+    }
+    kb_timer_init(&c->tick, on_tick, c);
+    (void)kb_timer_arm(b->loop, &c->tick,
+                       b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms);
+    return load_all(c, err, errlen);
+}
+
+void kb_tcoord_stop(kb_broker *b)
+{
+    kb_tcoord *c = b->tcoord;
+    if (c == NULL)
+        return;
+    kb_timer_disarm(b->loop, &c->tick);
+    kb_txns_free(c->txns);
+    free(c);
+    b->tcoord = NULL;
+}

@@ -1,0 +1,659 @@
+#include "kb_txn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NBUCKETS_MIN 64
+
+struct kb_txns {
+    kb_txn_env env;
+    kb_txn **buckets;
+    size_t nbuckets; /* power of two */
+    size_t n;
+};
+
+static const char *const state_names[] = {
+    "Empty",         "Ongoing",        "PrepareCommit", "PrepareAbort",
+    "CompleteCommit", "CompleteAbort", "Dead",          "PrepareEpochFence",
+};
+
+const char *kb_txn_state_name(kb_txn_state s)
+{
+    return (unsigned)s < sizeof(state_names) / sizeof(state_names[0]) ? state_names[s] : "Unknown";
+}
+
+/* ---- the registry ------------------------------------------------------- */
+
+static uint64_t id_hash(kp_str id)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (int32_t i = 0; i < id.len; i++) {
+        h ^= (uint8_t)id.p[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ (h >> 31);
+}
+
+kb_txns *kb_txns_new(const kb_txn_env *env)
+{
+    kb_txns *ts = calloc(1, sizeof(*ts));
+    if (ts == NULL)
+        return NULL;
+    ts->env = *env;
+    ts->nbuckets = NBUCKETS_MIN;
+    ts->buckets = calloc(ts->nbuckets, sizeof(*ts->buckets));
+    if (ts->buckets == NULL) {
+        free(ts);
+        return NULL;
+    }
+    return ts;
+}
+
+static void parts_free(kb_txn_tp *parts, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        free((char *)(uintptr_t)parts[i].topic);
+    free(parts);
+}
+
+static void txn_free(kb_txn *t)
+{
+    parts_free(t->parts, t->nparts);
+    free(t->id);
+    free(t);
+}
+
+void kb_txns_free(kb_txns *ts)
+{
+    if (ts == NULL)
+        return;
+    for (size_t i = 0; i < ts->nbuckets; i++) {
+        while (ts->buckets[i] != NULL) {
+            kb_txn *t = ts->buckets[i];
+            ts->buckets[i] = t->next_in_bucket;
+            txn_free(t);
+        }
+    }
+    free(ts->buckets);
+    free(ts);
+}
+
+static kb_txn **slot_of(const kb_txns *ts, kp_str id)
+{
+    kb_txn **s = &ts->buckets[id_hash(id) & (ts->nbuckets - 1)];
+    while (*s != NULL && !kp_str_eq_c(id, (*s)->id))
+        s = &(*s)->next_in_bucket;
+    return s;
+}
+
+kb_txn *kb_txns_find(const kb_txns *ts, kp_str id)
+{
+    return id.len > 0 ? *slot_of(ts, id) : NULL;
+}
+
+kb_txn *kb_txns_find_pid(const kb_txns *ts, int64_t pid)
+{
+    size_t cur = 0;
+    for (kb_txn *t; (t = kb_txns_next(ts, &cur)) != NULL;)
+        if (t->m.producer_id == pid)
+            return t;
+    return NULL;
+}
+
+size_t kb_txns_count(const kb_txns *ts)
+{
+    return ts->n;
+}
+
+/* The cursor is bucket << 20 | position in the chain. */
+kb_txn *kb_txns_next(const kb_txns *ts, size_t *cursor)
+{
+    size_t b = *cursor >> 20, pos = *cursor & 0xFFFFF;
+    for (; b < ts->nbuckets; b++, pos = 0) {
+        kb_txn *t = ts->buckets[b];
+        for (size_t i = 0; t != NULL && i < pos; i++)
+            t = t->next_in_bucket;
+        if (t != NULL) {
+            *cursor = (b << 20) | (pos + 1);
+            return t;
+        }
+    }
+    *cursor = ts->nbuckets << 20;
+    return NULL;
+}
+
+static void grow(kb_txns *ts)
+{
+    size_t nb = ts->nbuckets * 2;
+    kb_txn **v = calloc(nb, sizeof(*v));
+    if (v == NULL)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < ts->nbuckets; i++) {
+        while (ts->buckets[i] != NULL) {
+            kb_txn *t = ts->buckets[i];
+            ts->buckets[i] = t->next_in_bucket;
+            kb_txn **s = &v[id_hash(kp_str_from(t->id)) & (nb - 1)];
+            t->next_in_bucket = *s;
+            *s = t;
+        }
+    }
+    free(ts->buckets);
+    ts->buckets = v;
+    ts->nbuckets = nb;
+}
+
+/* A new transactional id in state Empty with no epoch yet. */
+static kp_err insert(kb_txns *ts, kp_str id, const kb_txn_meta *m, kb_txn **out)
+{
+    if (ts->n >= KB_TXN_MAX_IDS)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (ts->n >= ts->nbuckets)
+        grow(ts);
+    kb_txn *t = calloc(1, sizeof(*t));
+    if (t == NULL || (t->id = malloc((size_t)id.len + 1)) == NULL) {
+        free(t);
+        return KP_ERR__NOMEM;
+    }
+    memcpy(t->id, id.p, (size_t)id.len);
+    t->id[id.len] = '\0';
+    t->m = *m;
+    kb_txn **s = slot_of(ts, id);
+    *s = t;
+    ts->n++;
+    *out = t;
+    return KP_ERR_NONE;
+}
+
+static void remove_txn(kb_txns *ts, kb_txn *t)
+{
+    kb_txn **s = slot_of(ts, kp_str_from(t->id));
+    if (*s != t)
+        return;
+    *s = t->next_in_bucket;
+    ts->n--;
+    txn_free(t);
+}
+
+/* ---- partitions --------------------------------------------------------- */
+
+static int tp_cmp(const void *a, const void *b)
+{
+    const kb_txn_tp *x = a, *y = b;
+    int c = strcmp(x->topic, y->topic);
+    return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+bool kb_txn_has_partition(const kb_txn *t, const char *topic, int32_t partition)
+{
+    kb_txn_tp key = {topic, partition};
+    return t->nparts > 0 &&
+           bsearch(&key, t->parts, (size_t)t->nparts, sizeof(key), tp_cmp) != NULL;
+}
+
+/* t's partitions plus tps, sorted and unique, topics copied; *out is NULL
+ * when nothing is new. */
+static kp_err parts_union(const kb_txn *t, const kb_txn_tp *tps, int32_t n, kb_txn_tp **out,
+                          int32_t *nout)
+{
+    *out = NULL;
+    kb_txn_tp *v = calloc((size_t)t->nparts + (size_t)n + 1, sizeof(*v));
+    if (v == NULL)
+        return KP_ERR__NOMEM;
+    int32_t k = 0;
+    for (int32_t i = 0; i < t->nparts; i++)
+        v[k++] = (kb_txn_tp){strdup(t->parts[i].topic), t->parts[i].partition};
+    for (int32_t i = 0; i < n; i++)
+        if (!kb_txn_has_partition(t, tps[i].topic, tps[i].partition))
+            v[k++] = (kb_txn_tp){strdup(tps[i].topic), tps[i].partition};
+    for (int32_t i = 0; i < k; i++) {
+        if (v[i].topic == NULL) {
+            parts_free(v, k);
+            return KP_ERR__NOMEM;
+        }
+    }
+    qsort(v, (size_t)k, sizeof(*v), tp_cmp);
+    int32_t u = 0; /* drop duplicates within tps */
+    for (int32_t i = 0; i < k; i++) {
+        if (u > 0 && tp_cmp(&v[u - 1], &v[i]) == 0)
+            free((char *)(uintptr_t)v[i].topic);
+        else
+            v[u++] = v[i];
+    }
+    if (u > KB_TXN_MAX_PARTITIONS) {
+        parts_free(v, u);
+        return KP_ERR_INVALID_REQUEST;
+    }
+    *out = v;
+    *nout = u;
+    return KP_ERR_NONE;
+}
+
+/* ---- transitions -------------------------------------------------------- */
+
+static int64_t now_ms(const kb_txns *ts)
+{
+    return ts->env.wall_ms(ts->env.ctx);
+}
+
+/* Writes next (with t's partitions, or none) and then applies it. */
+static kp_err transit(kb_txns *ts, kb_txn *t, const kb_txn_meta *next, bool keep_parts)
+{
+    kp_err e = ts->env.persist(ts->env.ctx, t->id, next, keep_parts ? t->parts : NULL,
+                               keep_parts ? t->nparts : 0);
+    if (e != KP_ERR_NONE)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    t->m = *next;
+    if (!keep_parts) {
+        parts_free(t->parts, t->nparts);
+        t->parts = NULL;
+        t->nparts = 0;
+    }
+    return KP_ERR_NONE;
+}
+
+/* From Prepare*: markers, then Complete*. Failures leave Prepare* (retried). */
+static kp_err complete(kb_txns *ts, kb_txn *t)
+{
+    bool commit = t->m.state == KB_TXN_PREPARE_COMMIT;
+    kp_err e = ts->env.markers(ts->env.ctx, t, commit);
+    if (e != KP_ERR_NONE)
+        return e;
+    kb_txn_meta next = t->m;
+    next.state = commit ? KB_TXN_COMPLETE_COMMIT : KB_TXN_COMPLETE_ABORT;
+    next.update_ms = now_ms(ts);
+    return transit(ts, t, &next, false);
+}
+
+/* Ongoing to Prepare* (with epoch for a fence), then completion. */
+static kp_err prepare_end(kb_txns *ts, kb_txn *t, bool commit, int16_t epoch, int16_t last_epoch)
+{
+    kb_txn_meta next = t->m;
+    next.state = commit ? KB_TXN_PREPARE_COMMIT : KB_TXN_PREPARE_ABORT;
+    next.producer_epoch = epoch;
+    next.last_producer_epoch = last_epoch;
+    next.update_ms = now_ms(ts);
+    kp_err e = transit(ts, t, &next, true);
+    if (e != KP_ERR_NONE)
+        return e;
+    (void)complete(ts, t); /* the client is answered once Prepare* is written */
+    return KP_ERR_NONE;
+}
+
+/* Kafka's epoch fence: the open transaction is aborted at epoch + 1, so
+ * the producer that opened it can no longer write or end it. */
+static kp_err fence_and_abort(kb_txns *ts, kb_txn *t)
+{
+    int16_t epoch = t->m.producer_epoch < INT16_MAX ? (int16_t)(t->m.producer_epoch + 1)
+                                                     : t->m.producer_epoch;
+    return prepare_end(ts, t, false, epoch, -1);
+}
+
+kp_err kb_txn_end(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch, bool commit)
+{
+    if (id.len <= 0)
+        return KP_ERR_INVALID_REQUEST;
+    kb_txn *t = kb_txns_find(ts, id);
+    if (t == NULL || t->m.producer_id != pid)
+        return KP_ERR_INVALID_PRODUCER_ID_MAPPING;
+    if (epoch != t->m.producer_epoch)
+        return KP_ERR_PRODUCER_FENCED;
+    switch (t->m.state) {
+    case KB_TXN_ONGOING:
+        return prepare_end(ts, t, commit, t->m.producer_epoch, t->m.last_producer_epoch);
+    case KB_TXN_COMPLETE_COMMIT:
+        return commit ? KP_ERR_NONE : KP_ERR_INVALID_TXN_STATE;
+    case KB_TXN_COMPLETE_ABORT:
+        return commit ? KP_ERR_INVALID_TXN_STATE : KP_ERR_NONE;
+    case KB_TXN_PREPARE_COMMIT:
+        return commit ? KP_ERR_CONCURRENT_TRANSACTIONS : KP_ERR_INVALID_TXN_STATE;
+    case KB_TXN_PREPARE_ABORT:
+        return commit ? KP_ERR_INVALID_TXN_STATE : KP_ERR_CONCURRENT_TRANSACTIONS;
+    default:
+        return KP_ERR_INVALID_TXN_STATE;
+    }
+}
+
+kp_err kb_txn_check_producer(const kb_txn *t, int64_t pid, int16_t epoch)
+{
+    if (t == NULL || t->m.producer_id != pid)
+        return KP_ERR_INVALID_PRODUCER_ID_MAPPING;
+    if (t->m.producer_epoch != epoch)
+        return KP_ERR_PRODUCER_FENCED;
+    if (t->m.state == KB_TXN_PREPARE_COMMIT || t->m.state == KB_TXN_PREPARE_ABORT)
+        return KP_ERR_CONCURRENT_TRANSACTIONS;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_txn_add_partitions(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch,
+                             const kb_txn_tp *tps, int32_t n)
+{
+    if (id.len <= 0)
+        return KP_ERR_INVALID_REQUEST;
+    kb_txn *t = kb_txns_find(ts, id);
+    kp_err e = kb_txn_check_producer(t, pid, epoch);
+    if (e != KP_ERR_NONE)
+        return e;
+    kb_txn_tp *v;
+    int32_t nv = 0;
+    if ((e = parts_union(t, tps, n, &v, &nv)) != KP_ERR_NONE)
+        return e;
+    if (t->m.state == KB_TXN_ONGOING && nv == t->nparts) {
+        parts_free(v, nv); /* nothing new: Kafka answers at once */
+        return KP_ERR_NONE;
+    }
+    kb_txn_meta next = t->m;
+    next.update_ms = now_ms(ts);
+    if (t->m.state != KB_TXN_ONGOING)
+        next.start_ms = next.update_ms;
+    next.state = KB_TXN_ONGOING;
+    if (ts->env.persist(ts->env.ctx, t->id, &next, v, nv) != KP_ERR_NONE) {
+        parts_free(v, nv);
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
+    parts_free(t->parts, t->nparts);
+    t->parts = v;
+    t->nparts = nv;
+    t->m = next;
+    return KP_ERR_NONE;
+}
+
+/* ---- InitProducerId ----------------------------------------------------- */
+
+static bool epoch_exhausted(int16_t epoch)
+{
+    return epoch >= INT16_MAX - 1;
+}
+
+/* Kafka's isValidProducerId (KIP-360): may this producer re-initialise? */
+static bool valid_producer(const kb_txn *t, int64_t pid, int16_t epoch)
+{
+    return t->m.producer_epoch == -1 || pid == t->m.producer_id ||
+           (pid == t->m.last_producer_id && epoch_exhausted(epoch));
+}
+
+/* The epoch (and last epoch) an InitProducerId from Empty/Complete* gives. */
+static kp_err bump_epoch(const kb_txn *t, bool expected, int16_t want, kb_txn_meta *next)
+{
+    int16_t cur = t->m.producer_epoch;
+    if (!expected) {
+        next->producer_epoch = (int16_t)(cur + 1);
+        next->last_producer_epoch = -1;
+    } else if (cur == -1 || want == cur) {
+        next->producer_epoch = (int16_t)(cur + 1);
+        next->last_producer_epoch = cur;
+    } else if (want == t->m.last_producer_epoch) {
+        next->producer_epoch = cur; /* a retry of a bump that succeeded */
+    } else {
+        return KP_ERR_PRODUCER_FENCED;
+    }
+    return KP_ERR_NONE;
+}
+
+static kp_err init_from_idle(kb_txns *ts, kb_txn *t, int32_t timeout_ms, bool expected,
+                             int16_t want)
+{
+    kb_txn_meta next = t->m;
+    kp_err e;
+    if (epoch_exhausted(t->m.producer_epoch) && (!expected || want == t->m.producer_epoch)) {
+        int64_t pid;
+        if ((e = ts->env.new_pid(ts->env.ctx, &pid)) != KP_ERR_NONE)
+            return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+        next.last_producer_id = t->m.producer_id;
+        next.producer_id = pid;
+        next.producer_epoch = 0;
+        next.last_producer_epoch = expected ? t->m.producer_epoch : -1;
+    } else if ((e = bump_epoch(t, expected, want, &next)) != KP_ERR_NONE) {
+        return e;
+    }
+    next.state = KB_TXN_EMPTY;
+    next.timeout_ms = timeout_ms;
+    next.start_ms = -1;
+    next.update_ms = now_ms(ts);
+    return transit(ts, t, &next, false);
+}
+
+static kp_err find_or_create(kb_txns *ts, kp_str id, int32_t timeout_ms, kb_txn **out)
+{
+    *out = kb_txns_find(ts, id);
+    if (*out != NULL)
+        return KP_ERR_NONE;
+    kb_txn_meta m = {.last_producer_id = -1,
+                     .producer_epoch = -1,
+                     .last_producer_epoch = -1,
+                     .timeout_ms = timeout_ms,
+                     .state = KB_TXN_EMPTY,
+                     .start_ms = -1,
+                     .update_ms = now_ms(ts)};
+    if (ts->n >= KB_TXN_MAX_IDS)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (ts->env.new_pid(ts->env.ctx, &m.producer_id) != KP_ERR_NONE)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    return insert(ts, id, &m, out);
+}
+
+kp_err kb_txn_init_producer(kb_txns *ts, kp_str id, int32_t timeout_ms, int64_t pid,
+                            int16_t epoch, int64_t *out_pid, int16_t *out_epoch)
+{
+    *out_pid = -1;
+    *out_epoch = -1;
+    if (id.len == 0 || (pid == -1) != (epoch == -1))
+        return KP_ERR_INVALID_REQUEST;
+    if (timeout_ms <= 0 || timeout_ms > ts->env.max_timeout_ms)
+        return KP_ERR_INVALID_TRANSACTION_TIMEOUT;
+    kb_txn *t;
+    kp_err e = find_or_create(ts, id, timeout_ms, &t);
+    if (e != KP_ERR_NONE)
+        return e;
+    bool expected = pid != -1;
+    if (expected && !valid_producer(t, pid, epoch))
+        return KP_ERR_PRODUCER_FENCED;
+    switch (t->m.state) {
+    case KB_TXN_PREPARE_COMMIT:
+    case KB_TXN_PREPARE_ABORT:
+        (void)complete(ts, t); /* retry markers a failed write left behind */
+        return KP_ERR_CONCURRENT_TRANSACTIONS;
+    case KB_TXN_ONGOING:
+        /* Abort the open transaction at a fenced epoch; the retry bumps again. */
+        e = fence_and_abort(ts, t);
+        return e != KP_ERR_NONE ? e : KP_ERR_CONCURRENT_TRANSACTIONS;
+    case KB_TXN_EMPTY:
+    case KB_TXN_COMPLETE_COMMIT:
+    case KB_TXN_COMPLETE_ABORT:
+        if ((e = init_from_idle(ts, t, timeout_ms, expected, epoch)) != KP_ERR_NONE)
+            return e;
+        *out_pid = t->m.producer_id;
+        *out_epoch = t->m.producer_epoch;
+        return KP_ERR_NONE;
+    default:
+        return KP_ERR_UNKNOWN_SERVER_ERROR;
+    }
+}
+
+/* ---- timers ------------------------------------------------------------- */
+
+static bool idle_expired(const kb_txns *ts, const kb_txn *t, int64_t now)
+{
+    bool idle = t->m.state == KB_TXN_EMPTY || t->m.state == KB_TXN_COMPLETE_COMMIT ||
+                t->m.state == KB_TXN_COMPLETE_ABORT;
+    return idle && ts->env.id_expiration_ms > 0 && now - t->m.update_ms >= ts->env.id_expiration_ms;
+}
+
+/* One transaction's periodic work; true if it was removed. */
+static bool tick_one(kb_txns *ts, kb_txn *t, int64_t now, int32_t *aborted)
+{
+    if (t->m.state == KB_TXN_ONGOING && t->m.start_ms + t->m.timeout_ms < now) {
+        if (fence_and_abort(ts, t) == KP_ERR_NONE)
+            (*aborted)++;
+    } else if (t->m.state == KB_TXN_PREPARE_COMMIT || t->m.state == KB_TXN_PREPARE_ABORT) {
+        (void)complete(ts, t);
+    } else if (idle_expired(ts, t, now) && ts->env.tombstone(ts->env.ctx, t->id) == KP_ERR_NONE) {
+        remove_txn(ts, t);
+        return true;
+    }
+    return false;
+}
+
+int32_t kb_txns_tick(kb_txns *ts)
+{
+    int64_t now = now_ms(ts);
+    int32_t aborted = 0;
+    for (size_t b = 0; b < ts->nbuckets; b++) {
+        kb_txn *t = ts->buckets[b];
+        while (t != NULL) {
+            kb_txn *next = t->next_in_bucket;
+            (void)tick_one(ts, t, now, &aborted);
+            t = next;
+        }
+    }
+    return aborted;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+/* The partitions of a record value, sorted and unique, topics copied. */
+static kp_err parts_from_value(const kp_transaction_log_value *v, kp_arena *a, kb_txn_tp **out,
+                               int32_t *n)
+{
+    int32_t total = 0;
+    for (int32_t i = 0; i < v->transaction_partitions.n; i++)
+        total += v->transaction_partitions.v[i].partition_ids.n;
+    *out = NULL;
+    *n = 0;
+    if (total <= 0)
+        return KP_ERR_NONE;
+    kb_txn_tp *tps = kp_arena_calloc(a, (size_t)total, sizeof(*tps));
+    if (tps == NULL)
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0, k = 0; i < v->transaction_partitions.n; i++) {
+        const kp_transaction_log_value_partitions_schema *ps = &v->transaction_partitions.v[i];
+        char *topic = kp_arena_strdup(a, ps->topic.len > 0 ? ps->topic.p : "",
+                                      (size_t)(ps->topic.len > 0 ? ps->topic.len : 0));
+        if (topic == NULL)
+            return KP_ERR__NOMEM;
+        for (int32_t j = 0; j < ps->partition_ids.n; j++)
+            tps[k++] = (kb_txn_tp){topic, ps->partition_ids.v[j]};
+    }
+    kb_txn none = {0};
+    return parts_union(&none, tps, total, out, n);
+}
+
+kp_err kb_txns_load(kb_txns *ts, kp_str id, const kp_transaction_log_value *v, kp_arena *a)
+{
+    kb_txn *t = kb_txns_find(ts, id);
+    if (v == NULL) {
+        if (t != NULL)
+            remove_txn(ts, t);
+        return KP_ERR_NONE;
+    }
+    kb_txn_meta m = {v->producer_id,          v->previous_producer_id,
+                     v->producer_epoch,       -1,
+                     v->transaction_timeout_ms, (kb_txn_state)v->transaction_status,
+                     v->transaction_start_timestamp_ms, v->transaction_last_update_timestamp_ms};
+    if (v->transaction_status < 0 || v->transaction_status > KB_TXN_PREPARE_EPOCH_FENCE)
+        return KP_ERR__CORRUPT;
+    kb_txn_tp *parts;
+    int32_t n;
+    kp_err e = parts_from_value(v, a, &parts, &n);
+    if (e == KP_ERR_NONE && t == NULL)
+        e = insert(ts, id, &m, &t);
+    if (e != KP_ERR_NONE) {
+        parts_free(parts, n);
+        return e;
+    }
+    t->m = m;
+    parts_free(t->parts, t->nparts);
+    t->parts = parts;
+    t->nparts = n;
+    return KP_ERR_NONE;
+}
+
+void kb_txns_load_done(kb_txns *ts)
+{
+    size_t cur = 0;
+    for (kb_txn *t; (t = kb_txns_next(ts, &cur)) != NULL;) {
+        if (t->m.state == KB_TXN_PREPARE_COMMIT || t->m.state == KB_TXN_PREPARE_ABORT)
+            (void)complete(ts, t);
+        else if (t->m.state == KB_TXN_PREPARE_EPOCH_FENCE || t->m.state == KB_TXN_DEAD)
+            t->m.state = KB_TXN_COMPLETE_ABORT; /* never written by Runnel; treat as ended */
+    }
+}
+
+/* ---- record bytes ------------------------------------------------------- */
+
+void kb_txn_write_key(kp_writer *w, const char *id)
+{
+    kp_transaction_log_key k = {.transactional_id = kp_str_from(id)};
+    kp_write_i16(w, KB_TXN_KEY_VERSION);
+    kp_transaction_log_key_encode(w, &k, KB_TXN_KEY_VERSION);
+}
+
+/* Groups the sorted partitions by topic (Kafka's PartitionsSchema list). */
+static void value_partitions(const kb_txn_tp *parts, int32_t n, kp_arena *a,
+                             kp_transaction_log_value *v)
+{
+    kp_transaction_log_value_partitions_schema *ps =
+        kp_arena_calloc(a, (size_t)n + 1, sizeof(*ps));
+    int32_t *ids = kp_arena_calloc(a, (size_t)n + 1, sizeof(*ids));
+    int32_t nt = 0;
+    if (ps == NULL || ids == NULL)
+        return;
+    for (int32_t i = 0; i < n; i++) {
+        if (nt == 0 || strcmp(parts[i].topic, parts[i - 1].topic) != 0) {
+            ps[nt].topic = kp_str_from(parts[i].topic);
+            ps[nt].partition_ids.v = &ids[i];
+            nt++;
+        }
+        ids[i] = parts[i].partition;
+        ps[nt - 1].partition_ids.n++;
+    }
+    v->transaction_partitions.n = nt;
+    v->transaction_partitions.v = ps;
+}
+
+void kb_txn_write_value(kp_writer *w, const kb_txn_meta *m, const kb_txn_tp *parts, int32_t n,
+                        kp_arena *a)
+{
+    kp_transaction_log_value v;
+    kp_transaction_log_value_defaults(&v);
+    v.producer_id = m->producer_id;
+    v.previous_producer_id = m->last_producer_id;
+    v.producer_epoch = m->producer_epoch;
+    v.transaction_timeout_ms = m->timeout_ms;
+    v.transaction_status = (int8_t)m->state;
+    v.transaction_partitions.n = m->state == KB_TXN_EMPTY ? -1 : 0; /* Empty writes null */
+    if (n > 0)
+        value_partitions(parts, n, a, &v);
+    v.transaction_last_update_timestamp_ms = m->update_ms;
+    v.transaction_start_timestamp_ms = m->start_ms;
+    kp_write_i16(w, KB_TXN_VALUE_VERSION);
+    kp_transaction_log_value_encode(w, &v, KB_TXN_VALUE_VERSION);
+}
+
+kp_err kb_txn_read_key(kp_slice key, kp_arena *a, kp_str *id)
+{
+    if (key.len < 2)
+        return KP_ERR__CORRUPT;
+    kp_reader r = kp_reader_make(key.p, (size_t)key.len);
+    int16_t version = kp_read_i16(&r);
+    kp_transaction_log_key k;
+    if (version != KB_TXN_KEY_VERSION || kp_transaction_log_key_decode(&r, a, &k, version) !=
+                                             KP_ERR_NONE || k.transactional_id.len <= 0)
+        return KP_ERR__CORRUPT;
+    *id = k.transactional_id;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_txn_read_value(kp_slice value, kp_arena *a, kp_transaction_log_value *out)
+{
+    if (value.len < 2)
+        return KP_ERR__CORRUPT;
+    kp_reader r = kp_reader_make(value.p, (size_t)value.len);
+    int16_t version = kp_read_i16(&r);
+    kp_transaction_log_value_defaults(out);
+    if (version < 0 || version > 1 ||
+        kp_transaction_log_value_decode(&r, a, out, version) != KP_ERR_NONE)
+        return KP_ERR__CORRUPT;
+    if (out->transaction_partitions.n < 0)
+        out->transaction_partitions.n = 0;
+    return KP_ERR_NONE;
+}
