@@ -444,9 +444,9 @@ static kb_auth_step client_final(kb_scram *s, const char *in, size_t len, const 
         !kb_b64_decode(pp + 3, len - without - 3, proof, sizeof proof, &proof_len) ||
         proof_len != s->hlen)
         return scram_fail(s, "Authentication failed: malformed client-final message");
+    /* Kafka words every client-final failure the same way. */
     if (!check_binding_and_nonce(s, (span){in, without, false}))
-        return scram_fail(s, "Authentication failed: Invalid client nonce or channel binding in "
-                             "the final client message");
+        return scram_fail(s, bad);
     size_t am_len;
     char *am = auth_message(s, in, without, &am_len);
     if (am == NULL)
