@@ -402,9 +402,13 @@ static void conn_process(kb_conn *c)
             return;
         }
         if (c->rlen < 4 + (size_t)size) {
-            if (!conn_reserve(c, 4 + (size_t)size))
+            /* Wait for the rest; reading must be re-armed (a request just
+             * answered in this loop may have paused it). */
+            if (!conn_reserve(c, 4 + (size_t)size)) {
                 kb_conn_close(c, "out of memory for a frame");
-            return;
+                return;
+            }
+            break;
         }
         c->in_flight = true;
         c->dispatching = true;
