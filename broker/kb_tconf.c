@@ -48,7 +48,7 @@ static const struct {
     {"remote.storage.enable", T_BOOL, 0, "false"},
     {"retention.bytes", T_LONG, -1, "-1"},
     {"retention.ms", T_LONG, -1, "604800000"},
-    {"segment.bytes", T_INT, 14, "1073741824"},
+    {"segment.bytes", T_INT, 1048576, "1073741824"}, /* Kafka 4's minimum */
     {"segment.index.bytes", T_INT, 4, "10485760"},
     {"segment.jitter.ms", T_LONG, 0, "0"},
     {"segment.ms", T_LONG, 1, "604800000"},
@@ -114,8 +114,14 @@ kp_err kb_tconf_check(const char *key, const char *value, kb_msgbuf *msg)
             return KP_ERR_INVALID_CONFIG;
         }
         if (!value_ok(topic_keys[i].type, topic_keys[i].min, value, &expected)) {
-            kb_msgf(msg, "Invalid value %s for configuration %s: expected %s", value, key,
-                 expected);
+            int64_t n;
+            bool integer = topic_keys[i].type == T_INT || topic_keys[i].type == T_LONG;
+            if (integer && parse_long(value, &n) && n < topic_keys[i].min)
+                kb_msgf(msg, "Invalid value %s for configuration %s: Value must be at least %lld",
+                        value, key, (long long)topic_keys[i].min);
+            else
+                kb_msgf(msg, "Invalid value %s for configuration %s: expected %s", value, key,
+                        expected);
             return KP_ERR_INVALID_CONFIG;
         }
         return KP_ERR_NONE;
