@@ -284,6 +284,9 @@ kp_err kb_server_start(kb_broker *b, kb_server **out, char *err, size_t errlen)
     if (srv == NULL)
         return KP_ERR__NOMEM;
     srv->broker = b;
+    /* Initialised first: a failed start still runs kb_server_stop, which
+     * disarms it. */
+    kb_timer_init(&srv->idle_timer, on_idle_sweep, srv);
     *out = srv;
     const kb_listener_list *ls = &b->cfg->listeners;
     srv->listeners = calloc(ls->n, sizeof(*srv->listeners));
@@ -316,7 +319,6 @@ kp_err kb_server_start(kb_broker *b, kb_server **out, char *err, size_t errlen)
                kb_security_protocol_name(sl->cfg->li_protocol),
                sl->cfg->li_host[0] ? sl->cfg->li_host : "*", sl->port);
     }
-    kb_timer_init(&srv->idle_timer, on_idle_sweep, srv);
     (void)kb_timer_arm(b->loop, &srv->idle_timer, KB_IDLE_SWEEP_MS);
     kb_loop_set_before_sleep(b->loop, free_dead, srv);
     return KP_ERR_NONE;

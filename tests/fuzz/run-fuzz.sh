@@ -6,4 +6,4 @@ set -eu
 bin=$1 corpus=$2 runs=$3 scratch=$4
 mkdir -p "$scratch"
 exec "$bin" -runs="$runs" -seed=1 -timeout=20 -rss_limit_mb=2048 -max_len=65536 \
-    -print_final_stats=1 "$scratch" "$corpus"
+    -print_final_stats=1 -artifact_prefix="$scratch/" "$scratch" "$corpus"
