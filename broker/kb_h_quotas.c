@@ -173,8 +173,11 @@ kp_err kb_quota_throttle(kb_req *req, kb_quota_kind kind, int64_t bytes, int32_t
                          kp_err ret)
 {
     const char *client = kb_admin_cstr(req, req->client_id);
-    int64_t ms = kb_quotas_record(req->broker->quotas, kind, "ANONYMOUS", client,
-                                  bytes, kb_loop_now_ms(req->broker->loop));
+    /* The quota user is the principal's name: "ANONYMOUS" until SASL says otherwise. */
+    const char *principal = req->conn->principal;
+    const char *user = strncmp(principal, "User:", 5) == 0 ? principal + 5 : principal;
+    int64_t ms = kb_quotas_record(req->broker->quotas, kind, user, client, bytes,
+                                  kb_loop_now_ms(req->broker->loop));
     if (ms <= 0)
         return ret;
     *throttle_time_ms = ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
