@@ -26,6 +26,7 @@ static void conn_on_event(kb_loop *loop, int fd, unsigned events, void *arg);
 static void conn_process(kb_conn *c);
 static void conn_read(kb_conn *c);
 static void conn_kick(kb_loop *loop, void *arg);
+static void conn_unmute(kb_loop *loop, void *arg);
 
 kb_conn *kb_conn_new(kb_server *srv, kb_broker *b, int fd, const kb_listener *l,
                      const char *peer)
@@ -42,6 +43,7 @@ kb_conn *kb_conn_new(kb_server *srv, kb_broker *b, int fd, const kb_listener *l,
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     snprintf(c->principal, sizeof(c->principal), "User:ANONYMOUS");
     kb_timer_init(&c->tls_kick, conn_kick, c);
+    kb_timer_init(&c->mute_timer, conn_unmute, c);
     c->last_active_ms = kb_loop_now_ms(b->loop);
     if (kb_loop_add_fd(b->loop, fd, KB_EV_READ, conn_on_event, c) != KP_ERR_NONE) {
         free(c);
@@ -71,6 +73,7 @@ void kb_conn_free(kb_conn *c)
         out_free(o);
     }
     kb_timer_disarm(c->broker->loop, &c->tls_kick);
+    kb_timer_disarm(c->broker->loop, &c->mute_timer);
     kb_sasl_session_free(c->sasl);
     kb_tls_free(c->tls); /* before the fd closes: close_notify */
     if (c->fd >= 0)
@@ -88,6 +91,7 @@ void kb_conn_close(kb_conn *c, const char *reason)
            (unsigned long long)c->id, c->peer, reason);
     kb_loop_del_fd(c->broker->loop, c->fd);
     kb_timer_disarm(c->broker->loop, &c->tls_kick);
+    kb_timer_disarm(c->broker->loop, &c->mute_timer);
     if (c->in_flight && c->req.on_cancel != NULL) {
         kb_req_cancel_cb *cancel = c->req.on_cancel;
         c->req.on_cancel = NULL;
@@ -113,7 +117,7 @@ void kb_conn_require_sasl(kb_conn *c, const kb_sasl_listener *cfg)
 
 static bool conn_wants_read(const kb_conn *c)
 {
-    return !c->in_flight && !c->close_after_send && c->out_bytes < KB_CONN_OUT_PAUSE;
+    return !c->in_flight && !c->close_after_send && !c->muted && c->out_bytes < KB_CONN_OUT_PAUSE;
 }
 
 /* Reading runs while no request is in flight and the backlog is small;
@@ -384,12 +388,29 @@ void kb_conn_request_done(kb_conn *c)
     conn_update_events(c);
 }
 
+void kb_conn_mute(kb_conn *c, int64_t ms)
+{
+    if (c->closing || kb_timer_arm(c->broker->loop, &c->mute_timer, ms) != KP_ERR_NONE)
+        return;
+    c->muted = true;
+    conn_update_events(c);
+}
+
+static void conn_unmute(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    kb_conn *c = arg;
+    c->muted = false;
+    if (!c->closing && !c->in_flight)
+        conn_process(c); /* ends by re-arming reading */
+}
+
 /* Dispatches every whole frame at the front of the buffer, one at a time. */
 static void conn_process(kb_conn *c)
 {
     /* Frames already buffered wait while the output backlog is large, so a
      * client that pipelines requests and never reads cannot grow it further. */
-    while (!c->in_flight && !c->closing && !c->close_after_send && c->rlen >= 4 &&
+    while (!c->in_flight && !c->closing && !c->close_after_send && !c->muted && c->rlen >= 4 &&
            c->out_bytes < KB_CONN_OUT_PAUSE) {
         int32_t size = frame_size(c->rbuf);
         int32_t max = kb_sasl_frame_limit(c->sasl_cfg, c->sasl_phase,

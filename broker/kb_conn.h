@@ -96,6 +96,8 @@ struct kb_conn {
     bool tls_read_on_write; /* SSL_read needs the socket writable first */
     bool tls_write_on_read; /* SSL_write needs the socket readable first */
     kb_timer tls_kick;      /* reads what OpenSSL already decrypted */
+    kb_timer mute_timer;    /* ends a quota mute */
+    bool muted;             /* quota throttling: no new request until the timer */
     /* authentication */
     const kb_sasl_listener *sasl_cfg; /* NULL unless a SASL listener */
     kb_sasl_phase sasl_phase;
@@ -118,6 +120,9 @@ void kb_conn_close(kb_conn *c, const char *reason);
 void kb_conn_free(kb_conn *c);
 /* Queues an encoded response (takes ownership) and tries to write it. */
 void kb_conn_send(kb_conn *c, kb_out *out);
+/* Quota throttling (KIP-219): processes no further request for ms
+ * milliseconds; the response already queued goes out meanwhile. */
+void kb_conn_mute(kb_conn *c, int64_t ms);
 /* Ends the request in flight and resumes reading. */
 void kb_conn_request_done(kb_conn *c);
 

@@ -181,8 +181,16 @@ kp_err kb_quota_throttle(kb_req *req, kb_quota_kind kind, int64_t bytes, int32_t
     if (ms <= 0)
         return ret;
     *throttle_time_ms = ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
-    if (ret != KP_ERR_NONE || req->no_response || req->on_cancel != NULL)
+    if (ret != KP_ERR_NONE)
         return ret;
+    /* KIP-219: from Produce v6 and Fetch v8 the response goes out at once and
+     * the connection is muted for the throttle time (the client also backs
+     * off by itself); older versions get the response late instead. */
+    int16_t muting_version = kind == KB_QUOTA_PRODUCE ? 6 : 8;
+    if (req->api_version >= muting_version || req->no_response || req->on_cancel != NULL) {
+        kb_conn_mute(req->conn, ms);
+        return ret;
+    }
     throttle_wait *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return ret; /* answer at once; the client still sees the throttle time */
