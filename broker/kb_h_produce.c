@@ -10,6 +10,7 @@
 #include "kb_dispatch.h"
 #include "kb_log.h"
 #include "kb_pidstate.h"
+#include "kb_ptxn.h"
 #include "kb_plog.h"
 #include "kb_tconf.h"
 #include "kb_tcoord.h"
@@ -229,6 +230,13 @@ static void append_part(kb_req *req, produce_part *p)
                                            vr->producer_id, vr->producer_epoch, p->topic,
                                            pr->index, req->api_version)) != KP_ERR_NONE)
         return;
+    /* A producer with a transaction open on this partition may not slip a
+     * non-transactional batch into it (Kafka answers INVALID_TXN_STATE). */
+    if (!transactional && vr->producer_id >= 0 &&
+        kb_ptxn_open(kb_pidstate_txns(part->pids), vr->producer_id, NULL)) {
+        pr->error_code = KP_ERR_INVALID_TXN_STATE;
+        return;
+    }
     int32_t last_seq = last_sequence(vr->base_sequence, vr->last_offset_delta);
     kb_pid_batch dup;
     if (idempotent) {
