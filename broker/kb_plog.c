@@ -1,5 +1,6 @@
 #include "kb_plog.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -652,7 +653,9 @@ void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
         wait_idle(b->plog, log);
         clean_abort_for(b->plog, log);
         kp_errctx ctx = {{0}, NULL, 0, 0};
-        if (ks_log_delete(log, &ctx) != KP_ERR_NONE)
+        /* The directory still holds the registry's partition.metadata, which
+         * kb_topics_delete removes with it: a non-empty rmdir is expected. */
+        if (ks_log_delete(log, &ctx) != KP_ERR_NONE && ctx.sys_errno != ENOTEMPTY)
             KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"deleting log failed\" topic=%s "
                    "partition=%d detail=\"%s\"", t->name, p, ctx.msg);
         t->partitions[p].log = NULL;
