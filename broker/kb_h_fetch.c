@@ -239,11 +239,17 @@ static bool wants_partition(const kb_req *req, const kb_topic *t, int32_t partit
 /* Record bytes a parked fetch could return now, without building a response. */
 static int64_t bytes_available(kb_req *req, fetch_state *st)
 {
+    /* The probe builds into a scratch arena, dropped at once, so a parked
+     * fetch woken by many appends does not grow its request's arena. */
+    kp_arena kept = req->arena;
+    kp_arena_init(&req->arena);
     kp_fetch_resp probe;
     kp_fetch_resp_defaults(&probe);
     bool errors;
     int64_t n = fetch_fill(req, req->request, &probe, st, &errors);
     release_slices(st);
+    kp_arena_fini(&req->arena);
+    req->arena = kept;
     return errors ? INT64_MAX : n;
 }
 
