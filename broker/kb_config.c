@@ -260,6 +260,7 @@ static const key_def key_defs[] = {
     KB("runnel.fetch.zerocopy", "true", FBOOL(fetch_zerocopy), 0),
     KE("runnel.flush.acks.all", "fsync", "fsync|page-cache", FENUM(flush_acks_all)),
     KE("runnel.log.level", "INFO", "ERROR|WARN|INFO|DEBUG|TRACE", FENUM(log_level)),
+    KI("runnel.max.partitions", "200000", 1, I32MAX, FI32(max_partitions), 0),
     KLS("runnel.log.subsystems", "all", "all|net|proto|storage|group|config|main", NOF,
         KD_DERIVED),
     KE("security.inter.broker.protocol", "PLAINTEXT", PROTOCOLS, NOF),

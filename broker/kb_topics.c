@@ -510,6 +510,20 @@ static void partition_dir_remove(const kb_topics *ts, const kb_topic *t, int32_t
 
 /* ---- create, delete, grow ----------------------------------------------- */
 
+/* One broker holds at most runnel.max.partitions partitions, so no request
+ * can make it allocate (or mkdir) without bound. */
+static kp_err check_broker_capacity(const kb_topics *ts, int32_t adding, kb_msgbuf *msg)
+{
+    int64_t total = adding;
+    for (size_t i = 0; i < ts->n; i++)
+        total += ts->v[i]->npartitions;
+    if (total <= ts->cfg->max_partitions)
+        return KP_ERR_NONE;
+    kb_msgf(msg, "Adding %d partitions would exceed this broker's limit of %d partitions "
+                 "(runnel.max.partitions).", adding, ts->cfg->max_partitions);
+    return KP_ERR_INVALID_PARTITIONS;
+}
+
 kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
                         const kb_topic_config *configs, size_t nconfigs, bool validate_only,
                         kb_topic **out, kb_msgbuf *msg)
@@ -532,6 +546,8 @@ kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
              KB_TOPIC_MAX_PARTITIONS);
         return KP_ERR_INVALID_PARTITIONS;
     }
+    if ((e = check_broker_capacity(ts, partitions, msg)) != KP_ERR_NONE)
+        return e;
     for (size_t i = 0; i < nconfigs; i++) {
         e = kb_tconf_check(configs[i].key, configs[i].value, msg);
         if (e != KP_ERR_NONE)
@@ -608,6 +624,9 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
         kb_msgf(msg, "Number of partitions must be at most %d.", KB_TOPIC_MAX_PARTITIONS);
         return KP_ERR_INVALID_PARTITIONS;
     }
+    kp_err e = check_broker_capacity(ts, total - t->npartitions, msg);
+    if (e != KP_ERR_NONE)
+        return e;
     if (validate_only)
         return KP_ERR_NONE;
     kb_partition *ps = realloc(t->partitions, (size_t)total * sizeof(*ps));
@@ -615,7 +634,6 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
         return KP_ERR__NOMEM;
     t->partitions = ps;
     int32_t old = t->npartitions;
-    kp_err e = KP_ERR_NONE;
     for (int32_t p = old; p < total && e == KP_ERR_NONE; p++) {
         ps[p] = (kb_partition){.index = p, .leader_epoch = 0};
         e = partition_dir_create(ts, t, p);
