@@ -618,6 +618,22 @@ START_TEST(test_config_command_line_errors)
 }
 END_TEST
 
+/* The known-key table is searched by bisection: it must stay sorted, and
+ * every default must load (a key out of order once left its default unset). */
+START_TEST(test_config_key_table_sorted)
+{
+    const char *prev = NULL;
+    size_t n = 0;
+    int8_t type;
+    for (const char *k; (k = kb_config_key_at(n, &type)) != NULL; n++) {
+        if (prev != NULL)
+            ck_assert_msg(strcmp(prev, k) < 0, "key table out of order: %s before %s", prev, k);
+        prev = k;
+    }
+    ck_assert_uint_gt(n, 90);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -625,6 +641,7 @@ Suite *config_suite(void)
 
     tcase_add_checked_fixture(tc, setup_dir, teardown_dir);
     tcase_add_test(tc, test_config_defaults);
+    tcase_add_test(tc, test_config_key_table_sorted);
     tcase_add_test(tc, test_config_kafka_stock_file);
     tcase_add_test(tc, test_config_priority_file_env_override);
     tcase_add_test(tc, test_config_override_forms);
