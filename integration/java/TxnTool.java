@@ -150,6 +150,9 @@ public class TxnTool {
                 }
                 prod.sendOffsetsToTransaction(offs, c.groupMetadata());
                 if (round == 0) {
+                    // Sent first, so the aborted records are in the log (an abort
+                    // drops whatever the producer has not sent yet).
+                    prod.flush();
                     prod.abortTransaction();
                     System.out.println("aborted " + got.size());
                     for (TopicPartition tp : offs.keySet())
