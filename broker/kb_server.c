@@ -150,6 +150,9 @@ static void on_accept(kb_loop *loop, int fd, unsigned events, void *arg)
         }
         int one = 1;
         (void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (cfg->socket_send_buffer_bytes != -1) /* Kafka's socket.send.buffer.bytes */
+            (void)setsockopt(cfd, SOL_SOCKET, SO_SNDBUF, &cfg->socket_send_buffer_bytes,
+                             sizeof(cfg->socket_send_buffer_bytes));
         char peer[64];
         peer_name(&ss, peer, sizeof(peer));
         if (cfg->max_connections_per_ip < INT32_MAX &&
@@ -194,8 +197,10 @@ static void on_idle_sweep(kb_loop *loop, void *arg)
     (void)kb_timer_arm(loop, &srv->idle_timer, KB_IDLE_SWEEP_MS);
 }
 
-/* Opens a listening socket on the first address that binds; 0 or errno. */
-static int listen_on(struct addrinfo *ai, int *out_fd)
+/* Opens a listening socket on the first address that binds; 0 or errno.
+ * rcvbuf (socket.receive.buffer.bytes, -1 for the OS default) is set before
+ * listen(2) so accepted sockets inherit it, as Kafka's acceptor does. */
+static int listen_on(struct addrinfo *ai, int32_t rcvbuf, int *out_fd)
 {
     int saved = EADDRNOTAVAIL;
     for (struct addrinfo *a = ai; a != NULL; a = a->ai_next) {
@@ -208,6 +213,8 @@ static int listen_on(struct addrinfo *ai, int *out_fd)
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (a->ai_family == AF_INET6) /* dual stack for the any-address */
             (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+        if (rcvbuf != -1)
+            (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
         if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 511) == 0) {
             *out_fd = fd;
             return 0;
@@ -237,7 +244,7 @@ static kp_err bind_listener(server_listener *sl, char *err, size_t errlen)
                      l->li_name, l->li_host, l->li_port, gai_strerror(rc));
             return KP_ERR__INVAL;
         }
-        saved = listen_on(ai, &fd);
+        saved = listen_on(ai, sl->srv->broker->cfg->socket_receive_buffer_bytes, &fd);
         freeaddrinfo(ai);
         if (l->li_host[0])
             break;

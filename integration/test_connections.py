@@ -16,7 +16,10 @@
 The limit tests start their own broker with the limit set.
 """
 
+import re
 import resource
+import shutil
+import subprocess
 import socket
 import struct
 import time
@@ -220,3 +223,31 @@ def test_slow_reader_bounded(broker, target):
         for s in readers:
             s.close()
     assert broker.alive(), broker.log_tail()
+
+
+def _broker_side_buffers(port, client_port):
+    """(rcvbuf, sndbuf) of the broker's end of one connection, from ss(8): the
+    kernel reports twice the value set with SO_RCVBUF / SO_SNDBUF."""
+    out = subprocess.run(["ss", "-tmnH", "state", "established",
+                          "( sport = :%d and dport = :%d )" % (port, client_port)],
+                         capture_output=True, text=True, check=True, timeout=10).stdout
+    m = re.search(r"skmem:\(r\d+,rb(\d+),t\d+,tb(\d+)", out)
+    assert m, "no socket memory for the broker's end in: %r" % out
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_socket_buffer_sizes_applied(target, tmp_path):
+    """socket.send.buffer.bytes / socket.receive.buffer.bytes size the
+    broker's end of each client connection, as Kafka sets SO_SNDBUF and
+    SO_RCVBUF (the kernel doubles what is set)."""
+    if not shutil.which("ss"):
+        pytest.skip("ss (iproute2) is not installed")
+    b = start(target, tmp_path, {"socket.send.buffer.bytes": "65536",
+                                 "socket.receive.buffer.bytes": "49152"})
+    try:
+        with wire.connect(b.host, b.port) as s:
+            assert answers(s, 1)
+            rcv, snd = _broker_side_buffers(b.port, s.getsockname()[1])
+            assert (rcv, snd) == (2 * 49152, 2 * 65536)
+    finally:
+        b.stop()
