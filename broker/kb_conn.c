@@ -79,6 +79,7 @@ void kb_conn_free(kb_conn *c)
     if (c->fd >= 0)
         close(c->fd);
     free(c->rbuf);
+    free(c->copy_buf);
     free(c);
 }
 
@@ -87,8 +88,11 @@ void kb_conn_close(kb_conn *c, const char *reason)
     if (c->closing)
         return;
     c->closing = true;
-    KB_LOG(KB_LL_DEBUG, KB_SUB_NET, "msg=\"connection closed\" conn=%llu peer=%s reason=\"%s\"",
-           (unsigned long long)c->id, c->peer, reason);
+    KB_LOG(KB_LL_DEBUG, KB_SUB_NET,
+           "msg=\"connection closed\" conn=%llu peer=%s reason=\"%s\" file_bytes_sendfile=%llu "
+           "file_bytes_ktls=%llu file_bytes_copied=%llu",
+           (unsigned long long)c->id, c->peer, reason, (unsigned long long)c->file_bytes_sendfile,
+           (unsigned long long)c->file_bytes_ktls, (unsigned long long)c->file_bytes_copied);
     kb_loop_del_fd(c->broker->loop, c->fd);
     kb_timer_disarm(c->broker->loop, &c->tls_kick);
     kb_timer_disarm(c->broker->loop, &c->mute_timer);
@@ -251,20 +255,36 @@ static ssize_t send_file_part(kb_conn *c, const kp_wchunk *ch, size_t done)
         ssize_t n = sendfile(c->fd, ch->file.fd, &off, left);
         if (n < 0)
             return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
-        return n == 0 ? -1 : n; /* 0: the file shrank under us */
+        if (n == 0)
+            return -1; /* the file shrank under us */
+        c->file_bytes_sendfile += (uint64_t)n;
+        return n;
     }
     if (c->broker->cfg->fetch_zerocopy && kb_tls_ktls_send(c->tls)) {
         ssize_t n = io_tls_result(c, kb_tls_sendfile(c->tls, ch->file.fd, off, left), false);
-        return n < 0 ? -1 : n;
+        if (n < 0)
+            return -1;
+        c->file_bytes_ktls += (uint64_t)n;
+        return n;
     }
-    /* A retry after a full socket reads the same bytes again: TLS wants the
-     * same data offered (invariant 3 of kb_tls.h). */
-    uint8_t buf[KB_CONN_COPY_BUF];
-    size_t want = left < sizeof(buf) ? left : sizeof(buf);
-    ssize_t got = pread(ch->file.fd, buf, want, off);
-    if (got <= 0)
-        return -1;
-    return io_send(c, buf, (size_t)got);
+    /* copy_buf holds the bytes at off while a write of them is pending; a
+     * retry after a full socket sends them again from the same address. */
+    if (c->copy_off == c->copy_len) {
+        if (c->copy_buf == NULL && (c->copy_buf = malloc(KB_CONN_COPY_BUF)) == NULL)
+            return -1;
+        size_t want = left < KB_CONN_COPY_BUF ? left : KB_CONN_COPY_BUF;
+        ssize_t got = pread(ch->file.fd, c->copy_buf, want, off);
+        if (got <= 0)
+            return -1;
+        c->copy_len = (size_t)got;
+        c->copy_off = 0;
+    }
+    ssize_t n = io_send(c, c->copy_buf + c->copy_off, c->copy_len - c->copy_off);
+    if (n > 0) {
+        c->copy_off += (size_t)n;
+        c->file_bytes_copied += (uint64_t)n;
+    }
+    return n;
 }
 
 /* Writes as much of o as the socket takes. Returns 1 when o is fully sent,

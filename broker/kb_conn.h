@@ -84,6 +84,19 @@ struct kb_conn {
     kb_out *out_head;
     kb_out *out_tail;
     size_t out_bytes;
+    /* Record bytes sent from log files, by the path that carried them:
+     * sendfile(2), SSL_sendfile over kernel TLS, or a read into a buffer
+     * then a write. Logged when the connection closes (DEBUG). */
+    uint64_t file_bytes_sendfile;
+    uint64_t file_bytes_ktls;
+    uint64_t file_bytes_copied;
+    /* Copy path: bytes read from the current file chunk and not yet taken
+     * by the socket. They stay at one address until taken, because a TLS
+     * write retried over kernel TLS resends from its first pointer
+     * (kb_tls.h invariant 3). Allocated on first use, freed with c. */
+    uint8_t *copy_buf;
+    size_t copy_len; /* bytes read into copy_buf */
+    size_t copy_off; /* of those, bytes already sent */
     int64_t last_active_ms;
     bool write_blocked; /* the socket refused bytes; EPOLLOUT is armed */
     bool dispatching;   /* inside kb_dispatch for the frame at the front */

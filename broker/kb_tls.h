@@ -27,8 +27,11 @@
  *   1. Only TLS 1.2 and 1.3 are negotiated; renegotiation is refused.
  *   2. No call here blocks: every I/O function returns KB_TLS_WANT_READ or
  *      KB_TLS_WANT_WRITE instead, and the caller waits for that event.
- *   3. A retried write passes the same bytes (same length, same content; the
- *      buffer may move: SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER).
+ *   3. A write retried after KB_TLS_WANT_* passes the same bytes from the
+ *      same address, with the same length. Without kernel TLS OpenSSL has
+ *      copied them already (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER), but over
+ *      kernel TLS it sends from the caller's buffer and resends from the
+ *      pointer of the first attempt, so that buffer must stay put.
  *   4. kb_tls_sendfile is used only when kb_tls_ktls_send() is true.
  *
  * Ownership: a kb_tls_ctx belongs to the server (one per listener) and must
