@@ -28,8 +28,9 @@ KERNEL_DIR = DEPS / "kernel"
 EXIT_MARK = "KTLSVM-EXIT"
 
 # Runs as PID 1: mounts what the programs need, brings loopback up, loads the
-# kernel TLS module (its crypto modules load on demand through modprobe), runs
-# /job.sh and prints its exit status, then powers the machine off.
+# kernel TLS module and the CPU's AES-GCM drivers (other crypto modules load
+# on demand through modprobe), runs /job/job.sh and prints its exit status,
+# then powers the machine off.
 INIT = """#!/bin/busybox sh
 /bin/busybox --install -s
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
@@ -39,12 +40,29 @@ mount -t devtmpfs dev /dev
 mkdir -p /tmp /dev/shm && mount -t tmpfs tmp /tmp
 ip link set lo up
 modprobe tls || echo "modprobe tls failed"
+# what udev loads at boot on a machine whose CPU has AES-NI and PCLMULQDQ
+modprobe aesni_intel 2>/dev/null
+modprobe ghash_clmulni_intel 2>/dev/null
 cd /job
 sh /job/job.sh > /dev/console 2>&1
 echo "%s $?" > /dev/console
 sync
 reboot -f
 """ % EXIT_MARK
+
+
+# Shell functions every job can call: KtlsVm.run puts them before the job.
+JOB_LIB = r"""
+wait_for_broker() {  # $1: the broker's pid, $2: its log; waits for 127.0.0.1:9092
+    i=0
+    while [ $i -lt 300 ]; do
+        kcat -L -b 127.0.0.1:9092 -m 1 > /dev/null 2>&1 && return 0
+        kill -0 $1 2>/dev/null || break
+        sleep 0.2; i=$((i + 1))
+    done
+    echo "broker did not start"; cat $2; return 1
+}
+"""
 
 
 def kernel_present():
@@ -102,7 +120,7 @@ class KtlsVm:
                 _copy_into(root, lib)
         for inside, host in self.files.items():
             _copy_into(root, host, inside)
-        (root / "job" / "job.sh").write_text(job_script)
+        (root / "job" / "job.sh").write_text(JOB_LIB + job_script)
         image = self.workdir / "initramfs.cpio"
         names = subprocess.run(["find", ".", "-print0"], cwd=root, capture_output=True,
                                check=True, timeout=60).stdout

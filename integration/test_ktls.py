@@ -66,12 +66,7 @@ BROKER_PROPS="--override log.dirs=/tmp/data --override runnel.log.level=DEBUG
 start_broker() {  # $1: value of runnel.fetch.zerocopy; $2: log file
     runnel $BROKER_PROPS --override runnel.fetch.zerocopy=$1 > $2 2>&1 &
     BROKER=$!
-    i=0
-    while [ $i -lt 300 ]; do
-        kcat -L -b 127.0.0.1:9092 -m 1 > /dev/null 2>&1 && return 0
-        sleep 0.2; i=$((i + 1))
-    done
-    echo "broker did not start"; cat $2; return 1
+    wait_for_broker $BROKER $2
 }
 
 stop_broker() {

@@ -33,8 +33,9 @@ static void fail(const char *what, kp_err e, const kp_errctx *ctx)
 
 static void write_file(const char *dir, const char *name, const uint8_t *p, size_t n)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    char path[1024];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+        abort();
     FILE *f = fopen(path, "wb");
     if (f == NULL || (n > 0 && fwrite(p, 1, n, f) != n))
         abort();
