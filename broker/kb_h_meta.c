@@ -1,7 +1,9 @@
-/* Handlers for cluster metadata: ApiVersions, Metadata, DescribeCluster. */
+/* Handlers for cluster metadata: ApiVersions, Metadata, DescribeCluster,
+ * DescribeQuorum. */
 #include <string.h>
 
 #include "kb_broker.h"
+#include "kb_gcoord.h"
 #include "kb_dispatch.h"
 #include "kb_log.h"
 #include "kb_server.h"
@@ -188,4 +190,81 @@ kp_err kb_h_describe_cluster(kb_req *req, const kp_describe_cluster_req *rq,
     rs->brokers.v[0].rack = KP_STR_NULL;
     kb_broker_advertised(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
     return KP_ERR_NONE;
+}
+
+/* The metadata quorum as a single-node KRaft cluster would describe itself:
+ * this node is the one voter and the leader, caught up now. Runnel keeps no
+ * metadata log, so the high watermark and the voter's log end offset are 0.
+ * As in Kafka, anything but exactly one topic __cluster_metadata with
+ * exactly partition 0 gets UNKNOWN_TOPIC_OR_PARTITION on every partition
+ * asked for, with leader and epoch 0. */
+#define QUORUM_TOPIC "__cluster_metadata"
+
+static bool quorum_request_valid(const kp_describe_quorum_req *rq)
+{
+    return rq->topics.n == 1 && kp_str_eq_c(rq->topics.v[0].topic_name, QUORUM_TOPIC) &&
+           rq->topics.v[0].partitions.n == 1 &&
+           rq->topics.v[0].partitions.v[0].partition_index == 0;
+}
+
+static kp_err quorum_voter(kb_req *req, kp_describe_quorum_resp_partition_data *p)
+{
+    if (!KB_ARRAY_ALLOC(req, p->current_voters, 1))
+        return KP_ERR__NOMEM;
+    kp_describe_quorum_resp_replica_state *v = &p->current_voters.v[0];
+    kp_describe_quorum_resp_replica_state_defaults(v);
+    v->replica_id = req->broker->node_id;
+    v->log_end_offset = 0;
+    v->last_fetch_timestamp = v->last_caught_up_timestamp = kb_gcoord_wall(req->broker);
+    p->leader_id = req->broker->node_id;
+    p->leader_epoch = 1;
+    p->high_watermark = 0;
+    return KP_ERR_NONE;
+}
+
+static kp_err quorum_nodes(kb_req *req, kp_describe_quorum_resp *rs)
+{
+    if (!KB_ARRAY_ALLOC(req, rs->nodes, 1))
+        return KP_ERR__NOMEM;
+    kp_describe_quorum_resp_node *n = &rs->nodes.v[0];
+    n->node_id = req->broker->node_id;
+    if (!KB_ARRAY_ALLOC(req, n->listeners, 1))
+        return KP_ERR__NOMEM;
+    kp_describe_quorum_resp_listener *l = &n->listeners.v[0];
+    int32_t port;
+    l->name = kb_req_str(req, req->listener->li_name);
+    kb_broker_advertised(req, &l->host, &port);
+    l->port = (uint16_t)port;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_describe_quorum(kb_req *req, const kp_describe_quorum_req *rq,
+                            kp_describe_quorum_resp *rs)
+{
+    bool valid = quorum_request_valid(rq); /* error messages stay "", as Kafka sends them */
+    int32_t nt = rq->topics.n > 0 ? rq->topics.n : 0;
+    if (!KB_ARRAY_ALLOC(req, rs->topics, nt))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < nt; i++) {
+        const kp_describe_quorum_req_topic_data *in = &rq->topics.v[i];
+        kp_describe_quorum_resp_topic_data *out = &rs->topics.v[i];
+        out->topic_name = in->topic_name;
+        int32_t np = in->partitions.n > 0 ? in->partitions.n : 0;
+        if (!KB_ARRAY_ALLOC(req, out->partitions, np))
+            return KP_ERR__NOMEM;
+        for (int32_t j = 0; j < np; j++) {
+            kp_describe_quorum_resp_partition_data *p = &out->partitions.v[j];
+            kp_describe_quorum_resp_partition_data_defaults(p);
+            p->partition_index = in->partitions.v[j].partition_index;
+            if (valid) {
+                kp_err e = quorum_voter(req, p);
+                if (e != KP_ERR_NONE)
+                    return e;
+                continue;
+            }
+            p->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            p->error_message = KP_STR_LIT("This server does not host this topic-partition.");
+        }
+    }
+    return valid ? quorum_nodes(req, rs) : KP_ERR_NONE;
 }

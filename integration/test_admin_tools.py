@@ -9,11 +9,13 @@ same overrides for Runnel and, with --target=kafka, for Apache Kafka)."""
 
 import json
 import re
+import struct
 import time
 
 import pytest
 
 import procs
+import wire
 from conftest import missing, require_module
 from kafka_real import KafkaReal, jars_present
 from runnel_broker import RunnelBroker, runnel_bin
@@ -307,3 +309,53 @@ def test_confluent_describe_and_incremental_alter(broker, tool, topic_name):
     with pytest.raises(ck.KafkaException) as exc:
         fut.result(timeout=30)
     assert exc.value.args[0].code() == ck.KafkaError.INVALID_CONFIG
+
+
+def test_metadata_quorum_tool(broker, tool):
+    """kafka-metadata-quorum (DescribeQuorum through the broker): one voter,
+    this node, leading and caught up, as a single-node KRaft cluster reports."""
+    node = getattr(broker, "node_id", 1)
+    status = tool("MetadataQuorumCommand", "describe", "--status").stdout
+    fields = dict(re.findall(r"^(\w+):\s+(.*)$", status, re.M))
+    assert fields["LeaderId"] == str(node)
+    assert int(fields["LeaderEpoch"]) >= 1
+    assert fields["MaxFollowerLag"] == "0"
+    assert json.loads(fields["CurrentVoters"])[0]["id"] == node
+    assert json.loads(fields["CurrentObservers"]) == []
+    rows = tool("MetadataQuorumCommand", "describe", "--replication").stdout.splitlines()
+    assert rows[0].split()[:4] == ["NodeId", "DirectoryId", "LogEndOffset", "Lag"]
+    leader = rows[1].split()
+    assert leader[0] == str(node) and leader[3] == "0" and leader[-1] == "Leader"
+
+
+def _describe_quorum_v0(topics):
+    """A DescribeQuorum v0 request body (flexible): [(topic, [partition])]."""
+    body = bytes([len(topics) + 1])
+    for name, parts in topics:
+        body += bytes([len(name) + 1]) + name.encode() + bytes([len(parts) + 1])
+        body += b"".join(struct.pack(">i", p) + b"\x00" for p in parts) + b"\x00"
+    return body + b"\x00"
+
+
+@pytest.mark.parametrize("topics", [[("foo", [0])], [("__cluster_metadata", [1])],
+                                    [("__cluster_metadata", [0]), ("x", [0])]])
+def test_describe_quorum_other_partitions(broker, topics):
+    """Anything but __cluster_metadata partition 0 alone gets
+    UNKNOWN_TOPIC_OR_PARTITION on every partition asked for (Kafka's answer)."""
+    with wire.connect(broker.host, broker.port) as s:
+        s.sendall(wire.frame(wire.request_header(55, 0, 9, flexible=True)
+                             + _describe_quorum_v0(topics)))
+        resp = wire.recv_frame(s)
+    corr, _tags, top_error, ntopics = struct.unpack(">iBhB", resp[:8])
+    assert (corr, top_error, ntopics - 1) == (9, 0, len(topics))
+    pos = 8
+    for name, parts in topics:
+        assert resp[pos + 1:pos + 1 + len(name)] == name.encode()
+        pos += 1 + len(name)
+        assert resp[pos] - 1 == len(parts)
+        pos += 1
+        for p in parts:
+            index, err, leader, epoch, hw = struct.unpack(">ihiiq", resp[pos:pos + 22])
+            assert (index, err, leader, epoch, hw) == (p, 3, 0, 0, 0)
+            pos += 22 + 3  # no voters, no observers, no tags
+        pos += 1
