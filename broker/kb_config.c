@@ -1,4 +1,5 @@
 #include "kb_config.h"
+#include "kb_config_load.h"
 
 #include "kb_props.h"
 
@@ -24,19 +25,10 @@ struct kb_config_priv {
     bool raw_sorted;
 };
 
-typedef struct load_ctx {
-    kb_config *cfg;
-    char *err;
-    size_t errlen;
-} load_ctx;
-
 #define CONFIG_FILE_MAX (16u << 20) /* a properties file larger than this is refused */
 #define ESC_VALUE_MAX   200         /* bytes of a bad value quoted in the error line */
 
-static kp_err failf(load_ctx *lc, kp_err rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static kp_err failf(load_ctx *lc, kp_err rc, const char *fmt, ...)
+kp_err kbc_failf(load_ctx *lc, kp_err rc, const char *fmt, ...)
 {
     va_list ap;
 
@@ -51,16 +43,13 @@ static kp_err failf(load_ctx *lc, kp_err rc, const char *fmt, ...)
     return rc;
 }
 
-static kp_err oom(load_ctx *lc)
+kp_err kbc_oom(load_ctx *lc)
 {
-    return failf(lc, KP_ERR__NOMEM, "out of memory");
+    return kbc_failf(lc, KP_ERR__NOMEM, "out of memory");
 }
 
 /* "config: key=value: expected ...", the value escaped and bounded. */
-static kp_err bad_value(load_ctx *lc, const char *key, const char *value, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static kp_err bad_value(load_ctx *lc, const char *key, const char *value, const char *fmt, ...)
+kp_err kbc_bad_value(load_ctx *lc, const char *key, const char *value, const char *fmt, ...)
 {
     char esc[ESC_VALUE_MAX * 4 + 4], expect[256];
     va_list ap;
@@ -69,10 +58,10 @@ static kp_err bad_value(load_ctx *lc, const char *key, const char *value, const 
     va_start(ap, fmt);
     vsnprintf(expect, sizeof expect, fmt, ap);
     va_end(ap);
-    return failf(lc, KP_ERR__INVAL, "%s=%s: %s", key, esc, expect);
+    return kbc_failf(lc, KP_ERR__INVAL, "%s=%s: %s", key, esc, expect);
 }
 
-static void *pool_alloc(load_ctx *lc, size_t size)
+void *kbc_pool_alloc(load_ctx *lc, size_t size)
 {
     kb_config_priv *pv = lc->cfg->priv;
 
@@ -90,9 +79,9 @@ static void *pool_alloc(load_ctx *lc, size_t size)
     return mem;
 }
 
-static char *pool_strndup(load_ctx *lc, const char *s, size_t n)
+char *kbc_pool_strndup(load_ctx *lc, const char *s, size_t n)
 {
-    char *d = pool_alloc(lc, n + 1);
+    char *d = kbc_pool_alloc(lc, n + 1);
 
     if (d != NULL) {
         memcpy(d, s, n);
@@ -101,9 +90,9 @@ static char *pool_strndup(load_ctx *lc, const char *s, size_t n)
     return d;
 }
 
-static char *pool_strdup(load_ctx *lc, const char *s)
+char *kbc_pool_strdup(load_ctx *lc, const char *s)
 {
-    return pool_strndup(lc, s, strlen(s));
+    return kbc_pool_strndup(lc, s, strlen(s));
 }
 
 static bool is_space(int c)
@@ -165,7 +154,6 @@ typedef struct key_def {
 #define KE(n, d, ch, off)         {n, T_ENUM, d, 0, 0, ch, 0, off}
 
 #define LONG_MAX_S "9223372036854775807"
-#define PROTOCOLS  "PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL"
 
 static const key_def key_defs[] = {
     KS("advertised.listeners", NULL, NOF, KD_DERIVED),
@@ -263,7 +251,7 @@ static const key_def key_defs[] = {
     KLS("runnel.log.subsystems", "all", "all|net|proto|storage|group|config|main", NOF,
         KD_DERIVED),
     KI("runnel.max.partitions", "200000", 1, I32MAX, FI32(max_partitions), 0),
-    KE("security.inter.broker.protocol", "PLAINTEXT", PROTOCOLS, NOF),
+    KE("security.inter.broker.protocol", "PLAINTEXT", KBC_PROTOCOLS, NOF),
     KI("share.coordinator.state.topic.min.isr", "2", 1, I32MAX, NOF, KD_IGNORED),
     KI("share.coordinator.state.topic.replication.factor", "3", 1, 32767, NOF, KD_IGNORED),
     KI("socket.receive.buffer.bytes", "102400", -1, I32MAX, FI32(socket_receive_buffer_bytes), 0),
@@ -353,17 +341,17 @@ static kp_err raw_set(load_ctx *lc, const char *key, size_t keylen, const char *
                       size_t valuelen, kb_config_source src)
 {
     kb_config *cfg = lc->cfg;
-    char *k = pool_strndup(lc, key, keylen), *v = pool_strndup(lc, value, valuelen);
+    char *k = kbc_pool_strndup(lc, key, keylen), *v = kbc_pool_strndup(lc, value, valuelen);
 
     if (k == NULL || v == NULL)
-        return oom(lc);
+        return kbc_oom(lc);
     size_t i = raw_index(cfg, k);
     if (i == cfg->raw_n) {
         if (cfg->raw_n == cfg->priv->raw_cap) {
             size_t cap = cfg->priv->raw_cap ? cfg->priv->raw_cap * 2 : 32;
             kb_config_entry *r = realloc(cfg->raw, cap * sizeof *r);
             if (r == NULL)
-                return oom(lc);
+                return kbc_oom(lc);
             cfg->raw = r;
             cfg->priv->raw_cap = cap;
         }
@@ -375,7 +363,7 @@ static kp_err raw_set(load_ctx *lc, const char *key, size_t keylen, const char *
 }
 
 /* The value of key: set by a source, else its default, else NULL. */
-static const char *effective(const kb_config *cfg, const char *key, kb_config_source *src)
+const char *kbc_effective(const kb_config *cfg, const char *key, kb_config_source *src)
 {
     const kb_config_entry *e = raw_find(cfg, key);
 
@@ -412,16 +400,16 @@ static kp_err load_file(load_ctx *lc, const char *path)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
 
     if (fd < 0)
-        return failf(lc, errno == ENOENT ? KP_ERR__NOENT : KP_ERR__IO,
-                     "%s: cannot open the properties file: %s", path, strerror(errno));
+        return kbc_failf(lc, errno == ENOENT ? KP_ERR__NOENT : KP_ERR__IO,
+                         "%s: cannot open the properties file: %s", path, strerror(errno));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)CONFIG_FILE_MAX) {
-        rc = failf(lc, KP_ERR__IO, "%s: expected a regular file of at most %u bytes", path,
-                   CONFIG_FILE_MAX);
+        rc = kbc_failf(lc, KP_ERR__IO, "%s: expected a regular file of at most %u bytes", path,
+                       CONFIG_FILE_MAX);
         goto out;
     }
     text = malloc((size_t)st.st_size + 1);
     if (text == NULL) {
-        rc = oom(lc);
+        rc = kbc_oom(lc);
         goto out;
     }
     while (len < (size_t)st.st_size) {
@@ -429,8 +417,8 @@ static kp_err load_file(load_ctx *lc, const char *path)
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            rc = failf(lc, KP_ERR__IO, "%s: read failed: %s", path,
-                       r < 0 ? strerror(errno) : "file shrank");
+            rc = kbc_failf(lc, KP_ERR__IO, "%s: read failed: %s", path,
+                           r < 0 ? strerror(errno) : "file shrank");
             goto out;
         }
         len += (size_t)r;
@@ -438,9 +426,9 @@ static kp_err load_file(load_ctx *lc, const char *path)
     kb_props_error perr = {0, ""};
     rc = kb_props_parse(text, len, file_property, lc, &perr);
     if (rc == KP_ERR__NOMEM)
-        rc = oom(lc);
+        rc = kbc_oom(lc);
     else if (rc == KP_ERR__INVAL && perr.pe_line > 0)
-        rc = failf(lc, rc, "%s:%d: %s", path, perr.pe_line, perr.pe_what);
+        rc = kbc_failf(lc, rc, "%s:%d: %s", path, perr.pe_line, perr.pe_what);
 out:
     free(text);
     close(fd);
@@ -458,9 +446,9 @@ static kp_err load_env(load_ctx *lc, char **envp)
         size_t n = (size_t)(eq - var);
         if (n == 10 && memcmp(var, "CLUSTER_ID", 10) == 0)
             cluster_id = eq + 1;
-        char *key = pool_alloc(lc, n + 1);
+        char *key = kbc_pool_alloc(lc, n + 1);
         if (key == NULL)
-            return oom(lc);
+            return kbc_oom(lc);
         size_t keylen = kb_props_env_key(var, n, key);
         if (keylen == 0)
             continue;
@@ -479,7 +467,7 @@ static kp_err load_env(load_ctx *lc, char **envp)
  * ------------------------------------------------------------------------ */
 
 /* Index of s (n bytes) in "a|b|c", case-insensitively; -1 if absent. */
-static int choice_index(const char *choices, const char *s, size_t n)
+int kbc_choice_index(const char *choices, const char *s, size_t n)
 {
     int idx = 0;
 
@@ -548,7 +536,7 @@ static kp_err bad_key_value(load_ctx *lc, const key_def *kd, const char *value)
     char expect[320];
 
     describe_expected(kd, expect, sizeof expect);
-    return bad_value(lc, kd->name, value, "%s", expect);
+    return kbc_bad_value(lc, kd->name, value, "%s", expect);
 }
 
 static bool parse_integer(const char *s, int64_t *out)
@@ -564,7 +552,7 @@ static bool parse_integer(const char *s, int64_t *out)
 }
 
 /* Splits a comma list into out (items trimmed, checked against kd->choices). */
-static kp_err split_list(load_ctx *lc, const key_def *kd, const char *value, kb_strlist *out)
+kp_err kbc_split_list(load_ctx *lc, const char *value, const char *choices, kb_strlist *out)
 {
     const char *s = value;
     size_t n = strlen(value), items = 1;
@@ -575,23 +563,30 @@ static kp_err split_list(load_ctx *lc, const key_def *kd, const char *value, kb_
         return KP_ERR_NONE;
     for (size_t i = 0; i < n; i++)
         items += s[i] == ',';
-    out->v = pool_alloc(lc, items * sizeof *out->v);
+    out->v = kbc_pool_alloc(lc, items * sizeof *out->v);
     if (out->v == NULL)
-        return oom(lc);
+        return kbc_oom(lc);
     for (const char *end = s + n; s <= end; s++) {
         const char *item = s;
         while (s < end && *s != ',')
             s++;
         size_t len = (size_t)(s - item);
         trim(&item, &len);
-        if (len == 0 || (kd->choices != NULL && choice_index(kd->choices, item, len) < 0))
-            return bad_key_value(lc, kd, value);
-        if (kd->choices != NULL)
-            item = choice_at(kd->choices, choice_index(kd->choices, item, len), &len);
-        if ((out->v[out->n++] = pool_strndup(lc, item, len)) == NULL)
-            return oom(lc);
+        if (len == 0 || (choices != NULL && kbc_choice_index(choices, item, len) < 0))
+            return KP_ERR__INVAL;
+        if (choices != NULL)
+            item = choice_at(choices, kbc_choice_index(choices, item, len), &len);
+        if ((out->v[out->n++] = kbc_pool_strndup(lc, item, len)) == NULL)
+            return kbc_oom(lc);
     }
     return KP_ERR_NONE;
+}
+
+/* kbc_split_list for key kd, with its choices and its error line. */
+static kp_err split_list(load_ctx *lc, const key_def *kd, const char *value, kb_strlist *out)
+{
+    kp_err rc = kbc_split_list(lc, value, kd->choices, out);
+    return rc == KP_ERR__INVAL ? bad_key_value(lc, kd, value) : rc;
 }
 
 /* Checks value against kd; stores it into kd's field, if it has one. */
@@ -606,9 +601,9 @@ static kp_err parse_value(load_ctx *lc, const key_def *kd, const char *value)
     bool ok = true;
 
     trim(&s, &n);
-    char *t = pool_strndup(lc, s, n);
+    char *t = kbc_pool_strndup(lc, s, n);
     if (t == NULL)
-        return oom(lc);
+        return kbc_oom(lc);
     switch (kd->type) {
     case T_INT:
     case T_LONG:
@@ -632,7 +627,7 @@ static kp_err parse_value(load_ctx *lc, const key_def *kd, const char *value)
         break;
     }
     case T_ENUM:
-        i32 = choice_index(kd->choices, t, n);
+        i32 = kbc_choice_index(kd->choices, t, n);
         ok = i32 >= 0;
         if (ok && field != NULL)
             memcpy(field, &i32, sizeof i32);
@@ -657,7 +652,7 @@ static kp_err parse_known(load_ctx *lc)
 {
     for (size_t i = 0; i < N_KEY_DEFS; i++) {
         kb_config_source src;
-        const char *v = effective(lc->cfg, key_defs[i].name, &src);
+        const char *v = kbc_effective(lc->cfg, key_defs[i].name, &src);
         if (v == NULL)
             continue;
         kp_err rc = parse_value(lc, &key_defs[i], v);
@@ -674,10 +669,10 @@ static kp_err classify_keys(load_ctx *lc)
     size_t np = sizeof ignored_prefixes / sizeof ignored_prefixes[0];
     size_t nk = sizeof known_prefixes / sizeof known_prefixes[0];
 
-    cfg->unknown_keys.v = pool_alloc(lc, (cfg->raw_n + 1) * sizeof(char *));
-    cfg->ignored_keys.v = pool_alloc(lc, (cfg->raw_n + 1) * sizeof(char *));
+    cfg->unknown_keys.v = kbc_pool_alloc(lc, (cfg->raw_n + 1) * sizeof(char *));
+    cfg->ignored_keys.v = kbc_pool_alloc(lc, (cfg->raw_n + 1) * sizeof(char *));
     if (cfg->unknown_keys.v == NULL || cfg->ignored_keys.v == NULL)
-        return oom(lc);
+        return kbc_oom(lc);
     for (size_t i = 0; i < cfg->raw_n; i++) {
         char *key = cfg->raw[i].ce_key;
         const key_def *kd = find_key_def(key);
@@ -697,7 +692,7 @@ static kp_err classify_keys(load_ctx *lc)
 static int64_t int_of(const kb_config *cfg, const char *key)
 {
     kb_config_source src;
-    const char *v = effective(cfg, key, &src);
+    const char *v = kbc_effective(cfg, key, &src);
     int64_t out = 0;
 
     if (v != NULL) {
@@ -740,278 +735,20 @@ static kp_err resolve_dirs_and_logging(load_ctx *lc)
     kb_config *cfg = lc->cfg;
     kb_config_source src;
     const char *key = is_set(cfg, "log.dirs") ? "log.dirs" : "log.dir";
-    const char *dirs = effective(cfg, key, &src);
+    const char *dirs = kbc_effective(cfg, key, &src);
     kb_strlist subs;
 
     kp_err rc = split_list(lc, find_key_def("log.dirs"), dirs, &cfg->log_dirs);
     if (rc != KP_ERR_NONE)
         return rc;
     if (cfg->log_dirs.n == 0)
-        return bad_value(lc, key, dirs, "expected at least one directory");
+        return kbc_bad_value(lc, key, dirs, "expected at least one directory");
     const key_def *kd = find_key_def("runnel.log.subsystems");
-    rc = split_list(lc, kd, effective(cfg, kd->name, &src), &subs);
+    rc = split_list(lc, kd, kbc_effective(cfg, kd->name, &src), &subs);
     for (size_t i = 0; rc == KP_ERR_NONE && i < subs.n; i++) {
-        int idx = choice_index(kd->choices, subs.v[i], strlen(subs.v[i]));
+        int idx = kbc_choice_index(kd->choices, subs.v[i], strlen(subs.v[i]));
         cfg->log_subsystems |= idx == 0 ? KB_SUB_ALL : 1u << (idx - 1);
     }
-    return rc;
-}
-
-/* ------------------------------------------------------------------------
- * Listeners
- * ------------------------------------------------------------------------ */
-
-static const char *const protocol_names[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"};
-
-typedef struct proto_map {
-    size_t n;
-    char **name;
-    kb_security_protocol *proto;
-} proto_map;
-
-typedef struct endpoint {
-    const char *name, *host;
-    size_t name_n, host_n;
-    uint16_t port;
-} endpoint;
-
-static bool host_char_ok(char c, bool bracketed)
-{
-    return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_' ||
-           (bracketed && (c == ':' || c == '%'));
-}
-
-/* "NAME://host:port", "NAME://[v6]:port", "NAME://:port". */
-static bool split_endpoint(const char *s, size_t n, endpoint *ep)
-{
-    const char *sep = memmem(s, n, "://", 3), *end = s + n, *port;
-    bool bracketed;
-
-    if (sep == NULL || sep == s)
-        return false;
-    ep->name = s;
-    ep->name_n = (size_t)(sep - s);
-    for (size_t i = 0; i < ep->name_n; i++) {
-        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
-            return false;
-    }
-    const char *r = sep + 3;
-    bracketed = r < end && *r == '[';
-    if (bracketed) {
-        const char *close = memchr(r, ']', (size_t)(end - r));
-        if (close == NULL || close == r + 1 || close + 1 >= end || close[1] != ':')
-            return false;
-        ep->host = r + 1;
-        ep->host_n = (size_t)(close - r - 1);
-        port = close + 2;
-    } else {
-        const char *colon = memrchr(r, ':', (size_t)(end - r));
-        if (colon == NULL)
-            return false;
-        ep->host = r;
-        ep->host_n = (size_t)(colon - r);
-        port = colon + 1;
-    }
-    for (size_t i = 0; i < ep->host_n; i++) {
-        if (!host_char_ok(ep->host[i], bracketed))
-            return false;
-    }
-    long v = 0;
-    if (port == end || end - port > 5)
-        return false;
-    for (const char *p = port; p < end; p++) {
-        if (!isdigit((unsigned char)*p))
-            return false;
-        v = v * 10 + (*p - '0');
-    }
-    ep->port = (uint16_t)v;
-    return v <= 65535;
-}
-
-static char *pool_upper(load_ctx *lc, const char *s, size_t n)
-{
-    char *d = pool_strndup(lc, s, n);
-
-    for (size_t i = 0; d != NULL && i < n; i++)
-        d[i] = (char)toupper((unsigned char)d[i]);
-    return d;
-}
-
-static kp_err parse_protocol_map(load_ctx *lc, proto_map *map)
-{
-    const char *key = "listener.security.protocol.map";
-    kb_config_source src;
-    const char *value = effective(lc->cfg, key, &src);
-    kb_strlist items;
-    static const key_def any = {"", T_LIST, NULL, 0, 0, NULL, 0, NOF};
-
-    kp_err rc = split_list(lc, &any, value, &items);
-    if (rc == KP_ERR__NOMEM)
-        return rc;
-    if (rc != KP_ERR_NONE)
-        return bad_value(lc, key, value, "expected NAME:PROTOCOL pairs with PROTOCOL one of "
-                                         "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL");
-    size_t extra = lc->cfg->controller_listener_names.n;
-    map->name = pool_alloc(lc, (items.n + extra) * sizeof *map->name);
-    map->proto = pool_alloc(lc, (items.n + extra) * sizeof *map->proto);
-    if (map->name == NULL || map->proto == NULL)
-        return oom(lc);
-    for (size_t i = 0; i < items.n; i++) {
-        const char *colon = strchr(items.v[i], ':');
-        int p = colon == NULL ? -1 : choice_index(PROTOCOLS, colon + 1, strlen(colon + 1));
-        if (p < 0 || colon == items.v[i])
-            return bad_value(lc, key, value, "expected NAME:PROTOCOL pairs with PROTOCOL one of "
-                                             "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL");
-        map->name[map->n] = pool_upper(lc, items.v[i], (size_t)(colon - items.v[i]));
-        map->proto[map->n++] = (kb_security_protocol)p;
-    }
-    /* As Kafka: with the map left at its default, controller listeners are PLAINTEXT. */
-    for (size_t i = 0; src == KB_SRC_DEFAULT && i < extra; i++) {
-        map->name[map->n] = pool_upper(lc, lc->cfg->controller_listener_names.v[i],
-                                       strlen(lc->cfg->controller_listener_names.v[i]));
-        map->proto[map->n++] = KB_SEC_PLAINTEXT;
-    }
-    for (size_t i = 0; i < map->n; i++) {
-        if (map->name[i] == NULL)
-            return oom(lc);
-    }
-    return KP_ERR_NONE;
-}
-
-static int map_find(const proto_map *map, const char *name)
-{
-    for (size_t i = map->n; i-- > 0;) { /* the last mapping of a name wins */
-        if (strcmp(map->name[i], name) == 0)
-            return (int)map->proto[i];
-    }
-    return -1;
-}
-
-#define LISTENER_EXPECT "expected NAME://host:port entries (empty host = all interfaces, " \
-                        "IPv6 in [brackets], port 0-65535)"
-
-/* Parses key's value into out; names upper-cased, protocols from map. */
-static kp_err parse_listener_list(load_ctx *lc, const char *key, const proto_map *map,
-                                  kb_listener_list *out)
-{
-    kb_config_source src;
-    const char *value = effective(lc->cfg, key, &src);
-    static const key_def any = {"", T_LIST, NULL, 0, 0, NULL, 0, NOF};
-    kb_strlist items;
-    endpoint ep;
-
-    kp_err rc = split_list(lc, &any, value, &items);
-    if (rc == KP_ERR__NOMEM)
-        return rc;
-    if (rc != KP_ERR_NONE)
-        return bad_value(lc, key, value, LISTENER_EXPECT);
-    out->n = 0;
-    out->v = pool_alloc(lc, (items.n + 1) * sizeof *out->v);
-    if (out->v == NULL)
-        return oom(lc);
-    for (size_t i = 0; i < items.n; i++) {
-        kb_listener *li = &out->v[out->n++];
-        if (!split_endpoint(items.v[i], strlen(items.v[i]), &ep))
-            return bad_value(lc, key, value, LISTENER_EXPECT);
-        li->li_name = pool_upper(lc, ep.name, ep.name_n);
-        li->li_host = pool_strndup(lc, ep.host, ep.host_n);
-        li->li_port = ep.port;
-        if (li->li_name == NULL || li->li_host == NULL)
-            return oom(lc);
-        int p = map_find(map, li->li_name);
-        if (p < 0)
-            return bad_value(lc, key, value,
-                             "listener name %s has no entry in listener.security.protocol.map",
-                             li->li_name);
-        li->li_protocol = (kb_security_protocol)p;
-        for (size_t j = 0; j + 1 < out->n; j++) {
-            if (strcmp(out->v[j].li_name, li->li_name) == 0)
-                return bad_value(lc, key, value, "listener name %s appears twice", li->li_name);
-        }
-    }
-    return KP_ERR_NONE;
-}
-
-static bool host_is_wildcard(const char *host)
-{
-    return host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
-}
-
-static kp_err check_listeners(load_ctx *lc)
-{
-    const kb_listener_list *ls = &lc->cfg->listeners;
-    kb_config_source src;
-    const char *value = effective(lc->cfg, "listeners", &src);
-
-    if (ls->n == 0)
-        return bad_value(lc, "listeners", value, "expected at least one listener");
-    for (size_t i = 0; i < ls->n; i++) {
-        for (size_t j = 0; j < i; j++) {
-            if (ls->v[i].li_port != 0 && ls->v[i].li_port == ls->v[j].li_port)
-                return bad_value(lc, "listeners", value, "port %u is used by two listeners",
-                                 (unsigned)ls->v[i].li_port);
-        }
-        for (size_t j = 0; j < lc->cfg->controller_listener_names.n; j++) {
-            if (strcasecmp(ls->v[i].li_name, lc->cfg->controller_listener_names.v[j]) == 0)
-                ls->v[i].li_controller = true;
-        }
-    }
-    return KP_ERR_NONE;
-}
-
-/* One advertised entry per listener: the explicit one, else the listener itself. */
-static kp_err resolve_advertised(load_ctx *lc, const proto_map *map)
-{
-    kb_config *cfg = lc->cfg;
-    kb_listener_list explicit = {0, NULL};
-    kb_config_source src;
-    const char *value = effective(cfg, "advertised.listeners", &src);
-
-    if (value != NULL) {
-        kp_err rc = parse_listener_list(lc, "advertised.listeners", map, &explicit);
-        if (rc != KP_ERR_NONE)
-            return rc;
-    }
-    for (size_t i = 0; i < explicit.n; i++) {
-        if (kb_config_listener(cfg, explicit.v[i].li_name) == NULL)
-            return bad_value(lc, "advertised.listeners", value,
-                             "listener name %s is not in listeners", explicit.v[i].li_name);
-        if (explicit.v[i].li_host[0] != '\0' && host_is_wildcard(explicit.v[i].li_host))
-            return bad_value(lc, "advertised.listeners", value,
-                             "expected a host clients can connect to, not %s",
-                             explicit.v[i].li_host);
-    }
-    cfg->advertised_listeners.v = pool_alloc(lc, cfg->listeners.n * sizeof(kb_listener));
-    if (cfg->advertised_listeners.v == NULL)
-        return oom(lc);
-    for (size_t i = 0; i < cfg->listeners.n; i++) {
-        kb_listener *ad = &cfg->advertised_listeners.v[cfg->advertised_listeners.n++];
-        *ad = cfg->listeners.v[i];
-        for (size_t j = 0; j < explicit.n; j++) {
-            if (strcmp(explicit.v[j].li_name, ad->li_name) == 0) {
-                ad->li_host = explicit.v[j].li_host;
-                ad->li_port = explicit.v[j].li_port;
-            }
-        }
-        if (host_is_wildcard(ad->li_host))
-            ad->li_host = pool_strdup(lc, "localhost"); /* see kb_config.h */
-        if (ad->li_host == NULL)
-            return oom(lc);
-    }
-    return KP_ERR_NONE;
-}
-
-static kp_err resolve_listeners(load_ctx *lc)
-{
-    proto_map map = {0, NULL, NULL};
-
-    kp_err rc = parse_protocol_map(lc, &map);
-    if (rc == KP_ERR_NONE)
-        rc = parse_listener_list(lc, "listeners", &map, &lc->cfg->listeners);
-    if (rc == KP_ERR_NONE)
-        rc = check_listeners(lc);
-    if (rc == KP_ERR_NONE)
-        rc = resolve_advertised(lc, &map);
     return rc;
 }
 
@@ -1088,16 +825,16 @@ static char *format_field(load_ctx *lc, const key_def *kd)
     case T_STRING:
         break;
     }
-    return pool_strdup(lc, num);
+    return kbc_pool_strdup(lc, num);
 }
 
 static kp_err build_topic_defaults(load_ctx *lc)
 {
     kb_config *cfg = lc->cfg;
 
-    cfg->topic_defaults = pool_alloc(lc, N_TOPIC_KEYS * sizeof *cfg->topic_defaults);
+    cfg->topic_defaults = kbc_pool_alloc(lc, N_TOPIC_KEYS * sizeof *cfg->topic_defaults);
     if (cfg->topic_defaults == NULL)
-        return oom(lc);
+        return kbc_oom(lc);
     for (size_t i = 0; i < N_TOPIC_KEYS; i++) {
         const struct topic_key *tk = &topic_keys[i];
         const key_def *kd = find_key_def(tk->broker);
@@ -1114,7 +851,7 @@ static kp_err build_topic_defaults(load_ctx *lc)
                 td->td_source = e->ce_source;
         }
         if ((td->td_value = format_field(lc, kd)) == NULL)
-            return oom(lc);
+            return kbc_oom(lc);
     }
     return KP_ERR_NONE;
 }
@@ -1145,22 +882,22 @@ static kb_config_action scan_action(int argc, char **argv)
 
 static kp_err parse_args(load_ctx *lc, int argc, char **argv, cli *c)
 {
-    c->overrides = pool_alloc(lc, (size_t)(argc > 0 ? argc : 1) * sizeof *c->overrides);
+    c->overrides = kbc_pool_alloc(lc, (size_t)(argc > 0 ? argc : 1) * sizeof *c->overrides);
     if (c->overrides == NULL)
-        return oom(lc);
+        return kbc_oom(lc);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--override") == 0) {
             if (i + 1 >= argc)
-                return failf(lc, KP_ERR__INVAL, "--override: expected a key=value argument");
+                return kbc_failf(lc, KP_ERR__INVAL, "--override: expected a key=value argument");
             c->overrides[c->n_overrides++] = argv[++i];
         } else if (strncmp(a, "--override=", 11) == 0) {
             c->overrides[c->n_overrides++] = a + 11;
         } else if (a[0] == '-' && a[1] != '\0') {
-            return failf(lc, KP_ERR__INVAL, "unknown option %s (see --help)", a);
+            return kbc_failf(lc, KP_ERR__INVAL, "unknown option %s (see --help)", a);
         } else if (c->path != NULL) {
-            return failf(lc, KP_ERR__INVAL, "expected one properties file, got %s and %s",
-                         c->path, a);
+            return kbc_failf(lc, KP_ERR__INVAL, "expected one properties file, got %s and %s",
+                             c->path, a);
         } else {
             c->path = a;
         }
@@ -1177,7 +914,7 @@ static kp_err apply_overrides(load_ctx *lc, const cli *c)
 
         trim(&key, &keylen);
         if (eq == NULL || keylen == 0)
-            return bad_value(lc, "--override", kv, "expected key=value");
+            return kbc_bad_value(lc, "--override", kv, "expected key=value");
         kp_err rc = raw_set(lc, key, keylen, eq + 1, strlen(eq + 1), KB_SRC_OVERRIDE);
         if (rc != KP_ERR_NONE)
             return rc;
@@ -1201,7 +938,7 @@ static kp_err build(load_ctx *lc)
         rc = resolve_dirs_and_logging(lc);
     }
     if (rc == KP_ERR_NONE)
-        rc = resolve_listeners(lc);
+        rc = kbc_resolve_listeners(lc);
     if (rc == KP_ERR_NONE)
         rc = build_topic_defaults(lc);
     return rc;
@@ -1220,7 +957,7 @@ kp_err kb_config_load(int argc, char **argv, char **envp, kb_config **out, char 
     lc.cfg = calloc(1, sizeof *lc.cfg);
     if (lc.cfg == NULL || (lc.cfg->priv = calloc(1, sizeof *lc.cfg->priv)) == NULL) {
         free(lc.cfg);
-        return oom(&lc);
+        return kbc_oom(&lc);
     }
     lc.cfg->action = scan_action(argc, argv);
     if (lc.cfg->action != KB_CONFIG_RUN) {
@@ -1229,8 +966,8 @@ kp_err kb_config_load(int argc, char **argv, char **envp, kb_config **out, char 
     }
     rc = parse_args(&lc, argc, argv, &c);
     if (rc == KP_ERR_NONE && c.path != NULL) {
-        lc.cfg->properties_path = pool_strdup(&lc, c.path);
-        rc = lc.cfg->properties_path == NULL ? oom(&lc) : load_file(&lc, c.path);
+        lc.cfg->properties_path = kbc_pool_strdup(&lc, c.path);
+        rc = lc.cfg->properties_path == NULL ? kbc_oom(&lc) : load_file(&lc, c.path);
     }
     if (rc == KP_ERR_NONE)
         rc = load_env(&lc, envp);
@@ -1267,7 +1004,7 @@ void kb_config_free(kb_config *cfg)
 const char *kb_config_lookup(const kb_config *cfg, const char *key, kb_config_source *source)
 {
     kb_config_source src;
-    const char *v = effective(cfg, key, &src);
+    const char *v = kbc_effective(cfg, key, &src);
 
     if (source != NULL)
         *source = src;
@@ -1305,25 +1042,6 @@ const kb_topic_default *kb_config_topic_default(const kb_config *cfg, const char
                    sizeof cfg->topic_defaults[0], topic_default_cmp);
 }
 
-static const kb_listener *listener_in(const kb_listener_list *l, const char *name)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        if (strcasecmp(l->v[i].li_name, name) == 0)
-            return &l->v[i];
-    }
-    return NULL;
-}
-
-const kb_listener *kb_config_listener(const kb_config *cfg, const char *name)
-{
-    return listener_in(&cfg->listeners, name);
-}
-
-const kb_listener *kb_config_advertised(const kb_config *cfg, const char *name)
-{
-    return listener_in(&cfg->advertised_listeners, name);
-}
-
 static void log_keys(const kb_strlist *keys, kb_log_level level, const char *msg)
 {
     char esc[KB_LOG_ESC_SHORT];
@@ -1357,13 +1075,6 @@ bool kb_config_key_sensitive(const char *key)
     return strstr(key, "password") != NULL || strstr(key, "secret") != NULL ||
            strstr(key, "jaas.config") != NULL || strstr(key, "keystore.key") != NULL ||
            strstr(key, "credential") != NULL;
-}
-
-const char *kb_security_protocol_name(kb_security_protocol p)
-{
-    if ((unsigned)p >= sizeof protocol_names / sizeof protocol_names[0])
-        return "?";
-    return protocol_names[p];
 }
 
 const char *kb_config_source_name(kb_config_source src)
