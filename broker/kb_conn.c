@@ -16,6 +16,10 @@
 
 #define KB_CONN_READ_CHUNK (64 * 1024)
 #define KB_CONN_OUT_PAUSE (16 * 1024 * 1024) /* stop reading above this backlog */
+/* ...or above this many queued responses: each costs its bookkeeping, so a
+ * client pipelining tiny requests and never reading is bounded too. Kafka
+ * keeps one response per connection; clients pipeline five at most. */
+#define KB_CONN_OUT_MAX_QUEUED 128
 #define KB_CONN_COPY_BUF (64 * 1024)
 #define KB_CONN_TLS_READS 16 /* TLS records read per readable event, at most */
 
@@ -119,9 +123,14 @@ void kb_conn_require_sasl(kb_conn *c, const kb_sasl_listener *cfg)
     c->sasl_phase = KB_SASL_START;
 }
 
+static bool backlog_full(const kb_conn *c)
+{
+    return c->out_bytes >= KB_CONN_OUT_PAUSE || c->out_queued >= KB_CONN_OUT_MAX_QUEUED;
+}
+
 static bool conn_wants_read(const kb_conn *c)
 {
-    return !c->in_flight && !c->close_after_send && !c->muted && c->out_bytes < KB_CONN_OUT_PAUSE;
+    return !c->in_flight && !c->close_after_send && !c->muted && !backlog_full(c);
 }
 
 /* Reading runs while no request is in flight and the backlog is small;
@@ -334,6 +343,7 @@ static void conn_flush(kb_conn *c)
         c->out_head = o->next;
         if (c->out_head == NULL)
             c->out_tail = NULL;
+        c->out_queued--;
         out_free(o);
     }
     c->write_blocked = false;
@@ -371,6 +381,7 @@ void kb_conn_send(kb_conn *c, kb_out *out)
         c->out_head = out;
     c->out_tail = out;
     c->out_bytes += out->total;
+    c->out_queued++;
     conn_flush(c);
 }
 
@@ -431,7 +442,7 @@ static void conn_process(kb_conn *c)
     /* Frames already buffered wait while the output backlog is large, so a
      * client that pipelines requests and never reads cannot grow it further. */
     while (!c->in_flight && !c->closing && !c->close_after_send && !c->muted && c->rlen >= 4 &&
-           c->out_bytes < KB_CONN_OUT_PAUSE) {
+           !backlog_full(c)) {
         int32_t size = frame_size(c->rbuf);
         int32_t max = kb_sasl_frame_limit(c->sasl_cfg, c->sasl_phase,
                                           c->broker->cfg->socket_request_max_bytes);

@@ -84,6 +84,7 @@ struct kb_conn {
     kb_out *out_head;
     kb_out *out_tail;
     size_t out_bytes;
+    size_t out_queued; /* responses in the out list */
     /* Record bytes sent from log files, by the path that carried them:
      * sendfile(2), SSL_sendfile over kernel TLS, or a read into a buffer
      * then a write. Logged when the connection closes (DEBUG). */
