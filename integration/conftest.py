@@ -12,6 +12,7 @@ when CI=true; a local run skips it with a loud reason.
 
 import importlib
 import itertools
+import json
 import os
 import shutil
 import sys
@@ -167,6 +168,28 @@ def node_runner():
 
     def run(script, *args, timeout=60):
         return procs.run([node, JS_DIR / script] + list(args), timeout=timeout, cwd=JS_DIR)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def go_runner():
+    """run(client, command, *args, timeout=90) -> the JSON object printed by
+    integration/go's goclients (client: franz or sarama); built once per
+    session into integration/.deps/go from the modules install-deps fetched."""
+    go = procs.find_go()
+    if go is None:
+        missing("go >= the version integration/go/go.mod names")
+    if not (procs.DEPS / "stamps" / "go").is_file():
+        missing("Go modules of integration/go in %s" % procs.GO_DEPS)
+    exe = procs.GO_DEPS / "goclients"
+    procs.run([go, "build", "-o", exe, "."], timeout=600, env=procs.go_env(), cwd=procs.GO_SRC,
+              check=True)
+
+    def run(client, command, *args, timeout=90):
+        res = procs.run([exe, client, command] + list(args), timeout=timeout)
+        assert res.returncode == 0, "goclients failed: %s" % procs.describe(res)
+        return json.loads(res.stdout)
 
     return run
 

@@ -14,6 +14,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 DEPS = REPO / "integration" / ".deps"
 JARS = DEPS / "jars"
+# Go: GOPATH (module cache, build cache), a toolchain when the machine's go is
+# too old (both from .ci/install-deps --test), and the built goclients.
+GO_DEPS = DEPS / "go"
+GO_SRC = REPO / "integration" / "go"
 
 # Kafka's tools and the server log through slf4j-simple; keep them quiet and
 # start the JVM quickly (these are short-lived processes).
@@ -138,6 +142,40 @@ def run_java(main_class, args, timeout=120, extra_cp=None, check=False, jvm_opts
     cmd = ["java"] + JAVA_TOOL_OPTS + (jvm_opts or [])
     cmd += ["-cp", java_classpath(extra_cp), main_class] + list(args)
     return run(cmd, timeout=timeout, check=check)
+
+
+def _go_version(text):
+    """"go1.26.8" or "1.26" -> (1, 26, 8) / (1, 26, 0)."""
+    nums = [int(n) for n in text.strip().removeprefix("go").split("-")[0].split(".")]
+    return tuple((nums + [0, 0])[:3])
+
+
+def go_env():
+    """Environment for go commands at test time: offline, with the modules and
+    toolchain .ci/install-deps put in GO_DEPS."""
+    env = dict(os.environ, GOPATH=str(GO_DEPS), GOCACHE=str(GO_DEPS / "cache"), GOPROXY="off",
+               GOFLAGS="-mod=readonly -modcacherw", GOTOOLCHAIN="local", GOWORK="off",
+               GOENV="off", CGO_ENABLED="0")
+    env.pop("GOMODCACHE", None)
+    return env
+
+
+def find_go():
+    """The first go command new enough for integration/go/go.mod (the one
+    .ci/install-deps fetched, then PATH, then /usr/local/go), or None."""
+    need = None
+    for line in (GO_SRC / "go.mod").read_text().splitlines():
+        if line.startswith("go "):
+            need = _go_version(line[3:])
+    import shutil
+
+    for go in (GO_DEPS / "toolchain" / "bin" / "go", shutil.which("go"), "/usr/local/go/bin/go"):
+        if not go or not os.access(go, os.X_OK):
+            continue
+        res = run([go, "env", "GOVERSION"], timeout=30, env=go_env())
+        if res.returncode == 0 and _go_version(res.stdout) >= need:
+            return str(go)
+    return None
 
 
 def wait_until(predicate, timeout, interval=0.05, what="condition"):
