@@ -88,6 +88,8 @@ static kp_err coordinator_ready(kb_req *req)
 
 /* ---- FindCoordinator ---------------------------------------------------- */
 
+/* error_message is NULL from v4 on: Kafka leaves each coordinator's message
+ * empty there, whatever the error, where v0-v3 name the error (or NONE). */
 static void find_one(kb_req *req, int8_t key_type, kp_str *host, int32_t *port, int32_t *node,
                      int16_t *error_code, kp_str *error_message)
 {
@@ -103,12 +105,14 @@ static void find_one(kb_req *req, int8_t key_type, kp_str *host, int32_t *port, 
         *node = -1;
         *host = KP_STR_LIT("");
         *port = -1;
-        *error_message = kb_req_str(req, kp_err_name(err));
+        if (error_message != NULL)
+            *error_message = kb_req_str(req, kp_err_name(err));
         return;
     }
     *node = req->broker->node_id;
     kb_broker_advertised(req, host, port);
-    *error_message = KP_STR_LIT("NONE");
+    if (error_message != NULL)
+        *error_message = KP_STR_LIT("NONE");
 }
 
 kp_err kb_h_find_coordinator(kb_req *req, const kp_find_coordinator_req *rq,
@@ -126,8 +130,7 @@ kp_err kb_h_find_coordinator(kb_req *req, const kp_find_coordinator_req *rq,
         kp_find_coordinator_resp_coordinator *c = &rs->coordinators.v[i];
         kp_find_coordinator_resp_coordinator_defaults(c);
         c->key = rq->coordinator_keys.v[i];
-        find_one(req, rq->key_type, &c->host, &c->port, &c->node_id, &c->error_code,
-                 &c->error_message);
+        find_one(req, rq->key_type, &c->host, &c->port, &c->node_id, &c->error_code, NULL);
     }
     return KP_ERR_NONE;
 }
