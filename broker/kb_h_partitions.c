@@ -217,7 +217,7 @@ static kp_err describe_partition_producers(kb_req *req, kp_str topic, producers_
             continue;
         s->producer_epoch = epoch;
         s->last_sequence = last.last_seq;
-        s->last_timestamp = -1;
+        s->last_timestamp = last.max_timestamp;
         s->coordinator_epoch = -1;
         s->current_txn_start_offset = -1;
         used++;

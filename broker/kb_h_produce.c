@@ -263,7 +263,8 @@ static void append_part(kb_req *req, produce_part *p)
         return;
     }
     if (idempotent) {
-        kb_pid_batch nb = {vr->base_sequence, last_seq, res.base_offset, res.last_offset};
+        kb_pid_batch nb = {vr->base_sequence, last_seq, res.base_offset, res.last_offset,
+                           res.log_append_time >= 0 ? res.log_append_time : vr->max_timestamp};
         (void)kb_pidstate_record(part->pids, vr->producer_id, vr->producer_epoch, &nb);
     }
     if (transactional)

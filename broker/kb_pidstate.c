@@ -135,7 +135,8 @@ static kp_err replay_header(kb_pidstate *ps, const kp_batch_hdr *h)
     int32_t last = h->base_sequence > INT32_MAX - h->last_offset_delta
                        ? h->last_offset_delta - (INT32_MAX - h->base_sequence) - 1
                        : h->base_sequence + h->last_offset_delta;
-    kb_pid_batch b = {h->base_sequence, last, h->base_offset, kp_batch_last_offset(h)};
+    kb_pid_batch b = {h->base_sequence, last, h->base_offset, kp_batch_last_offset(h),
+                      h->max_timestamp};
     return kb_pidstate_record(ps, h->producer_id, h->producer_epoch, &b);
 }
 

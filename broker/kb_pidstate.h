@@ -41,6 +41,7 @@ typedef struct kb_pid_batch {
     int32_t last_seq;
     int64_t first_offset;
     int64_t last_offset;
+    int64_t max_timestamp; /* as stored: the append time under LogAppendTime */
 } kb_pid_batch;
 
 kb_pidstate *kb_pidstate_new(void);
@@ -64,7 +65,8 @@ kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log);
 /* Producers tracked (for tests and DescribeProducers). */
 int32_t kb_pidstate_count(const kb_pidstate *ps);
 /* The i-th tracked producer (0 <= i < count): its id, epoch and last cached
- * batch; false when it has no batch cached. */
+ * batch (whose max_timestamp DescribeProducers reports as the producer's
+ * last timestamp); false when it has no batch cached. */
 bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, int64_t *producer_id, int16_t *epoch,
                     kb_pid_batch *last);
 

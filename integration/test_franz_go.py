@@ -11,13 +11,14 @@ except in the group tests.
 """
 
 import itertools
+import time
 
 import pytest
 
 from goclients import (acks_of, check_group_result, check_list_offsets, create, got_records,
                        offsets, write_records)
 from procs import wait_until
-from roundtrip import CODECS, assert_stored_codec, check_roundtrip, make_records
+from roundtrip import CODECS, Rec, assert_stored_codec, check_roundtrip, make_records
 
 PARTITIONS = 3
 COUNT = 200
@@ -118,6 +119,32 @@ def test_franz_describe_configs(go_runner, broker, topic_name):
     assert configs["cleanup.policy"] == "compact"
     assert configs["compression.type"] == "producer"
     assert int(configs["segment.bytes"]) > 0
+
+
+def test_franz_describe_producers(go_runner, broker, topic_name, tmp_path):
+    """DescribeProducers names the idempotent producer of each partition with
+    its last sequence and its last batch's largest timestamp, also after a
+    restart (Runnel rebuilds the state from the log)."""
+    topic = topic_name()
+    create(go_runner, "franz", broker.bootstrap, topic, PARTITIONS)
+    t0 = int(time.time() * 1000) - 600_000
+    records = [Rec(b"key-%d" % (i % 11), b"v%d" % i, (), t0 + 10 * i) for i in range(90)]
+    acks = produce(go_runner, broker.bootstrap, topic, records, tmp_path)
+    want = {}
+    for i, a in acks.items():
+        n, ts = want.get(a.partition, (0, -1))
+        want[a.partition] = (n + 1, max(ts, records[i].timestamp))
+
+    def check():
+        found = go_runner("franz", "producers", broker.bootstrap, topic)["producers"]
+        got = {int(p): [(d["last_sequence"] + 1, d["last_timestamp"]) for d in ds]
+               for p, ds in found.items() if ds}
+        assert got == {p: [w] for p, w in want.items()}, found
+        assert len({d["producer_id"] for ds in found.values() for d in ds}) == 1, found
+
+    check()
+    broker.restart()
+    check()
 
 
 def test_franz_transactions(go_runner, broker, topic_name, tmp_path):

@@ -17,17 +17,18 @@ import (
 )
 
 var franzCommands = map[string]command{
-	"create":   franzCreate,
-	"metadata": franzMetadata,
-	"produce":  franzProduce,
-	"consume":  franzConsume,
-	"group":    franzGroup,
-	"commit":   franzCommit,
-	"offsets":  franzOffsets,
-	"describe": franzDescribe,
-	"delete":   franzDelete,
-	"txn":      franzTxn,
-	"transact": franzTransact,
+	"create":    franzCreate,
+	"metadata":  franzMetadata,
+	"produce":   franzProduce,
+	"consume":   franzConsume,
+	"group":     franzGroup,
+	"commit":    franzCommit,
+	"offsets":   franzOffsets,
+	"describe":  franzDescribe,
+	"producers": franzProducers,
+	"delete":    franzDelete,
+	"txn":       franzTxn,
+	"transact":  franzTransact,
 }
 
 var franzCodecs = map[string]kgo.CompressionCodec{
@@ -358,6 +359,33 @@ func franzDescribe(ctx context.Context, args []string) (any, error) {
 			configs[c.Key] = c.Value
 		}
 		return map[string]any{"configs": configs}, nil
+	})
+}
+
+func franzProducers(ctx context.Context, args []string) (any, error) {
+	if err := wantArgs(args, 2, "producers BOOTSTRAP TOPIC"); err != nil {
+		return nil, err
+	}
+	topic := args[1]
+	return franzAdmin(args[0], func(adm *kadm.Client) (any, error) {
+		res, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: nil})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string][]map[string]int64{}
+		for _, p := range res[topic].Partitions {
+			if p.Err != nil {
+				return nil, fmt.Errorf("%s[%d]: %w", topic, p.Partition, p.Err)
+			}
+			list := []map[string]int64{}
+			for _, d := range p.ActiveProducers.Sorted() {
+				list = append(list, map[string]int64{"producer_id": d.ProducerID,
+					"epoch": int64(d.ProducerEpoch), "last_sequence": int64(d.LastSequence),
+					"last_timestamp": d.LastTimestamp})
+			}
+			out[strconv.Itoa(int(p.Partition))] = list
+		}
+		return map[string]any{"producers": out}, nil
 	})
 }
 

@@ -33,6 +33,9 @@
 //	    -> {"start", "end", "after": {"p": offset}} (after: the first offset
 //	    with a timestamp >= MILLIS, -1 when none)
 //	describe BOOTSTRAP TOPIC -> {"configs": {name: value}}
+//	producers BOOTSTRAP TOPIC                                   (franz)
+//	    DescribeProducers -> {"producers": {"p": [{"producer_id", "epoch",
+//	    "last_sequence", "last_timestamp"}]}}
 //	delete BOOTSTRAP TOPIC -> {"error": null|"..."}
 //	txn BOOTSTRAP TOPIC TXN_ID RECORDS.json commit|abort        (franz)
 //	    one transaction holding the records, ended as asked

@@ -15,7 +15,7 @@ START_TEST(test_pidstate_duplicate_of_cached_batch)
     kb_pidstate *ps = kb_pidstate_new();
     kb_pid_batch dup;
     ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 0, 4, &dup), KP_ERR_NONE);
-    kb_pid_batch b0 = {0, 4, 100, 104};
+    kb_pid_batch b0 = {0, 4, 100, 104, 5000};
     ck_assert_int_eq(kb_pidstate_record(ps, 7, 0, &b0), KP_ERR_NONE);
     ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 0, 4, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
     ck_assert_int_eq(dup.first_offset, 100);
@@ -27,7 +27,7 @@ END_TEST
 START_TEST(test_pidstate_gap_is_out_of_order)
 {
     kb_pidstate *ps = kb_pidstate_new();
-    kb_pid_batch dup, b0 = {0, 4, 0, 4};
+    kb_pid_batch dup, b0 = {0, 4, 0, 4, 5000};
     kb_pidstate_record(ps, 7, 0, &b0);
     ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 6, 9, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     /* a new producer must start at sequence 0... */
@@ -39,7 +39,7 @@ END_TEST
 START_TEST(test_pidstate_epochs)
 {
     kb_pidstate *ps = kb_pidstate_new();
-    kb_pid_batch dup, b0 = {0, 0, 0, 0};
+    kb_pid_batch dup, b0 = {0, 0, 0, 0, 5000};
     kb_pidstate_record(ps, 7, 3, &b0);
     ck_assert_int_eq(kb_pidstate_check(ps, 7, 2, 1, 1, &dup), KP_ERR_INVALID_PRODUCER_EPOCH);
     ck_assert_int_eq(kb_pidstate_check(ps, 7, 4, 5, 5, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
@@ -53,7 +53,7 @@ START_TEST(test_pidstate_keeps_last_five)
     kb_pidstate *ps = kb_pidstate_new();
     kb_pid_batch dup;
     for (int32_t i = 0; i < 7; i++) {
-        kb_pid_batch b = {i, i, i, i};
+        kb_pid_batch b = {i, i, i, i, 1000 + i};
         kb_pidstate_record(ps, 1, 0, &b);
     }
     /* batches 2..6 are cached; 0 and 1 fell out */
@@ -66,7 +66,7 @@ END_TEST
 START_TEST(test_pidstate_sequence_wraps)
 {
     kb_pidstate *ps = kb_pidstate_new();
-    kb_pid_batch dup, b = {INT32_MAX - 1, INT32_MAX, 0, 1};
+    kb_pid_batch dup, b = {INT32_MAX - 1, INT32_MAX, 0, 1, 5000};
     kb_pidstate_record(ps, 1, 0, &b);
     ck_assert_int_eq(kb_pidstate_check(ps, 1, 0, 0, 3, &dup), KP_ERR_NONE);
     kb_pidstate_free(ps);
@@ -78,7 +78,7 @@ static void append_idempotent(ks_log *log, int64_t pid, int16_t epoch, int32_t s
     kp_batch_builder bb;
     kp_batch_builder_init(&bb, 0, 0, pid, epoch, seq);
     for (int i = 0; i < n; i++)
-        kp_batch_builder_add(&bb, 1000 + i, (kp_slice){(const uint8_t *)"k", 1},
+        kp_batch_builder_add(&bb, 1000 + seq + i, (kp_slice){(const uint8_t *)"k", 1},
                              (kp_slice){(const uint8_t *)"v", 1}, NULL, 0);
     size_t len;
     uint8_t *batch = kp_batch_builder_finish(&bb, &len);
@@ -111,6 +111,13 @@ START_TEST(test_pidstate_rebuilt_from_log)
     ck_assert_int_eq(dup.last_offset, 39);
     ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 40, 43, &dup), KP_ERR_NONE);
     ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 44, 47, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    /* the producer's last timestamp (DescribeProducers) is its last batch's */
+    int64_t pid;
+    int16_t epoch;
+    kb_pid_batch last;
+    ck_assert(kb_pidstate_at(ps, 0, &pid, &epoch, &last));
+    ck_assert_int_eq(pid, 42);
+    ck_assert_int_eq(last.max_timestamp, 1000 + 36 + 3);
     kb_pidstate_free(ps);
     ck_assert_int_eq(ks_log_delete(log, NULL), KP_ERR_NONE);
     rmdir(dir);
