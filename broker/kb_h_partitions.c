@@ -13,6 +13,7 @@
 #include "kb_dispatch.h"
 #include "kb_pidstate.h"
 #include "kb_plog.h"
+#include "kb_ptxn.h"
 #include "kb_topics.h"
 
 /* The topic and partition a request names, or UNKNOWN_TOPIC_OR_PARTITION. */
@@ -204,7 +205,7 @@ static kp_err describe_partition_producers(kb_req *req, kp_str topic, producers_
     }
     if (out->error_code != KP_ERR_NONE)
         return KB_ARRAY_ALLOC(req, out->active_producers, 0) ? KP_ERR_NONE : KP_ERR__NOMEM;
-    const kb_pidstate *ps = t->partitions[out->partition_index].pids;
+    kb_pidstate *ps = t->partitions[out->partition_index].pids;
     int32_t n = ps != NULL ? kb_pidstate_count(ps) : 0;
     if (!KB_ARRAY_ALLOC(req, out->active_producers, n))
         return KP_ERR__NOMEM;
@@ -219,7 +220,9 @@ static kp_err describe_partition_producers(kb_req *req, kp_str topic, producers_
         s->last_sequence = last.last_seq;
         s->last_timestamp = last.max_timestamp;
         s->coordinator_epoch = -1;
-        s->current_txn_start_offset = -1;
+        int64_t txn_start;
+        s->current_txn_start_offset =
+            kb_ptxn_open(kb_pidstate_txns(ps), s->producer_id, &txn_start) ? txn_start : -1;
         used++;
     }
     out->active_producers.n = used;

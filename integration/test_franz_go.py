@@ -147,6 +147,23 @@ def test_franz_describe_producers(go_runner, broker, topic_name, tmp_path):
     check()
 
 
+def test_franz_describe_producers_open_transaction(go_runner, broker, topic_name, tmp_path):
+    """While a transaction is open, DescribeProducers gives, per partition it
+    wrote, the offset where the transaction started there."""
+    topic = topic_name()
+    create(go_runner, "franz", broker.bootstrap, topic, PARTITIONS)
+    produce(go_runner, broker.bootstrap, topic, make_records("franz-before-txn", 30), tmp_path)
+    path = write_records(tmp_path / "txn.json", make_records("franz-open-txn", 30))
+    out = go_runner("franz", "txn", broker.bootstrap, topic,
+                    "runnel-it-franz-open-%d" % next(_ids), path, "open")
+    first = {}
+    for _, p, o, _ in out["acks"]:
+        first[p] = min(first.get(p, o), o)
+    starts = {int(p): [d["txn_start"] for d in ds if d["txn_start"] >= 0]
+              for p, ds in out["producers"].items()}
+    assert starts == {p: [first[p]] if p in first else [] for p in range(PARTITIONS)}, out
+
+
 def test_franz_transactions(go_runner, broker, topic_name, tmp_path):
     """A committed and an aborted transaction, then a plain record: a
     read_committed reader sees the committed records and the plain one, a

@@ -368,25 +368,34 @@ func franzProducers(ctx context.Context, args []string) (any, error) {
 	}
 	topic := args[1]
 	return franzAdmin(args[0], func(adm *kadm.Client) (any, error) {
-		res, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: nil})
+		out, err := describeProducers(ctx, adm, topic)
 		if err != nil {
 			return nil, err
 		}
-		out := map[string][]map[string]int64{}
-		for _, p := range res[topic].Partitions {
-			if p.Err != nil {
-				return nil, fmt.Errorf("%s[%d]: %w", topic, p.Partition, p.Err)
-			}
-			list := []map[string]int64{}
-			for _, d := range p.ActiveProducers.Sorted() {
-				list = append(list, map[string]int64{"producer_id": d.ProducerID,
-					"epoch": int64(d.ProducerEpoch), "last_sequence": int64(d.LastSequence),
-					"last_timestamp": d.LastTimestamp})
-			}
-			out[strconv.Itoa(int(p.Partition))] = list
-		}
 		return map[string]any{"producers": out}, nil
 	})
+}
+
+// describeProducers lists the producers DescribeProducers names per partition.
+func describeProducers(ctx context.Context, adm *kadm.Client, topic string) (map[string][]map[string]int64, error) {
+	res, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: nil})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]map[string]int64{}
+	for _, p := range res[topic].Partitions {
+		if p.Err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", topic, p.Partition, p.Err)
+		}
+		list := []map[string]int64{}
+		for _, d := range p.ActiveProducers.Sorted() {
+			list = append(list, map[string]int64{"producer_id": d.ProducerID,
+				"epoch": int64(d.ProducerEpoch), "last_sequence": int64(d.LastSequence),
+				"last_timestamp": d.LastTimestamp, "txn_start": d.CurrentTxnStartOffset})
+		}
+		out[strconv.Itoa(int(p.Partition))] = list
+	}
+	return out, nil
 }
 
 func franzDelete(ctx context.Context, args []string) (any, error) {
@@ -403,17 +412,18 @@ func franzDelete(ctx context.Context, args []string) (any, error) {
 }
 
 func franzTxn(ctx context.Context, args []string) (any, error) {
-	if err := wantArgs(args, 5, "txn BOOTSTRAP TOPIC TXN_ID RECORDS.json commit|abort"); err != nil {
+	if err := wantArgs(args, 5, "txn BOOTSTRAP TOPIC TXN_ID RECORDS.json commit|abort|open"); err != nil {
 		return nil, err
 	}
 	recs, err := readRecords(args[3])
 	if err != nil {
 		return nil, err
 	}
-	end := map[string]kgo.TransactionEndTry{"commit": kgo.TryCommit, "abort": kgo.TryAbort}
+	end := map[string]kgo.TransactionEndTry{"commit": kgo.TryCommit, "abort": kgo.TryAbort,
+		"open": kgo.TryAbort}
 	try, ok := end[args[4]]
 	if !ok {
-		return nil, fmt.Errorf("end %q: want commit or abort", args[4])
+		return nil, fmt.Errorf("end %q: want commit, abort or open", args[4])
 	}
 	cl, err := franzClient(args[0], kgo.TransactionalID(args[2]))
 	if err != nil {
@@ -427,10 +437,16 @@ func franzTxn(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	out := map[string]any{"acks": acks}
+	if args[4] == "open" {
+		if out["producers"], err = describeProducers(ctx, kadm.NewClient(cl), args[1]); err != nil {
+			return nil, err
+		}
+	}
 	if err := cl.EndTransaction(ctx, try); err != nil {
 		return nil, err
 	}
-	return map[string]any{"acks": acks}, nil
+	return out, nil
 }
 
 func franzTransact(ctx context.Context, args []string) (any, error) {

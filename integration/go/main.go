@@ -35,11 +35,12 @@
 //	describe BOOTSTRAP TOPIC -> {"configs": {name: value}}
 //	producers BOOTSTRAP TOPIC                                   (franz)
 //	    DescribeProducers -> {"producers": {"p": [{"producer_id", "epoch",
-//	    "last_sequence", "last_timestamp"}]}}
+//	    "last_sequence", "last_timestamp", "txn_start"}]}}
 //	delete BOOTSTRAP TOPIC -> {"error": null|"..."}
-//	txn BOOTSTRAP TOPIC TXN_ID RECORDS.json commit|abort        (franz)
-//	    one transaction holding the records, ended as asked
-//	    -> {"acks": [...]}
+//	txn BOOTSTRAP TOPIC TXN_ID RECORDS.json commit|abort|open   (franz)
+//	    one transaction holding the records, ended as asked; open: the
+//	    producers described while it is open, then it is aborted
+//	    -> {"acks": [...], "producers": (as producers prints)}
 //	transact BOOTSTRAP IN OUT GROUP TXN_ID COUNT                (franz)
 //	    consume IN in GROUP and copy each record to OUT in transactions
 //	    that carry the consumed offsets (GroupTransactSession)
