@@ -32,6 +32,7 @@ typedef struct synonym {
 typedef struct synonyms {
     int n;
     synonym v[MAX_SYNONYMS];
+    char scaled[24]; /* a default converted to its broker key's unit */
 } synonyms;
 
 static void syn_add(synonyms *s, const char *name, const char *value, int8_t source)
@@ -79,20 +80,45 @@ static void broker_key_synonyms(const kb_broker *b, const char *key, synonyms *s
         syn_add(s, key, v, KB_CS_STATIC_BROKER);
 }
 
-/* Synonyms of a topic key: the topic's value, then each broker synonym's layers, then the
- * default of the primary broker key (or of the topic key when it has none). */
+/* Drops the broker entries from index `from` on that come before the first one naming
+ * `primary`, all of them when none does: Kafka lists a topic key's broker synonyms from
+ * its primary broker key on (so a default held only by log.retention.hours is not
+ * listed for retention.ms). */
+static void syn_from_primary(synonyms *s, int from, const char *primary)
+{
+    int first = from;
+    while (first < s->n && strcmp(s->v[first].name, primary) != 0)
+        first++;
+    memmove(&s->v[from], &s->v[first], (size_t)(s->n - first) * sizeof(s->v[0]));
+    s->n -= first - from;
+}
+
+/* Synonyms of a topic key: the topic's value, then each broker synonym's layers, then
+ * Kafka's default (whatever the layers above say), which sits on the coarsest broker
+ * synonym (log.retention.hours=168 for retention.ms), or on the topic key when it has
+ * no broker synonym. */
 static void topic_key_synonyms(const kb_broker *b, const kb_topic *t, const char *key, synonyms *s)
 {
-    int64_t scale;
+    int64_t scale = 1;
     syn_add(s, key, kb_topic_config_get(t, key), KB_CS_DYNAMIC_TOPIC);
+    int from = s->n;
     const char *primary = kb_dynconf_synonym(key, 0, &scale);
-    for (size_t i = 0; primary != NULL && kb_dynconf_synonym(key, i, &scale) != NULL; i++)
-        broker_key_synonyms(b, kb_dynconf_synonym(key, i, &scale), s);
-    const kb_topic_default *td = kb_config_topic_default(b->cfg, key);
-    if (primary != NULL && td != NULL && td->td_source == KB_SRC_DEFAULT)
-        syn_add(s, primary, td->td_value, KB_CS_DEFAULT);
-    else if (primary == NULL)
+    if (primary == NULL) {
         syn_add(s, key, kb_tconf_default(key), KB_CS_DEFAULT);
+        return;
+    }
+    const char *coarsest = primary;
+    for (size_t i = 0; kb_dynconf_synonym(key, i, &scale) != NULL; i++) {
+        coarsest = kb_dynconf_synonym(key, i, &scale);
+        broker_key_synonyms(b, coarsest, s);
+    }
+    const char *dflt = kb_tconf_default(key);
+    if (dflt != NULL && scale > 1) {
+        snprintf(s->scaled, sizeof(s->scaled), "%lld", strtoll(dflt, NULL, 10) / scale);
+        dflt = s->scaled;
+    }
+    syn_add(s, coarsest, dflt, KB_CS_DEFAULT);
+    syn_from_primary(s, from, primary);
 }
 
 static kp_err describe_topic(kb_req *req, const kp_describe_configs_req *rq,

@@ -355,10 +355,15 @@ func franzDescribe(ctx context.Context, args []string) (any, error) {
 			return nil, rc.Err
 		}
 		configs := map[string]*string{}
+		synonyms := map[string][][3]any{}
 		for _, c := range rc.Configs {
 			configs[c.Key] = c.Value
+			synonyms[c.Key] = [][3]any{}
+			for _, s := range c.Synonyms {
+				synonyms[c.Key] = append(synonyms[c.Key], [3]any{s.Key, s.Value, s.Source.String()})
+			}
 		}
-		return map[string]any{"configs": configs}, nil
+		return map[string]any{"configs": configs, "synonyms": synonyms}, nil
 	})
 }
 

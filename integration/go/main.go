@@ -32,7 +32,8 @@
 //	offsets BOOTSTRAP TOPIC PARTITIONS MILLIS
 //	    -> {"start", "end", "after": {"p": offset}} (after: the first offset
 //	    with a timestamp >= MILLIS, -1 when none)
-//	describe BOOTSTRAP TOPIC -> {"configs": {name: value}}
+//	describe BOOTSTRAP TOPIC -> {"configs": {name: value}, "synonyms" (franz):
+//	    {name: [[broker or topic key, value, source]]}}
 //	producers BOOTSTRAP TOPIC                                   (franz)
 //	    DescribeProducers -> {"producers": {"p": [{"producer_id", "epoch",
 //	    "last_sequence", "last_timestamp", "txn_start"}]}}
