@@ -212,14 +212,14 @@ static kp_err describe_partition_producers(kb_req *req, kp_str topic, producers_
     int32_t used = 0;
     for (int32_t i = 0; i < n; i++) {
         kp_describe_producers_resp_producer_state *s = &out->active_producers.v[used];
-        int16_t epoch;
-        kb_pid_batch last;
-        if (!kb_pidstate_at(ps, i, &s->producer_id, &epoch, &last))
+        kb_pid_info info;
+        if (!kb_pidstate_at(ps, i, &info))
             continue;
-        s->producer_epoch = epoch;
-        s->last_sequence = last.last_seq;
-        s->last_timestamp = last.max_timestamp;
-        s->coordinator_epoch = -1;
+        s->producer_id = info.producer_id;
+        s->producer_epoch = info.epoch;
+        s->last_sequence = info.last_seq;
+        s->last_timestamp = info.last_timestamp;
+        s->coordinator_epoch = info.coordinator_epoch;
         int64_t txn_start;
         s->current_txn_start_offset =
             kb_ptxn_open(kb_pidstate_txns(ps), s->producer_id, &txn_start) ? txn_start : -1;

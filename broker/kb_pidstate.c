@@ -12,6 +12,8 @@ typedef struct pid_entry {
     int16_t epoch;
     int32_t nbatches;
     kb_pid_batch batches[KB_PID_CACHED_BATCHES]; /* oldest first */
+    int64_t last_timestamp;    /* last batch's or marker's */
+    int32_t coordinator_epoch; /* last marker's, -1 before one */
 } pid_entry;
 
 struct kb_pidstate {
@@ -50,15 +52,13 @@ int32_t kb_pidstate_count(const kb_pidstate *ps)
     return ps->n;
 }
 
-bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, int64_t *producer_id, int16_t *epoch,
-                    kb_pid_batch *last)
+bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, kb_pid_info *out)
 {
     const pid_entry *e = &ps->v[i];
-    *producer_id = e->producer_id;
-    *epoch = e->epoch;
     if (e->nbatches == 0)
         return false;
-    *last = e->batches[e->nbatches - 1];
+    *out = (kb_pid_info){e->producer_id, e->epoch, e->batches[e->nbatches - 1].last_seq,
+                         e->last_timestamp, e->coordinator_epoch};
     return true;
 }
 
@@ -114,6 +114,7 @@ kp_err kb_pidstate_record(kb_pidstate *ps, int64_t producer_id, int16_t epoch,
         memset(e, 0, sizeof(*e));
         e->producer_id = producer_id;
         e->epoch = epoch;
+        e->coordinator_epoch = -1;
     }
     if (epoch != e->epoch) {
         e->epoch = epoch;
@@ -124,7 +125,18 @@ kp_err kb_pidstate_record(kb_pidstate *ps, int64_t producer_id, int16_t epoch,
         e->nbatches--;
     }
     e->batches[e->nbatches++] = *batch;
+    e->last_timestamp = batch->max_timestamp;
     return KP_ERR_NONE;
+}
+
+void kb_pidstate_on_marker(kb_pidstate *ps, int64_t producer_id, int64_t timestamp,
+                           int32_t coordinator_epoch)
+{
+    pid_entry *e = find(ps, producer_id);
+    if (e == NULL)
+        return;
+    e->last_timestamp = timestamp;
+    e->coordinator_epoch = coordinator_epoch;
 }
 
 /* Records one batch header if it is from an idempotent producer. */
@@ -148,7 +160,8 @@ typedef struct replay_ctx {
     const ks_io *io;
 } replay_ctx;
 
-/* Feeds the partition's transaction index; markers are read whole. */
+/* Feeds the partition's transaction index, and the producer's last marker;
+ * markers are read whole. */
 static kp_err replay_txn(const replay_ctx *rc, const kp_batch_hdr *h, int64_t file_pos, int fd)
 {
     if (!(h->attributes & KP_BATCH_ATTR_CONTROL))
@@ -158,6 +171,11 @@ static kp_err replay_txn(const replay_ctx *rc, const kp_batch_hdr *h, int64_t fi
     if (total > MARKER_BATCH_MAX ||
         ks_io_read_all(rc->io, fd, buf, (size_t)total, file_pos, NULL) != KP_ERR_NONE)
         return kb_ptxn_replay(rc->ps->txns, h, NULL, 0);
+    int16_t type;
+    int32_t coordinator_epoch;
+    if (kb_ptxn_marker(buf, (size_t)total, &type, &coordinator_epoch) == KP_ERR_NONE &&
+        (type == KB_CONTROL_ABORT || type == KB_CONTROL_COMMIT))
+        kb_pidstate_on_marker(rc->ps, h->producer_id, h->max_timestamp, coordinator_epoch);
     return kb_ptxn_replay(rc->ps->txns, h, buf, (size_t)total);
 }
 

@@ -44,6 +44,15 @@ typedef struct kb_pid_batch {
     int64_t max_timestamp; /* as stored: the append time under LogAppendTime */
 } kb_pid_batch;
 
+/* What DescribeProducers reports of one producer. */
+typedef struct kb_pid_info {
+    int64_t producer_id;
+    int16_t epoch;
+    int32_t last_seq;          /* of its last batch */
+    int64_t last_timestamp;    /* its last batch's or transaction marker's, -1 if none */
+    int32_t coordinator_epoch; /* of its last transaction marker, -1 if none */
+} kb_pid_info;
+
 kb_pidstate *kb_pidstate_new(void);
 void kb_pidstate_free(kb_pidstate *ps);
 
@@ -55,6 +64,11 @@ kp_err kb_pidstate_check(const kb_pidstate *ps, int64_t producer_id, int16_t epo
 kp_err kb_pidstate_record(kb_pidstate *ps, int64_t producer_id, int16_t epoch,
                           const kb_pid_batch *batch);
 
+/* Records an appended transaction marker of a tracked producer: its
+ * timestamp and coordinator epoch become the producer's last, as in Kafka. */
+void kb_pidstate_on_marker(kb_pidstate *ps, int64_t producer_id, int64_t timestamp,
+                           int32_t coordinator_epoch);
+
 /* The partition's open and aborted transactions (kb_ptxn.h), owned here. */
 struct kb_ptxn *kb_pidstate_txns(kb_pidstate *ps);
 
@@ -64,10 +78,8 @@ kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log);
 
 /* Producers tracked (for tests and DescribeProducers). */
 int32_t kb_pidstate_count(const kb_pidstate *ps);
-/* The i-th tracked producer (0 <= i < count): its id, epoch and last cached
- * batch (whose max_timestamp DescribeProducers reports as the producer's
- * last timestamp); false when it has no batch cached. */
-bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, int64_t *producer_id, int16_t *epoch,
-                    kb_pid_batch *last);
+/* The i-th tracked producer (0 <= i < count); false when it has no batch
+ * cached (its epoch changed since). */
+bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, kb_pid_info *out);
 
 #endif

@@ -158,6 +158,12 @@ void kb_ptxn_prune(kb_ptxn *x, int64_t log_start)
 
 kp_err kb_ptxn_control_type(const uint8_t *batch, size_t len, int16_t *type)
 {
+    int32_t coordinator_epoch;
+    return kb_ptxn_marker(batch, len, type, &coordinator_epoch);
+}
+
+kp_err kb_ptxn_marker(const uint8_t *batch, size_t len, int16_t *type, int32_t *coordinator_epoch)
+{
     kp_batch_hdr h;
     if (len < KP_BATCH_HDR_SIZE || kp_batch_hdr_parse(batch, len, &h) != KP_ERR_NONE ||
         (h.attributes & KP_BATCH_ATTR_CODEC_MASK) != 0 || h.records_count < 1)
@@ -168,6 +174,8 @@ kp_err kb_ptxn_control_type(const uint8_t *batch, size_t len, int16_t *type)
     if (kp_records_next(&it, &rec) != KP_ERR_NONE || rec.key.len < 4)
         return KP_ERR__CORRUPT;
     *type = (int16_t)(((uint16_t)rec.key.p[2] << 8) | rec.key.p[3]);
+    /* value: version (int16), coordinator epoch (int32) */
+    *coordinator_epoch = rec.value.len >= 6 ? (int32_t)kp_be32_get(rec.value.p + 2) : -1;
     return KP_ERR_NONE;
 }
 

@@ -77,6 +77,9 @@ void kb_ptxn_prune(kb_ptxn *x, int64_t log_start);
 /* The type of the marker in an uncompressed control batch (whole batch
  * bytes): KB_CONTROL_ABORT or KB_CONTROL_COMMIT in *type. */
 kp_err kb_ptxn_control_type(const uint8_t *batch, size_t len, int16_t *type);
+/* The same, and the coordinator epoch the marker's value carries (-1 when
+ * its value is too short to hold one). */
+kp_err kb_ptxn_marker(const uint8_t *batch, size_t len, int16_t *type, int32_t *coordinator_epoch);
 
 /* Replays one batch found by a log scan: h, and for a control batch its
  * whole bytes (batch, len; NULL for others). */

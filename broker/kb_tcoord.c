@@ -176,7 +176,8 @@ static int64_t env_wall(void *ctx)
 /* ---- markers ------------------------------------------------------------ */
 
 /* A control batch: key = version 0 + type, value = version 0 + coordinator epoch. */
-static uint8_t *marker_batch(const kb_txn *t, bool commit, int32_t coordinator_epoch, size_t *len)
+static uint8_t *marker_batch(const kb_txn *t, bool commit, int32_t coordinator_epoch, int64_t now,
+                             size_t *len)
 {
     uint8_t key[4] = {0, 0, 0, commit ? KB_CONTROL_COMMIT : KB_CONTROL_ABORT};
     uint8_t value[6] = {0, 0};
@@ -184,7 +185,7 @@ static uint8_t *marker_batch(const kb_txn *t, bool commit, int32_t coordinator_e
     kp_batch_builder bb;
     kp_batch_builder_init(&bb, 0, KP_BATCH_ATTR_TRANSACTIONAL | KP_BATCH_ATTR_CONTROL,
                           t->m.producer_id, t->m.producer_epoch, -1);
-    kp_batch_builder_add(&bb, wall_ms(), (kp_slice){key, 4}, (kp_slice){value, 6}, NULL, 0);
+    kp_batch_builder_add(&bb, now, (kp_slice){key, 4}, (kp_slice){value, 6}, NULL, 0);
     uint8_t *buf = kp_batch_builder_finish(&bb, len);
     kp_batch_builder_fini(&bb);
     return buf;
@@ -198,7 +199,9 @@ static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topi
         return e;
     int32_t sp = kb_offsets_partition_for(kp_str_from(txn->id), state->npartitions);
     size_t len;
-    uint8_t *buf = marker_batch(txn, commit, state->partitions[sp].leader_epoch, &len);
+    int32_t coordinator_epoch = state->partitions[sp].leader_epoch;
+    int64_t now = wall_ms();
+    uint8_t *buf = marker_batch(txn, commit, coordinator_epoch, now, &len);
     if (buf == NULL)
         return KP_ERR__NOMEM;
     ks_append_result res;
@@ -207,9 +210,11 @@ static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topi
     if (e != KP_ERR_NONE)
         return e;
     kb_partition *part = &t->partitions[p];
-    if (part->pids != NULL)
+    if (part->pids != NULL) {
         (void)kb_ptxn_on_marker(kb_pidstate_txns(part->pids), txn->m.producer_id, commit,
                                 res.base_offset);
+        kb_pidstate_on_marker(part->pids, txn->m.producer_id, now, coordinator_epoch);
+    }
     if (strcmp(t->name, KB_GCOORD_OFFSETS_TOPIC) == 0)
         kb_gcoord_txn_end(b, txn->m.producer_id, p, commit);
     kb_fetch_notify(b, t, p); /* read_committed fetches wait on the LSO */

@@ -164,6 +164,37 @@ def test_franz_describe_producers_open_transaction(go_runner, broker, topic_name
     assert starts == {p: [first[p]] if p in first else [] for p in range(PARTITIONS)}, out
 
 
+def test_franz_describe_producers_after_commit(go_runner, broker, topic_name, tmp_path):
+    """After a transaction ends, each partition it wrote names the producer
+    with the marker's coordinator epoch and the marker's time as its last
+    timestamp (later than the records', which are an hour old), also after a
+    restart."""
+    topic = topic_name()
+    create(go_runner, "franz", broker.bootstrap, topic, PARTITIONS)
+    t0 = int(time.time() * 1000) - 3_600_000
+    records = [Rec(b"key-%d" % i, b"v%d" % i, (), t0 + i) for i in range(12)]
+    path = write_records(tmp_path / "txn.json", records)
+    before = int(time.time() * 1000)
+    out = go_runner("franz", "txn", broker.bootstrap, topic,
+                    "runnel-it-franz-ended-%d" % next(_ids), path, "commit")
+    after = int(time.time() * 1000)
+    written = {p for _, p, _, _ in out["acks"]}
+
+    def check():
+        found = go_runner("franz", "producers", broker.bootstrap, topic)["producers"]
+        for p, ds in found.items():
+            if int(p) not in written:
+                assert ds == [], found
+                continue
+            assert len(ds) == 1 and ds[0]["coordinator_epoch"] == 0, found
+            assert before - 1000 <= ds[0]["last_timestamp"] <= after + 1000, found
+            assert ds[0]["txn_start"] == -1, found
+
+    check()
+    broker.restart()
+    check()
+
+
 def test_franz_transactions(go_runner, broker, topic_name, tmp_path):
     """A committed and an aborted transaction, then a plain record: a
     read_committed reader sees the committed records and the plain one, a

@@ -396,7 +396,8 @@ func describeProducers(ctx context.Context, adm *kadm.Client, topic string) (map
 		for _, d := range p.ActiveProducers.Sorted() {
 			list = append(list, map[string]int64{"producer_id": d.ProducerID,
 				"epoch": int64(d.ProducerEpoch), "last_sequence": int64(d.LastSequence),
-				"last_timestamp": d.LastTimestamp, "txn_start": d.CurrentTxnStartOffset})
+				"last_timestamp": d.LastTimestamp, "txn_start": d.CurrentTxnStartOffset,
+				"coordinator_epoch": int64(d.CoordinatorEpoch)})
 		}
 		out[strconv.Itoa(int(p.Partition))] = list
 	}

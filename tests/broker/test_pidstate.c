@@ -73,6 +73,26 @@ START_TEST(test_pidstate_sequence_wraps)
 }
 END_TEST
 
+START_TEST(test_pidstate_marker_is_last)
+{
+    kb_pidstate *ps = kb_pidstate_new();
+    kb_pid_batch b = {0, 2, 10, 12, 5000};
+    kb_pidstate_record(ps, 7, 0, &b);
+    kb_pid_info info;
+    ck_assert(kb_pidstate_at(ps, 0, &info));
+    ck_assert_int_eq(info.last_timestamp, 5000);
+    ck_assert_int_eq(info.coordinator_epoch, -1);
+    kb_pidstate_on_marker(ps, 7, 6000, 3);
+    kb_pidstate_on_marker(ps, 8, 7000, 4); /* not tracked here: nothing */
+    ck_assert_int_eq(kb_pidstate_count(ps), 1);
+    ck_assert(kb_pidstate_at(ps, 0, &info));
+    ck_assert_int_eq(info.last_timestamp, 6000);
+    ck_assert_int_eq(info.coordinator_epoch, 3);
+    ck_assert_int_eq(info.last_seq, 2);
+    kb_pidstate_free(ps);
+}
+END_TEST
+
 static void append_idempotent(ks_log *log, int64_t pid, int16_t epoch, int32_t seq, int n)
 {
     kp_batch_builder bb;
@@ -112,12 +132,12 @@ START_TEST(test_pidstate_rebuilt_from_log)
     ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 40, 43, &dup), KP_ERR_NONE);
     ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 44, 47, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     /* the producer's last timestamp (DescribeProducers) is its last batch's */
-    int64_t pid;
-    int16_t epoch;
-    kb_pid_batch last;
-    ck_assert(kb_pidstate_at(ps, 0, &pid, &epoch, &last));
-    ck_assert_int_eq(pid, 42);
-    ck_assert_int_eq(last.max_timestamp, 1000 + 36 + 3);
+    kb_pid_info info;
+    ck_assert(kb_pidstate_at(ps, 0, &info));
+    ck_assert_int_eq(info.producer_id, 42);
+    ck_assert_int_eq(info.last_seq, 39);
+    ck_assert_int_eq(info.last_timestamp, 1000 + 36 + 3);
+    ck_assert_int_eq(info.coordinator_epoch, -1);
     kb_pidstate_free(ps);
     ck_assert_int_eq(ks_log_delete(log, NULL), KP_ERR_NONE);
     rmdir(dir);
@@ -133,6 +153,7 @@ Suite *pidstate_suite(void)
     tcase_add_test(tc, test_pidstate_epochs);
     tcase_add_test(tc, test_pidstate_keeps_last_five);
     tcase_add_test(tc, test_pidstate_sequence_wraps);
+    tcase_add_test(tc, test_pidstate_marker_is_last);
     tcase_add_test(tc, test_pidstate_rebuilt_from_log);
     suite_add_tcase(s, tc);
     return s;

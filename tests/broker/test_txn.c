@@ -332,7 +332,7 @@ END_TEST
 
 static uint8_t *marker(int type, size_t *len)
 {
-    uint8_t key[4] = {0, 0, 0, (uint8_t)type}, value[6] = {0};
+    uint8_t key[4] = {0, 0, 0, (uint8_t)type}, value[6] = {0, 0, 0, 0, 0, 7}; /* epoch 7 */
     kp_batch_builder bb;
     kp_batch_builder_init(&bb, 40, KP_BATCH_ATTR_TRANSACTIONAL | KP_BATCH_ATTR_CONTROL, 9, 3, -1);
     kp_batch_builder_add(&bb, 1, (kp_slice){key, 4}, (kp_slice){value, 6}, NULL, 0);
@@ -349,6 +349,9 @@ START_TEST(test_ptxn_replays_markers_from_batches)
     int16_t type = -1;
     ck_assert_int_eq(kb_ptxn_control_type(abort, len, &type), KP_ERR_NONE);
     ck_assert_int_eq(type, KB_CONTROL_ABORT);
+    int32_t coordinator_epoch = -1;
+    ck_assert_int_eq(kb_ptxn_marker(abort, len, &type, &coordinator_epoch), KP_ERR_NONE);
+    ck_assert_int_eq(coordinator_epoch, 7);
     kp_batch_hdr data = {.base_offset = 30, .attributes = KP_BATCH_ATTR_TRANSACTIONAL,
                          .producer_id = 9, .records_count = 1};
     ck_assert_int_eq(kb_ptxn_replay(x, &data, NULL, 0), KP_ERR_NONE);
