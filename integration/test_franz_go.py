@@ -89,6 +89,18 @@ def test_franz_group(go_runner, broker, topic_name, tmp_path):
     check_group_result(out, records, PARTITIONS, acks)
 
 
+def test_franz_group_members_share_partitions(go_runner, broker, topic_name):
+    """Three members joining one after another (cooperative-sticky, so each
+    join is an incremental rebalance) end up owning every partition exactly
+    once between them, each at least one."""
+    topic = topic_name()
+    create(go_runner, "franz", broker.bootstrap, topic, 6)
+    group = "runnel-it-franz-%d" % next(_ids)
+    owned = go_runner("franz", "members", broker.bootstrap, topic, group, "6", "3")["owned"]
+    assert len(owned) == 3 and all(owned), owned
+    assert sorted(p for ps in owned for p in ps) == list(range(6)), owned
+
+
 def test_franz_commit_fetch_offsets(go_runner, broker, topic_name):
     topic = topic_name()
     create(go_runner, "franz", broker.bootstrap, topic, PARTITIONS)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -22,6 +23,7 @@ var franzCommands = map[string]command{
 	"produce":   franzProduce,
 	"consume":   franzConsume,
 	"group":     franzGroup,
+	"members":   franzMembers,
 	"commit":    franzCommit,
 	"offsets":   franzOffsets,
 	"describe":  franzDescribe,
@@ -263,6 +265,108 @@ func franzGroup(ctx context.Context, args []string) (any, error) {
 	}
 	sort.Slice(assigned, func(i, j int) bool { return assigned[i] < assigned[j] })
 	return map[string]any{"records": got, "assigned": assigned, "committed": committed}, nil
+}
+
+// member is one consumer of franzMembers and the partitions it owns.
+type member struct {
+	cl    *kgo.Client
+	mu    *sync.Mutex
+	owned map[int32]bool
+}
+
+func (m *member) update(topic string, parts map[string][]int32, own bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range parts[topic] {
+		if own {
+			m.owned[p] = true
+		} else {
+			delete(m.owned, p)
+		}
+	}
+}
+
+func newMember(bootstrap, topic, group string, mu *sync.Mutex) (*member, error) {
+	m := &member{mu: mu, owned: map[int32]bool{}}
+	gained := func(_ context.Context, _ *kgo.Client, p map[string][]int32) { m.update(topic, p, true) }
+	gone := func(_ context.Context, _ *kgo.Client, p map[string][]int32) { m.update(topic, p, false) }
+	var err error
+	m.cl, err = franzClient(bootstrap, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.OnPartitionsAssigned(gained), kgo.OnPartitionsRevoked(gone), kgo.OnPartitionsLost(gone))
+	if err != nil {
+		return nil, err
+	}
+	go func() { // poll, so that the member consumes and takes part in rebalances
+		for !m.cl.PollFetches(context.Background()).IsClientClosed() {
+		}
+	}()
+	return m, nil
+}
+
+// balanced says whether every member owns a partition and together they own
+// each of the topic's partitions exactly once; it returns what each owns.
+func balanced(members []*member, partitions int) (bool, [][]int32) {
+	owners := map[int32]int{}
+	owned := make([][]int32, len(members))
+	ok := true
+	for i, m := range members {
+		owned[i] = []int32{}
+		for p := range m.owned {
+			owned[i] = append(owned[i], p)
+			owners[p]++
+		}
+		sort.Slice(owned[i], func(a, b int) bool { return owned[i][a] < owned[i][b] })
+		ok = ok && len(owned[i]) > 0
+	}
+	for p := range int32(partitions) {
+		ok = ok && owners[p] == 1
+	}
+	return ok && len(owners) == partitions, owned
+}
+
+func franzMembers(ctx context.Context, args []string) (any, error) {
+	if err := wantArgs(args, 5, "members BOOTSTRAP TOPIC GROUP PARTITIONS N"); err != nil {
+		return nil, err
+	}
+	partitions, err := strconv.Atoi(args[3])
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(args[4])
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var members []*member
+	defer func() {
+		for _, m := range members {
+			m.cl.Close()
+		}
+	}()
+	for len(members) < n {
+		m, err := newMember(args[0], args[1], args[2], &mu)
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, m)
+		for {
+			mu.Lock()
+			ok, owned := balanced(members, partitions)
+			mu.Unlock()
+			if ok {
+				if len(members) == n {
+					return map[string]any{"owned": owned}, nil
+				}
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%d members never shared the partitions out: %v", len(members), owned)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil, errors.New("no members asked for")
 }
 
 func franzCommit(ctx context.Context, args []string) (any, error) {

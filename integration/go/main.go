@@ -26,6 +26,11 @@
 //	    consume in consumer group GROUP until COUNT records came, commit, and
 //	    fetch the committed offsets back
 //	    -> {"records", "assigned": [partitions], "committed": {"p": offset}}
+//	members BOOTSTRAP TOPIC GROUP PARTITIONS N                  (franz)
+//	    start N members of GROUP one after another, each once the group
+//	    is balanced, until all N own partitions and together own each once
+//	    (cooperative-sticky, so rebalances are incremental)
+//	    -> {"owned": [[partitions of member 0], ...]}
 //	commit BOOTSTRAP GROUP TOPIC [P=OFFSET...]
 //	    commit offsets for a group without members (franz: none given, none
 //	    committed) and fetch them back -> {"committed": {"p": offset}}
