@@ -88,8 +88,24 @@ static kp_err coordinator_ready(kb_req *req)
 
 /* ---- FindCoordinator ---------------------------------------------------- */
 
+/* Kafka's description of the errors FindCoordinator gives (v1-v3 carry it). */
+static const char *coordinator_error_message(kp_err err)
+{
+    switch (err) {
+    case KP_ERR_COORDINATOR_NOT_AVAILABLE:
+        return "The coordinator is not available.";
+    case KP_ERR_INVALID_REQUEST:
+        return "This most likely occurs because of a request being malformed by the client "
+               "library or the message was sent to an incompatible broker. See the broker logs "
+               "for more details.";
+    default:
+        return kp_err_name(err);
+    }
+}
+
 /* error_message is NULL from v4 on: Kafka leaves each coordinator's message
- * empty there, whatever the error, where v0-v3 name the error (or NONE). */
+ * empty there, whatever the error, where v1-v3 describe the error (or say
+ * NONE). */
 static void find_one(kb_req *req, int8_t key_type, kp_str *host, int32_t *port, int32_t *node,
                      int16_t *error_code, kp_str *error_message)
 {
@@ -106,7 +122,7 @@ static void find_one(kb_req *req, int8_t key_type, kp_str *host, int32_t *port, 
         *host = KP_STR_LIT("");
         *port = -1;
         if (error_message != NULL)
-            *error_message = kb_req_str(req, kp_err_name(err));
+            *error_message = kb_req_str(req, coordinator_error_message(err));
         return;
     }
     *node = req->broker->node_id;

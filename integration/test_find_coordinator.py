@@ -1,5 +1,6 @@
 """FindCoordinator's error message, by raw request, as Kafka 4 sends it:
-v0-v3 name the outcome ("NONE" on success); from v4 on, where one request
+v1-v3 describe the outcome ("NONE" on success, Kafka's description of an
+error otherwise); from v4 on, where one request
 asks for many keys, every coordinator's message is the empty string, on
 success and on error alike (franz-go's kadm showed Runnel's "NONE" there).
 """
@@ -35,10 +36,10 @@ def compact_string(r):
     return s
 
 
-def find_v1(sock, group):
+def find_v1(sock, group, key_type=0):
     """-> (error code, error message) of FindCoordinator v1 for a group."""
     g = group.encode()
-    body = struct.pack(">h", len(g)) + g + struct.pack(">b", 0)
+    body = struct.pack(">h", len(g)) + g + struct.pack(">b", key_type)
     sock.sendall(wire.frame(wire.request_header(FIND_COORDINATOR, 1, 1) + body))
     r = wire.Reader(wire.recv_frame(sock))
     assert r.take(">i") == 1
@@ -83,3 +84,11 @@ def test_find_coordinator_error_message(broker):
             assert time.monotonic() < deadline, "no coordinator within 60 s: %s" % found
             time.sleep(0.3)
         assert find_v1(s, "it-fc-a") == (NONE, "NONE")
+
+
+def test_find_coordinator_v1_describes_an_error(broker):
+    """v1-v3 carry Kafka's description of the error, not its name."""
+    with wire.connect(broker.host, broker.port) as s:
+        code, message = find_v1(s, "it-fc-c", key_type=5)
+    assert code == 42  # INVALID_REQUEST: no such coordinator type
+    assert message.startswith("This most likely occurs because of a request being malformed")
