@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "kb_acl.h"
 #include "kb_admin.h"
 #include "kb_fetch.h"
 #include "kb_gcoord.h"
@@ -82,6 +83,8 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
         return e;
     if ((e = kb_scram_store_open(cfg->log_dirs.v[0], &b->scram, err, errlen)) != KP_ERR_NONE)
         return e;
+    if ((e = kb_acl_open(cfg, cfg->log_dirs.v[0], &b->acl, err, errlen)) != KP_ERR_NONE)
+        return e;
     e = kb_server_start(b, &b->server, err, errlen);
     if (e != KP_ERR_NONE)
         return e;
@@ -101,6 +104,8 @@ void kb_broker_stop(kb_broker *b)
     b->server = NULL;
     kb_scram_store_free(b->scram);
     b->scram = NULL;
+    kb_acl_free(b->acl);
+    b->acl = NULL;
     kb_work_stop(b);
     kb_fetch_stop(b);
     kb_tcoord_stop(b);

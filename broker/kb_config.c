@@ -157,7 +157,7 @@ typedef struct key_def {
 
 static const key_def key_defs[] = {
     KS("advertised.listeners", NULL, NOF, KD_DERIVED),
-    KS("allow.everyone.if.no.acl.found", NULL, NOF, 0),
+    KB("allow.everyone.if.no.acl.found", "false", NOF, 0),
     KS("authorizer.class.name", "", NOF, 0),
     KB("auto.create.topics.enable", "true", FBOOL(auto_create_topics_enable), 0),
     KB("auto.leader.rebalance.enable", "true", NOF, KD_IGNORED),

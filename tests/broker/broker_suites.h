@@ -4,6 +4,7 @@
 
 #include <check.h>
 
+Suite *acl_suite(void);
 Suite *admin_suite(void);
 Suite *config_suite(void);
 Suite *group_suite(void);
