@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_authz.h"
 #include "kb_admin.h"
 #include "kb_broker.h"
 #include "kb_cfgops.h"
@@ -195,6 +196,12 @@ static void alter_broker(const alter_job *j, alter_result *r)
 static void alter_resource(const alter_job *j, int16_t *error_code, kp_str *error_message)
 {
     alter_result r = {KP_ERR_NONE, {""}};
+    int16_t denied = kb_authz_config(j->req, KB_OP_ALTER_CONFIGS, j->type, j->name);
+    if (denied != KP_ERR_NONE) {
+        *error_code = denied;
+        *error_message = KP_STR_NULL;
+        return;
+    }
     if (j->type == RESOURCE_TOPIC)
         alter_topic(j, &r);
     else if (j->type == RESOURCE_BROKER)

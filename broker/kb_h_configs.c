@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_authz.h"
 #include "kb_admin.h"
 #include "kb_broker.h"
 #include "kb_cdoc.h"
@@ -268,7 +269,12 @@ kp_err kb_h_describe_configs(kb_req *req, const kp_describe_configs_req *rq,
         out->resource_type = res->resource_type;
         out->resource_name = res->resource_name;
         kp_err e = KP_ERR_NONE;
-        if (res->resource_type == RESOURCE_TOPIC)
+        int16_t denied = kb_authz_config(req, KB_OP_DESCRIBE_CONFIGS, res->resource_type,
+                                         res->resource_name);
+        if (denied != KP_ERR_NONE) {
+            out->error_code = denied;
+            out->error_message = kb_req_str(req, kb_authz_message(denied));
+        } else if (res->resource_type == RESOURCE_TOPIC)
             e = describe_topic(req, rq, res, out);
         else if (res->resource_type == RESOURCE_BROKER && res->resource_name.len <= 0)
             e = describe_broker_default(req, rq, res, out);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kb_admin.h"
+#include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_fetch.h"
@@ -153,12 +154,18 @@ static int64_t fetch_fill(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs
         if (!KB_ARRAY_ALLOC(req, to->partitions, ft->partitions.n))
             return -1;
         kb_topic *t = fetch_topic_lookup(req, ft);
+        /* Kafka: an unknown id first, then READ, then existence by name. */
+        bool denied = t != NULL ? !kb_authz_topic(req, KB_OP_READ, t->name)
+                                : req->api_version < 13 &&
+                                      !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, ft->topic);
         for (int32_t j = 0; j < ft->partitions.n; j++) {
             const fetch_part *fp = &ft->partitions.v[j];
             part_out *out = &to->partitions.v[j];
             kp_fetch_resp_partition_data_defaults(out);
             out->partition_index = fp->partition;
-            if (t == NULL)
+            if (denied)
+                out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+            else if (t == NULL)
                 out->error_code = req->api_version >= 13 ? KP_ERR_UNKNOWN_TOPIC_ID
                                                          : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             else if (fp->partition < 0 || fp->partition >= t->npartitions)

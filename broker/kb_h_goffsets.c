@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_gcoord.h"
@@ -111,9 +112,14 @@ static int32_t commit_collect(kb_req *req, const kp_offset_commit_req *rq,
         const kp_offset_commit_req_offset_commit_request_topic *rt = &rq->topics.v[i];
         kb_topic *t = kb_topics_find(req->broker->topics, rt->name);
         char *name = topic_copy(req, rt->name);
+        bool denied = !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->name);
         for (int32_t j = 0; j < rs->topics.v[i].partitions.n; j++) {
             const commit_part *p = &rt->partitions.v[j];
             commit_result *r = &rs->topics.v[i].partitions.v[j];
+            if (denied) {
+                r->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             r->error_code = offset_entry(req, t, name, p->partition_index, p->committed_offset,
                                          p->committed_leader_epoch, p->committed_metadata,
                                          &offs[n]);
@@ -134,7 +140,9 @@ kp_err kb_h_offset_commit(kb_req *req, const kp_offset_commit_req *rq, kp_offset
     if (commit_alloc(req, rq, rs, &total) != KP_ERR_NONE)
         return KP_ERR__NOMEM;
     kb_group *g = NULL;
-    kp_err err = commit_group(req, rq, &g);
+    kp_err err = kb_authz(req, KB_OP_READ, KB_RES_GROUP, rq->group_id)
+                     ? commit_group(req, rq, &g)
+                     : KP_ERR_GROUP_AUTHORIZATION_FAILED;
     if (err != KP_ERR_NONE) {
         commit_fail(rs, err, true);
         return KP_ERR_NONE;
@@ -159,6 +167,10 @@ typedef kp_txn_offset_commit_resp_txn_offset_commit_response_partition txn_commi
 static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, kb_group **g)
 {
     kb_topic *t;
+    if (!kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, rq->transactional_id))
+        return KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    if (!kb_authz(req, KB_OP_READ, KB_RES_GROUP, rq->group_id))
+        return KP_ERR_GROUP_AUTHORIZATION_FAILED;
     if (rq->group_id.len <= 0)
         return KP_ERR_INVALID_GROUP_ID;
     if (kb_gcoord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
@@ -219,10 +231,15 @@ kp_err kb_h_txn_offset_commit(kb_req *req, const kp_txn_offset_commit_req *rq,
         const kp_txn_offset_commit_req_txn_offset_commit_request_topic *rt = &rq->topics.v[i];
         kb_topic *t = kb_topics_find(req->broker->topics, rt->name);
         char *name = topic_copy(req, rt->name);
+        bool denied = !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->name);
         for (int32_t j = 0; j < rt->partitions.n; j++) {
             const kp_txn_offset_commit_req_txn_offset_commit_request_partition *p =
                 &rt->partitions.v[j];
             txn_commit_result *r = &rs->topics.v[i].partitions.v[j];
+            if (denied) {
+                r->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             r->error_code = offset_entry(req, t, name, p->partition_index, p->committed_offset,
                                          p->committed_leader_epoch, p->committed_metadata,
                                          &offs[n]);
@@ -274,8 +291,11 @@ static kp_err fetch_all(kb_req *req, const kb_group *g, kp_offset_fetch_resp_off
     const kb_offset **v = kp_arena_calloc(&req->arena, n + 1, sizeof(*v));
     if (v == NULL || !KB_ARRAY_ALLOC(req, out->topics, n))
         return KP_ERR__NOMEM;
+    /* Topics the principal may not DESCRIBE are left out (as Kafka). */
     for (const kb_offset *o; g != NULL && (o = kb_offset_map_next(&g->offsets, &cur)) != NULL;)
-        v[k++] = o;
+        if (kb_authz_topic(req, KB_OP_DESCRIBE, o->topic))
+            v[k++] = o;
+    n = k;
     qsort(v, n, sizeof(*v), cmp_offset);
     int32_t nt = 0;
     for (size_t i = 0; i < n;) {
@@ -302,6 +322,10 @@ static kp_err fetch_group(kb_req *req, const kp_offset_fetch_req_offset_fetch_re
         out->error_code = KP_ERR_INVALID_GROUP_ID;
         return KP_ERR_NONE;
     }
+    if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, rg->group_id)) {
+        out->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
     const kb_group *g = kb_groups_find(kb_gcoord_groups(req->broker), rg->group_id);
     if (rg->topics.n < 0)
         return fetch_all(req, g, out);
@@ -314,8 +338,13 @@ static kp_err fetch_group(kb_req *req, const kp_offset_fetch_req_offset_fetch_re
         int32_t np = rt->partition_indexes.n > 0 ? rt->partition_indexes.n : 0;
         if (!KB_ARRAY_ALLOC(req, t->partitions, np))
             return KP_ERR__NOMEM;
-        for (int32_t j = 0; j < np; j++)
-            fetch_fill(req, g, rt->name, rt->partition_indexes.v[j], &t->partitions.v[j]);
+        bool denied = !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, rt->name);
+        for (int32_t j = 0; j < np; j++) {
+            fetch_fill(req, denied ? NULL : g, rt->name, rt->partition_indexes.v[j],
+                       &t->partitions.v[j]);
+            if (denied)
+                t->partitions.v[j].error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        }
     }
     return KP_ERR_NONE;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_conn.h"
 #include "kb_dispatch.h"
@@ -14,9 +15,11 @@
 #include "kb_log.h"
 #include "kb_tcoord.h"
 
-/* Kafka's AclOperation codes READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS and
- * ALTER_CONFIGS (3, 6, 8, 10, 11) as a mask. */
-#define GROUP_OPERATIONS ((1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11))
+/* GROUP READ, which every request of a member needs (Kafka's KafkaApis). */
+static bool group_read(const kb_req *req, kp_str group_id)
+{
+    return kb_authz(req, KB_OP_READ, KB_RES_GROUP, group_id);
+}
 
 /* A request parked in the group state machine. */
 typedef struct gwait {
@@ -99,18 +102,22 @@ static const char *coordinator_error_message(kp_err err)
                "library or the message was sent to an incompatible broker. See the broker logs "
                "for more details.";
     default:
-        return kp_err_name(err);
+        return kb_authz_message(err)[0] != '\0' ? kb_authz_message(err) : kp_err_name(err);
     }
 }
 
 /* error_message is NULL from v4 on: Kafka leaves each coordinator's message
  * empty there, whatever the error, where v1-v3 describe the error (or say
  * NONE). */
-static void find_one(kb_req *req, int8_t key_type, kp_str *host, int32_t *port, int32_t *node,
-                     int16_t *error_code, kp_str *error_message)
+static void find_one(kb_req *req, int8_t key_type, kp_str key, kp_str *host, int32_t *port,
+                     int32_t *node, int16_t *error_code, kp_str *error_message)
 {
     kp_err err = KP_ERR_NONE;
-    if (key_type != 0 && key_type != 1)
+    if (key_type == 0 && !kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, key))
+        err = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+    else if (key_type == 1 && !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TRANSACTIONAL_ID, key))
+        err = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    else if (key_type != 0 && key_type != 1)
         err = KP_ERR_INVALID_REQUEST;
     else if (key_type == 0)
         err = coordinator_ready(req);
@@ -135,8 +142,8 @@ kp_err kb_h_find_coordinator(kb_req *req, const kp_find_coordinator_req *rq,
                              kp_find_coordinator_resp *rs)
 {
     if (req->api_version < 4) {
-        find_one(req, rq->key_type, &rs->host, &rs->port, &rs->node_id, &rs->error_code,
-                 &rs->error_message);
+        find_one(req, rq->key_type, rq->key, &rs->host, &rs->port, &rs->node_id,
+                 &rs->error_code, &rs->error_message);
         return KP_ERR_NONE;
     }
     int32_t n = rq->coordinator_keys.n > 0 ? rq->coordinator_keys.n : 0;
@@ -146,7 +153,8 @@ kp_err kb_h_find_coordinator(kb_req *req, const kp_find_coordinator_req *rq,
         kp_find_coordinator_resp_coordinator *c = &rs->coordinators.v[i];
         kp_find_coordinator_resp_coordinator_defaults(c);
         c->key = rq->coordinator_keys.v[i];
-        find_one(req, rq->key_type, &c->host, &c->port, &c->node_id, &c->error_code, NULL);
+        find_one(req, rq->key_type, c->key, &c->host, &c->port, &c->node_id, &c->error_code,
+                 NULL);
     }
     return KP_ERR_NONE;
 }
@@ -223,6 +231,12 @@ kp_err kb_h_join_group(kb_req *req, const kp_join_group_req *rq, kp_join_group_r
 {
     rs->member_id = rq->member_id.len >= 0 ? rq->member_id : KP_STR_LIT("");
     rs->protocol_name = req->api_version < 7 ? KP_STR_LIT("") : KP_STR_NULL;
+    if (!group_read(req, rq->group_id)) {
+        rs->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+        rs->member_id = rs->leader = KP_STR_LIT("");
+        rs->generation_id = -1;
+        return KP_ERR_NONE;
+    }
     gwait *gw = NULL;
     if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
         return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
@@ -252,6 +266,10 @@ static void sync_done(kb_gwaiter *w, const kb_group *g, kp_err err, kp_slice ass
 
 kp_err kb_h_sync_group(kb_req *req, const kp_sync_group_req *rq, kp_sync_group_resp *rs)
 {
+    if (!group_read(req, rq->group_id)) {
+        rs->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
     gwait *gw = NULL;
     if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
         return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
@@ -265,6 +283,10 @@ kp_err kb_h_sync_group(kb_req *req, const kp_sync_group_req *rq, kp_sync_group_r
 
 kp_err kb_h_heartbeat(kb_req *req, const kp_heartbeat_req *rq, kp_heartbeat_resp *rs)
 {
+    if (!group_read(req, rq->group_id)) {
+        rs->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
     if (rq->group_id.len <= 0) {
         rs->error_code = KP_ERR_INVALID_GROUP_ID;
         return KP_ERR_NONE;
@@ -283,6 +305,10 @@ kp_err kb_h_leave_group(kb_req *req, const kp_leave_group_req *rq, kp_leave_grou
     kb_group *g = rq->group_id.len > 0 ? kb_groups_find(gs, rq->group_id) : NULL;
     bool batched = req->api_version >= 3;
     int32_t n = batched ? (rq->members.n > 0 ? rq->members.n : 0) : 1;
+    if (!group_read(req, rq->group_id)) {
+        rs->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
     if (rq->group_id.len <= 0) {
         rs->error_code = KP_ERR_INVALID_GROUP_ID;
         return KP_ERR_NONE;
@@ -330,9 +356,14 @@ kp_err kb_h_list_groups(kb_req *req, const kp_list_groups_req *rq, kp_list_group
     int32_t n = 0;
     size_t cur = 0;
     bool classic = filter_has(rq->types_filter.v, rq->types_filter.n, "classic");
+    /* Kafka: every group with CLUSTER DESCRIBE, else those the principal
+     * may DESCRIBE. */
+    bool all = kb_authz_cluster(req, KB_OP_DESCRIBE);
     for (kb_group *g; classic && (g = kb_groups_next(gs, &cur)) != NULL;) {
         const char *state = kb_group_state_name(g->state);
         if (g->state == KB_GS_DEAD || !filter_has(rq->states_filter.v, rq->states_filter.n, state))
+            continue;
+        if (!all && !kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, kb_cstr(g->id)))
             continue;
         kp_list_groups_resp_listed_group *out = &rs->groups.v[n++];
         out->group_id = kb_req_str(req, g->id);
@@ -381,8 +412,13 @@ kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
         out->group_id = rq->groups.v[i];
         out->protocol_type = out->protocol_data = KP_STR_LIT("");
         out->group_state = KP_STR_LIT("Dead");
+        if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, rq->groups.v[i])) {
+            out->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+            out->group_state = KP_STR_LIT("");
+            continue;
+        }
         if (rq->include_authorized_operations)
-            out->authorized_operations = GROUP_OPERATIONS;
+            out->authorized_operations = kb_authz_ops(req, KB_RES_GROUP, rq->groups.v[i]);
         if (rq->groups.v[i].len <= 0) {
             out->error_code = KP_ERR_INVALID_GROUP_ID;
             continue;
@@ -410,7 +446,9 @@ kp_err kb_h_delete_groups(kb_req *req, const kp_delete_groups_req *rq, kp_delete
         rs->results.v[i].group_id = id;
         kb_group *g = id.len > 0 ? kb_groups_find(gs, id) : NULL;
         kp_err err = KP_ERR_NONE;
-        if (id.len <= 0)
+        if (!kb_authz(req, KB_OP_DELETE, KB_RES_GROUP, id))
+            err = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+        else if (id.len <= 0)
             err = KP_ERR_INVALID_GROUP_ID;
         else if (g == NULL || g->state == KB_GS_DEAD)
             err = KP_ERR_GROUP_ID_NOT_FOUND;

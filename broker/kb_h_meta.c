@@ -2,6 +2,7 @@
  * DescribeQuorum. */
 #include <string.h>
 
+#include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_gcoord.h"
 #include "kb_dispatch.h"
@@ -9,11 +10,6 @@
 #include "kb_server.h"
 #include "kb_topics.h"
 
-/* Kafka's AclOperation codes, as bits of an authorized-operations mask. */
-#define OP(n) (1 << (n))
-#define TOPIC_OPERATIONS                                                                   \
-    (OP(3) | OP(4) | OP(5) | OP(6) | OP(7) | OP(8) | OP(10) | OP(11))
-#define CLUSTER_OPERATIONS (OP(5) | OP(7) | OP(8) | OP(9) | OP(10) | OP(11) | OP(12))
 
 kp_str kb_req_str(kb_req *req, const char *s)
 {
@@ -108,9 +104,18 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
             out->error_code = KP_ERR_UNKNOWN_TOPIC_ID;
             return KP_ERR_NONE;
         }
+        if (!kb_authz_topic(req, KB_OP_DESCRIBE, t->name)) {
+            out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+            return KP_ERR_NONE;
+        }
         return describe_topic(req, rq, t, out);
     }
     out->name = want->name;
+    /* Not disclosed: whether a topic the principal may not DESCRIBE exists. */
+    if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, want->name)) {
+        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
     kb_topic *t = kb_topics_find(b->topics, want->name);
     if (t != NULL)
         return describe_topic(req, rq, t, out);
@@ -125,6 +130,10 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
         out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return KP_ERR_NONE;
     }
+    if (!kb_authz_create_topic(req, want->name)) {
+        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
     e = kb_topics_create(b->topics, want->name, b->cfg->num_partitions, NULL, 0, false, &t, &msg);
     if (e != KP_ERR_NONE) {
         KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"auto-create failed\" topic=%.*s error=%s",
@@ -135,6 +144,15 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%s partitions=%d", t->name,
            t->npartitions);
     return describe_topic(req, rq, t, out);
+}
+
+/* Kafka reports the cluster's operations only to a principal that may
+ * DESCRIBE the cluster (0 otherwise). */
+static int32_t cluster_operations(const kb_req *req)
+{
+    if (!kb_authz_cluster(req, KB_OP_DESCRIBE))
+        return 0;
+    return kb_authz_ops(req, KB_RES_CLUSTER, KP_STR_LIT(KB_ACL_CLUSTER_NAME));
 }
 
 kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *rs)
@@ -148,24 +166,33 @@ kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *r
     rs->cluster_id = kb_req_str(req, b->cluster_id);
     rs->controller_id = b->node_id;
     if (rq->include_cluster_authorized_operations)
-        rs->cluster_authorized_operations = CLUSTER_OPERATIONS;
+        rs->cluster_authorized_operations = cluster_operations(req);
 
     /* v0: an empty list means every topic; v1+: null means every topic. */
     bool all = rq->topics.n < 0 || (req->api_version == 0 && rq->topics.n == 0);
     size_t n = all ? kb_topics_count(b->topics) : (size_t)rq->topics.n;
     if (!KB_ARRAY_ALLOC(req, rs->topics, n))
         return KP_ERR__NOMEM;
+    int32_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[i];
+        kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[k];
         kp_metadata_resp_metadata_response_topic_defaults(out);
-        kp_err e = all ? describe_topic(req, rq, kb_topics_at(b->topics, i), out)
-                       : metadata_one(req, rq, &rq->topics.v[i], out);
+        const kb_topic *t = all ? kb_topics_at(b->topics, i) : NULL;
+        /* Listing every topic leaves out those the principal may not DESCRIBE. */
+        if (t != NULL && !kb_authz_topic(req, KB_OP_DESCRIBE, t->name))
+            continue;
+        kp_err e = t != NULL ? describe_topic(req, rq, t, out)
+                             : metadata_one(req, rq, &rq->topics.v[i], out);
         if (e != KP_ERR_NONE)
             return e;
-        /* Without an authorizer every operation is allowed, error or not (as Kafka). */
-        if (rq->include_topic_authorized_operations)
-            out->topic_authorized_operations = TOPIC_OPERATIONS;
+        k++;
+        /* Every operation the principal may do, error or not (as Kafka), but
+         * nothing for a topic it may not see. */
+        if (rq->include_topic_authorized_operations &&
+            out->error_code != KP_ERR_TOPIC_AUTHORIZATION_FAILED)
+            out->topic_authorized_operations = kb_authz_ops(req, KB_RES_TOPIC, out->name);
     }
+    rs->topics.n = k;
     return KP_ERR_NONE;
 }
 
@@ -183,7 +210,7 @@ kp_err kb_h_describe_cluster(kb_req *req, const kp_describe_cluster_req *rq,
     rs->cluster_id = kb_req_str(req, b->cluster_id);
     rs->controller_id = b->node_id;
     if (rq->include_cluster_authorized_operations)
-        rs->cluster_authorized_operations = CLUSTER_OPERATIONS;
+        rs->cluster_authorized_operations = cluster_operations(req);
     if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
         return KP_ERR__NOMEM;
     rs->brokers.v[0].broker_id = b->node_id;

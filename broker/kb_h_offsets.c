@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_logscan.h"
@@ -179,6 +180,7 @@ kp_err kb_h_list_offsets(kb_req *req, const kp_list_offsets_req *rq, kp_list_off
         to->name = tq->name;
         if (!KB_ARRAY_ALLOC(req, to->partitions, tq->partitions.n))
             return KP_ERR__NOMEM;
+        bool denied = !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, tq->name);
         for (int32_t j = 0; j < tq->partitions.n; j++) {
             const kp_list_offsets_req_list_offsets_partition *pq = &tq->partitions.v[j];
             lo_out *out = &to->partitions.v[j];
@@ -186,7 +188,9 @@ kp_err kb_h_list_offsets(kb_req *req, const kp_list_offsets_req *rq, kp_list_off
             out->partition_index = pq->partition_index;
             kb_topic *t;
             ks_log *log;
-            out->error_code = kb_plog_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
+            out->error_code =
+                denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED
+                       : kb_plog_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
             if (out->error_code == KP_ERR_NONE)
                 out->error_code = kb_plog_check_epoch(
                     pq->current_leader_epoch, t->partitions[pq->partition_index].leader_epoch);
@@ -209,6 +213,9 @@ kp_err kb_h_offset_for_leader_epoch(kb_req *req, const kp_offset_for_leader_epoc
         to->topic = tq->topic;
         if (!KB_ARRAY_ALLOC(req, to->partitions, tq->partitions.n))
             return KP_ERR__NOMEM;
+        /* Kafka: CLUSTER CLUSTER_ACTION covers every topic, else DESCRIBE. */
+        bool denied = !kb_authz_cluster(req, KB_OP_CLUSTER_ACTION) &&
+                      !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, tq->topic);
         for (int32_t j = 0; j < tq->partitions.n; j++) {
             const kp_offset_for_leader_epoch_req_offset_for_leader_partition *pq =
                 &tq->partitions.v[j];
@@ -217,7 +224,9 @@ kp_err kb_h_offset_for_leader_epoch(kb_req *req, const kp_offset_for_leader_epoc
             out->partition = pq->partition;
             kb_topic *t;
             ks_log *log;
-            out->error_code = kb_plog_lookup(req->broker, tq->topic, pq->partition, &t, &log);
+            out->error_code = denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED
+                                     : kb_plog_lookup(req->broker, tq->topic, pq->partition, &t,
+                                                      &log);
             if (out->error_code != KP_ERR_NONE)
                 continue;
             int32_t ours = t->partitions[pq->partition].leader_epoch;

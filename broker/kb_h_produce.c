@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "kb_admin.h"
+#include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_log.h"
@@ -126,7 +127,8 @@ static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
     if (t != NULL)
         return t;
     kb_msgbuf msg;
-    if (!b->cfg->auto_create_topics_enable || kb_topics_check_name(name, &msg) != KP_ERR_NONE) {
+    if (!b->cfg->auto_create_topics_enable || kb_topics_check_name(name, &msg) != KP_ERR_NONE ||
+        !kb_authz_create_topic(req, name)) {
         *err = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return NULL;
     }
@@ -426,6 +428,39 @@ static void part_init(kb_req *req, kb_topic *t, int16_t terr, bool acks_ok,
     p->codec = topic_codec(req->broker->cfg, t);
 }
 
+/* Whether any partition carries a transactional batch (attributes bit 4 of
+ * a magic 2 batch; Kafka's RequestUtils.hasTransactionalRecords). */
+static bool has_transactional(const kp_produce_req *rq)
+{
+    for (int32_t i = 0; i < rq->topic_data.n; i++)
+        for (int32_t j = 0; j < rq->topic_data.v[i].partition_data.n; j++) {
+            kp_records r = rq->topic_data.v[i].partition_data.v[j].records;
+            if (r.len > 22 && r.p[16] == 2 && (r.p[22] & 0x10) != 0)
+                return true;
+        }
+    return false;
+}
+
+/* The error every partition of a topic gets before any lookup: a
+ * transactional produce without TRANSACTIONAL_ID WRITE, or no TOPIC WRITE. */
+static int16_t produce_authz(kb_req *req, const kp_produce_req *rq, kp_str topic, bool *txn_checked,
+                             int16_t *txn_err)
+{
+    if (!kb_authz_on(req))
+        return KP_ERR_NONE;
+    if (!*txn_checked) {
+        *txn_checked = true;
+        if (has_transactional(rq) &&
+            (rq->transactional_id.len < 0 ||
+             !kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, rq->transactional_id)))
+            *txn_err = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    }
+    if (*txn_err != KP_ERR_NONE)
+        return *txn_err;
+    return kb_authz(req, KB_OP_WRITE, KB_RES_TOPIC, topic) ? KP_ERR_NONE
+                                                          : KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+}
+
 static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
 {
     int32_t nparts = 0;
@@ -442,6 +477,8 @@ static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produc
     st->timeout_ms = rq->timeout_ms;
     st->nparts = nparts;
     bool acks_ok = rq->acks == 0 || rq->acks == 1 || rq->acks == -1;
+    bool txn_checked = false;
+    int16_t txn_err = KP_ERR_NONE;
     int32_t k = 0;
     for (int32_t i = 0; i < rq->topic_data.n; i++) {
         const kp_produce_req_topic_produce_data *td = &rq->topic_data.v[i];
@@ -451,8 +488,8 @@ static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produc
             state_free(st);
             return NULL;
         }
-        int16_t terr = KP_ERR_NONE;
-        kb_topic *t = acks_ok ? produce_topic(req, td->name, &terr) : NULL;
+        int16_t terr = produce_authz(req, rq, td->name, &txn_checked, &txn_err);
+        kb_topic *t = acks_ok && terr == KP_ERR_NONE ? produce_topic(req, td->name, &terr) : NULL;
         for (int32_t j = 0; j < td->partition_data.n; j++, k++) {
             produce_part *p = &st->parts[k];
             p->state = st;

@@ -1,6 +1,7 @@
 /* Handlers that change topics: CreateTopics, DeleteTopics, CreatePartitions. */
 #include <string.h>
 
+#include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_log.h"
@@ -127,6 +128,9 @@ static kp_err create_one(kb_req *req, const kp_create_topics_req *rq, const crea
         e = KP_ERR_INVALID_REQUEST;
         kb_msgf(&msg, "Create topics request from client contains multiple entries for the "
                       "following topics: %.*s", ct->name.len, ct->name.p);
+    } else if (!kb_authz_create_topic(req, ct->name)) {
+        e = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        kb_msgf(&msg, "Authorization failed.");
     } else if ((e = kb_topics_check_name(ct->name, &msg)) == KP_ERR_NONE &&
                (e = creatable_shape(req, ct, &partitions, &replication, &msg)) == KP_ERR_NONE &&
                (configs = creatable_configs(req, ct, &msg, &e)) != NULL) {
@@ -140,6 +144,11 @@ static kp_err create_one(kb_req *req, const kp_create_topics_req *rq, const crea
                 out->topic_id = t->id;
                 KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic created\" topic=%s partitions=%d",
                        t->name, t->npartitions);
+            }
+            /* Configs only for a principal that may DESCRIBE_CONFIGS (Kafka). */
+            if (!kb_authz(req, KB_OP_DESCRIBE_CONFIGS, KB_RES_TOPIC, ct->name)) {
+                out->topic_config_error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+                return KP_ERR_NONE;
             }
             return creatable_describe(req, t, out);
         }
@@ -164,6 +173,24 @@ kp_err kb_h_create_topics(kb_req *req, const kp_create_topics_req *rq, kp_create
     return KP_ERR_NONE;
 }
 
+/* Kafka's controller: CLUSTER DELETE covers every topic, else TOPIC DELETE;
+ * a topic given by id keeps its name hidden unless the principal may
+ * DESCRIBE it. */
+static bool delete_denied(kb_req *req, kp_str name, const kb_topic *t,
+                          kp_delete_topics_resp_deletable_topic_result *out)
+{
+    if (!kb_authz_on(req) || kb_authz_cluster(req, KB_OP_DELETE))
+        return false;
+    kp_str n = name.len >= 0 ? name : kb_cstr(t->name);
+    if (kb_authz(req, KB_OP_DELETE, KB_RES_TOPIC, n))
+        return false;
+    out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    out->error_message = KP_STR_LIT("Topic authorization failed.");
+    if (name.len < 0 && kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, n))
+        out->name = kb_req_str(req, t->name);
+    return true;
+}
+
 static void delete_one(kb_req *req, kp_str name, const kp_uuid *id,
                        kp_delete_topics_resp_deletable_topic_result *out)
 {
@@ -171,6 +198,8 @@ static void delete_one(kb_req *req, kp_str name, const kp_uuid *id,
     kb_topic *t = name.len >= 0 ? kb_topics_find(b->topics, name) : kb_topics_find_id(b->topics, id);
     out->name = name;
     out->topic_id = *id;
+    if ((name.len >= 0 || t != NULL) && delete_denied(req, name, t, out))
+        return;
     if (t == NULL) {
         out->error_code = name.len >= 0 ? KP_ERR_UNKNOWN_TOPIC_OR_PARTITION : KP_ERR_UNKNOWN_TOPIC_ID;
         return;
@@ -223,6 +252,10 @@ kp_err kb_h_create_partitions(kb_req *req, const kp_create_partitions_req *rq,
         kb_msgbuf msg = {{0}};
         kb_topic *t = kb_topics_find(req->broker->topics, ct->name);
         kp_err e;
+        if (!kb_authz(req, KB_OP_ALTER, KB_RES_TOPIC, ct->name)) {
+            out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        }
         if (t == NULL) {
             e = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             kb_msgf(&msg, "The topic '%.*s' does not exist.", ct->name.len, ct->name.p);

@@ -5,6 +5,7 @@
  * kb_h_goffsets.c. */
 #include <string.h>
 
+#include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_gcoord.h"
@@ -35,6 +36,7 @@ typedef struct add_job {
     const add_topic *topics;
     int32_t *nresults;
     add_topic_result **results;
+    bool from_client; /* v0-v3: TOPIC WRITE is checked (Kafka) */
 } add_job;
 
 /* Shapes the results like the request, checking each partition exists;
@@ -54,11 +56,16 @@ static int32_t add_alloc(kb_req *req, const add_job *j, int32_t *total)
         res[i].name = at->name;
         if (!KB_ARRAY_ALLOC(req, res[i].results_by_partition, at->partitions.n))
             return -1;
+        bool denied = j->from_client && (t == NULL || !t->internal) &&
+                      !kb_authz(req, KB_OP_WRITE, KB_RES_TOPIC, at->name);
         for (int32_t k = 0; k < at->partitions.n; k++) {
             int32_t p = at->partitions.v[k];
             add_part_result *pr = &res[i].results_by_partition.v[k];
             pr->partition_index = p;
-            if (t == NULL || p < 0 || p >= t->npartitions) {
+            if (denied) {
+                pr->partition_error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+                missing++;
+            } else if (t == NULL || p < 0 || p >= t->npartitions) {
                 pr->partition_error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 missing++;
             }
@@ -138,7 +145,14 @@ kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_re
         add_job j = {rq->v3_and_below_transactional_id, rq->v3_and_below_producer_id,
                      rq->v3_and_below_producer_epoch, false, rq->v3_and_below_topics.n,
                      rq->v3_and_below_topics.v, &rs->results_by_topic_v3_and_below.n,
-                     &rs->results_by_topic_v3_and_below.v};
+                     &rs->results_by_topic_v3_and_below.v, true};
+        if (!kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, j.id)) {
+            int32_t total;
+            if (add_alloc(req, &j, &total) < 0)
+                return KP_ERR__NOMEM;
+            add_set_all(&j, KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED, true);
+            return KP_ERR_NONE;
+        }
         add_run(req, &j);
         return KP_ERR_NONE;
     }
@@ -152,7 +166,7 @@ kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_re
         out->transactional_id = tx->transactional_id;
         add_job j = {tx->transactional_id, tx->producer_id,    tx->producer_epoch,
                      tx->verify_only,      tx->topics.n,       tx->topics.v,
-                     &out->topic_results.n, &out->topic_results.v};
+                     &out->topic_results.n, &out->topic_results.v, false};
         add_run(req, &j);
     }
     return KP_ERR_NONE;
@@ -163,6 +177,14 @@ kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_re
 kp_err kb_h_add_offsets_to_txn(kb_req *req, const kp_add_offsets_to_txn_req *rq,
                                kp_add_offsets_to_txn_resp *rs)
 {
+    if (!kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, rq->transactional_id)) {
+        rs->error_code = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
+    if (!kb_authz(req, KB_OP_READ, KB_RES_GROUP, rq->group_id)) {
+        rs->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
     kb_topic *t;
     if (kb_gcoord_offsets_topic(req->broker, &t) != KP_ERR_NONE) {
         rs->error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -179,6 +201,10 @@ kp_err kb_h_add_offsets_to_txn(kb_req *req, const kp_add_offsets_to_txn_req *rq,
 
 kp_err kb_h_end_txn(kb_req *req, const kp_end_txn_req *rq, kp_end_txn_resp *rs)
 {
+    if (!kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, rq->transactional_id)) {
+        rs->error_code = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
     kp_err e = kb_txn_end(kb_tcoord_txns(req->broker), rq->transactional_id, rq->producer_id,
                           rq->producer_epoch, rq->committed);
     rs->error_code = fenced_for(req, 2, e);
