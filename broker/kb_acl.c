@@ -40,7 +40,8 @@ const char *kb_acl_op_name(int8_t code)
                                     "READ",           "WRITE",         "CREATE",
                                     "DELETE",         "ALTER",         "DESCRIBE",
                                     "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
-                                    "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS"};
+                                    "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS",
+                                    "TWO_PHASE_COMMIT"};
     return name_at(n, sizeof n / sizeof n[0], code);
 }
 
@@ -100,7 +101,7 @@ kp_err kb_acl_check_new(const kb_acl_binding *b, kb_msgbuf *msg)
         kb_msgf(msg, "Invalid patternType %s", kb_acl_pattern_name(b->ab_pattern));
         return KP_ERR_INVALID_REQUEST;
     }
-    if (b->ab_op <= KB_OP_ANY || b->ab_op > KB_OP_DESCRIBE_TOKENS) {
+    if (b->ab_op <= KB_OP_ANY || b->ab_op > KB_OP_TWO_PHASE_COMMIT) {
         kb_msgf(msg, "Invalid operation %s", kb_acl_op_name(b->ab_op));
         return KP_ERR_INVALID_REQUEST;
     }
@@ -112,7 +113,27 @@ kp_err kb_acl_check_new(const kb_acl_binding *b, kb_msgbuf *msg)
         kb_msgf(msg, "Invalid null principal or host");
         return KP_ERR_INVALID_REQUEST;
     }
+    if (b->ab_principal.len == 0 || memchr(b->ab_principal.p, ':', (size_t)b->ab_principal.len) == NULL) {
+        kb_msgf(msg,
+                "Could not parse principal from `%.*s` (no colon is present separating the "
+                "principal type from the principal name)",
+                b->ab_principal.len > 120 ? 120 : b->ab_principal.len,
+                b->ab_principal.len > 0 ? b->ab_principal.p : "");
+        return KP_ERR_INVALID_REQUEST;
+    }
     return KP_ERR_NONE;
+}
+
+bool kb_acl_codes_known(const kb_acl_binding *b)
+{
+    return b->ab_res_type != KB_RES_UNKNOWN && b->ab_pattern != KB_PAT_UNKNOWN &&
+           b->ab_op != KB_OP_UNKNOWN && b->ab_perm != KB_PERM_UNKNOWN;
+}
+
+bool kb_acl_buildable(const kb_acl_binding *b)
+{
+    return b->ab_res_type != KB_RES_ANY && b->ab_pattern != KB_PAT_ANY &&
+           b->ab_pattern != KB_PAT_MATCH && b->ab_op != KB_OP_ANY && b->ab_perm != KB_PERM_ANY;
 }
 
 kp_err kb_acl_check_filter(const kb_acl_binding *f, kb_msgbuf *msg)
@@ -122,7 +143,7 @@ kp_err kb_acl_check_filter(const kb_acl_binding *f, kb_msgbuf *msg)
         kb_msgf(msg, "Unknown patternFilter.");
         return KP_ERR_INVALID_REQUEST;
     }
-    if (f->ab_op <= KB_OP_UNKNOWN || f->ab_op > KB_OP_DESCRIBE_TOKENS ||
+    if (f->ab_op <= KB_OP_UNKNOWN || f->ab_op > KB_OP_TWO_PHASE_COMMIT ||
         f->ab_perm <= KB_PERM_UNKNOWN || f->ab_perm > KB_PERM_ALLOW) {
         kb_msgf(msg, "Unknown entryFilter.");
         return KP_ERR_INVALID_REQUEST;

@@ -96,6 +96,7 @@ enum {
     KB_OP_IDEMPOTENT_WRITE = 12,
     KB_OP_CREATE_TOKENS = 13,
     KB_OP_DESCRIBE_TOKENS = 14,
+    KB_OP_TWO_PHASE_COMMIT = 15, /* Kafka 4.1 (KIP-939) */
 };
 
 /* Kafka's PatternType codes. */
@@ -144,6 +145,13 @@ void kb_acl_free(kb_acl_store *st);
 /* Kafka's checks on a binding to create (CreateAcls): KP_ERR_NONE, or
  * KP_ERR_INVALID_REQUEST with Kafka's message. */
 kp_err kb_acl_check_new(const kb_acl_binding *b, kb_msgbuf *msg);
+/* Kafka's parse-time check on a binding or filter of any ACL API: no field
+ * holds code 0 (UNKNOWN). Kafka closes the connection when one does. */
+bool kb_acl_codes_known(const kb_acl_binding *b);
+/* Kafka builds every binding of a CreateAcls before checking any: one with
+ * an ANY type, pattern, operation or permission (or MATCH) fails the whole
+ * request (UNKNOWN_SERVER_ERROR on every entry). */
+bool kb_acl_buildable(const kb_acl_binding *b);
 /* Kafka's checks on a DeleteAcls filter (no UNKNOWN part). */
 kp_err kb_acl_check_filter(const kb_acl_binding *f, kb_msgbuf *msg);
 /* Whether filter f matches binding b (Kafka's AclBindingFilter.matches). */

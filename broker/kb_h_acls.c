@@ -83,6 +83,12 @@ static kp_err describe_fill(kb_req *req, const kb_acl_store *st, const size_t *i
 
 kp_err kb_h_describe_acls(kb_req *req, const kp_describe_acls_req *rq, kp_describe_acls_resp *rs)
 {
+    kb_acl_binding f = {rq->resource_type_filter, rq->pattern_type_filter, rq->operation,
+                        rq->permission_type,      rq->resource_name_filter, rq->principal_filter,
+                        rq->host_filter};
+    /* Kafka refuses to parse a filter with an UNKNOWN (0) code: closed. */
+    if (!kb_acl_codes_known(&f))
+        return KP_ERR__MALFORMED;
     if (!kb_authz_cluster(req, KB_OP_DESCRIBE)) {
         rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
         rs->error_message = kb_cstr(kb_authz_message(KP_ERR_CLUSTER_AUTHORIZATION_FAILED));
@@ -94,9 +100,6 @@ kp_err kb_h_describe_acls(kb_req *req, const kp_describe_acls_req *rq, kp_descri
         rs->error_message = KP_STR_LIT("No Authorizer is configured on the broker");
         return KP_ERR_NONE;
     }
-    kb_acl_binding f = {rq->resource_type_filter, rq->pattern_type_filter, rq->operation,
-                        rq->permission_type,      rq->resource_name_filter, rq->principal_filter,
-                        rq->host_filter};
     size_t total = kb_acl_count(st), n = 0;
     size_t *idx = kp_arena_alloc(&req->arena, (total + 1) * sizeof(*idx));
     if (idx == NULL)
@@ -134,8 +137,22 @@ static bool persist(kb_req *req)
     return false;
 }
 
+static kb_acl_binding creation_of(const kp_create_acls_req_acl_creation *c)
+{
+    return (kb_acl_binding){c->resource_type,   c->resource_pattern_type, c->operation,
+                            c->permission_type, c->resource_name,         c->principal,
+                            c->host};
+}
+
 kp_err kb_h_create_acls(kb_req *req, const kp_create_acls_req *rq, kp_create_acls_resp *rs)
 {
+    bool buildable = true;
+    for (int32_t i = 0; i < rq->creations.n; i++) {
+        kb_acl_binding b = creation_of(&rq->creations.v[i]);
+        if (!kb_acl_codes_known(&b))
+            return KP_ERR__MALFORMED; /* Kafka closes the connection */
+        buildable = buildable && kb_acl_buildable(&b);
+    }
     if (!KB_ARRAY_ALLOC(req, rs->results, rq->creations.n))
         return KP_ERR__NOMEM;
     if (!kb_authz_cluster(req, KB_OP_ALTER)) {
@@ -146,16 +163,18 @@ kp_err kb_h_create_acls(kb_req *req, const kp_create_acls_req *rq, kp_create_acl
         create_fail_all(rs, KP_ERR_SECURITY_DISABLED, KP_STR_LIT(NO_AUTHORIZER));
         return KP_ERR_NONE;
     }
+    if (!buildable) {
+        create_fail_all(rs, KP_ERR_UNKNOWN_SERVER_ERROR, KP_STR_NULL);
+        return KP_ERR_NONE;
+    }
     if (rq->creations.n > KB_ACL_REQUEST_MAX) {
         create_fail_all(rs, KP_ERR_POLICY_VIOLATION, KP_STR_LIT(TOO_LARGE));
         return KP_ERR_NONE;
     }
     bool changed = false;
     for (int32_t i = 0; i < rq->creations.n; i++) {
-        const kp_create_acls_req_acl_creation *c = &rq->creations.v[i];
         kp_create_acls_resp_acl_creation_result *r = &rs->results.v[i];
-        kb_acl_binding b = {c->resource_type, c->resource_pattern_type, c->operation,
-                            c->permission_type, c->resource_name, c->principal, c->host};
+        kb_acl_binding b = creation_of(&rq->creations.v[i]);
         kb_msgbuf msg;
         kp_err e = kb_acl_check_new(&b, &msg);
         if (e == KP_ERR_NONE) {
@@ -208,6 +227,7 @@ static kp_err list_matches(kb_req *req, const kb_acl_binding *f, filter_result *
             continue;
         kp_delete_acls_resp_delete_acls_matching_acl *m = &r->matching_acls.v[k++];
         kp_delete_acls_resp_delete_acls_matching_acl_defaults(m);
+        m->error_message = KP_STR_NULL; /* Kafka: ApiError.NONE's null message */
         m->resource_type = b.ab_res_type;
         m->resource_name = arena_str(req, b.ab_name);
         m->pattern_type = b.ab_pattern;
@@ -229,6 +249,11 @@ static void delete_fail_all(kp_delete_acls_resp *rs, int16_t code, kp_str msg)
 
 kp_err kb_h_delete_acls(kb_req *req, const kp_delete_acls_req *rq, kp_delete_acls_resp *rs)
 {
+    for (int32_t i = 0; i < rq->filters.n; i++) {
+        kb_acl_binding f = filter_of(&rq->filters.v[i]);
+        if (!kb_acl_codes_known(&f))
+            return KP_ERR__MALFORMED; /* Kafka closes the connection */
+    }
     if (!KB_ARRAY_ALLOC(req, rs->filter_results, rq->filters.n))
         return KP_ERR__NOMEM;
     if (!kb_authz_cluster(req, KB_OP_ALTER)) {
@@ -242,6 +267,7 @@ kp_err kb_h_delete_acls(kb_req *req, const kp_delete_acls_req *rq, kp_delete_acl
     size_t removing = 0;
     for (int32_t i = 0; i < rq->filters.n; i++) {
         filter_result *r = &rs->filter_results.v[i];
+        r->error_message = KP_STR_NULL;
         kb_acl_binding f = filter_of(&rq->filters.v[i]);
         kb_msgbuf msg;
         kp_err e = kb_acl_check_filter(&f, &msg);

@@ -54,8 +54,12 @@ class KafkaReal(BrokerProcess):
     start_timeout = 90.0
 
     def __init__(self, datadir, port=None, controller_port=None, node_id=1,
-                 extra_props=None, log_path=None, jvm_opts=None):
+                 extra_props=None, log_path=None, jvm_opts=None, extra_listeners=None):
+        """extra_listeners: {name: (security protocol, port)} served beside
+        PLAINTEXT (and advertised), e.g. {"SASL_PLAINTEXT": ("SASL_PLAINTEXT", p)};
+        their listener.name.* keys go in extra_props."""
         super().__init__(datadir, port=port, log_path=log_path)
+        self.extra_listeners = dict(extra_listeners or {})
         self.controller_port = controller_port or free_port()
         self.node_id = node_id
         self.cluster_id = random_cluster_id()
@@ -87,6 +91,11 @@ class KafkaReal(BrokerProcess):
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "true",
         }
+        for name, (protocol, port) in self.extra_listeners.items():
+            addr = "%s://%s:%d" % (name, h, port)
+            p["listeners"] += "," + addr
+            p["advertised.listeners"] += "," + addr
+            p["listener.security.protocol.map"] += ",%s:%s" % (name, protocol)
         p.update({k: str(v) for k, v in self.extra_props.items()})
         return p
 
