@@ -51,9 +51,35 @@
  *                        WRITE [txn id]; idempotent:        FAILED / CLUSTER_AUTHORIZATION_
  *                        CLUSTER IDEMPOTENT_WRITE or WRITE  FAILED
  *                        on some topic (by resource type)
+ *   AddPartitionsToTxn   TRANSACTIONAL_ID WRITE, then TOPIC TRANSACTIONAL_ID_ / TOPIC_AUTHORIZA-
+ *   (v0-v3, clients)     WRITE (internal topics exempt)     TION_FAILED (others OPERATION_
+ *                                                           NOT_ATTEMPTED)
+ *   AddOffsetsToTxn      TRANSACTIONAL_ID WRITE, GROUP READ TRANSACTIONAL_ID_ / GROUP_..._FAILED
+ *   EndTxn               TRANSACTIONAL_ID WRITE             TRANSACTIONAL_ID_AUTHORIZATION_
+ *                                                           FAILED
+ *   TxnOffsetCommit      TRANSACTIONAL_ID WRITE, GROUP      as OffsetCommit
+ *                        READ, TOPIC READ
+ *   DescribeTransactions TRANSACTIONAL_ID DESCRIBE          TRANSACTIONAL_ID_AUTHORIZATION_
+ *                                                           FAILED
+ *   ListTransactions     TRANSACTIONAL_ID DESCRIBE          left out
+ *   OffsetDelete         GROUP DELETE, TOPIC READ           GROUP_ / TOPIC_AUTHORIZATION_FAILED
+ *   DeleteRecords        TOPIC DELETE                       TOPIC_AUTHORIZATION_FAILED
+ *   DescribeProducers    TOPIC READ                         TOPIC_AUTHORIZATION_FAILED
+ *   DescribeTopicParti-  TOPIC DESCRIBE                     all topics: left out; named:
+ *   tions                                                   TOPIC_AUTHORIZATION_FAILED
+ *   DescribeCluster      cluster authorized operations      0 without CLUSTER DESCRIBE
+ *   DescribeLogDirs      CLUSTER DESCRIBE                   CLUSTER_AUTHORIZATION_FAILED
+ *   ElectLeaders,        CLUSTER ALTER                      CLUSTER_AUTHORIZATION_FAILED
+ *   AlterPartitionReas.
+ *   ListPartitionReas.   CLUSTER DESCRIBE                   CLUSTER_AUTHORIZATION_FAILED
+ *   Describe/AlterUser-  CLUSTER DESCRIBE / ALTER           CLUSTER_AUTHORIZATION_FAILED
+ *   ScramCredentials
+ *   DescribeClient-      CLUSTER DESCRIBE_CONFIGS /         CLUSTER_AUTHORIZATION_FAILED
+ *   Quotas / Alter..     ALTER_CONFIGS
  *   DescribeAcls         CLUSTER DESCRIBE                   CLUSTER_AUTHORIZATION_FAILED
  *   CreateAcls,          CLUSTER ALTER                      CLUSTER_AUTHORIZATION_FAILED
  *   DeleteAcls                                              per entry
+ *   ApiVersions, SASL    none
  *
  * Invariants:
  *   1. With no authorizer every check allows and no ACL code runs.

@@ -408,6 +408,8 @@ kp_err kb_h_offset_fetch(kb_req *req, const kp_offset_fetch_req *rq, kp_offset_f
 
 static kp_err delete_check(kb_req *req, const kp_offset_delete_req *rq, kb_group **g)
 {
+    if (!kb_authz(req, KB_OP_DELETE, KB_RES_GROUP, rq->group_id))
+        return KP_ERR_GROUP_AUTHORIZATION_FAILED;
     if (rq->group_id.len <= 0)
         return KP_ERR_INVALID_GROUP_ID;
     *g = kb_groups_find(kb_gcoord_groups(req->broker), rq->group_id);
@@ -436,6 +438,7 @@ kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset
         const kp_offset_delete_req_offset_delete_request_topic *rt = &rq->topics.v[i];
         int32_t np = rt->partitions.n > 0 ? rt->partitions.n : 0;
         bool subscribed = kb_group_subscribed_to(g, rt->name);
+        bool denied = !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->name);
         rs->topics.v[i].name = rt->name;
         if (!KB_ARRAY_ALLOC(req, rs->topics.v[i].partitions, np))
             return KP_ERR__NOMEM;
@@ -443,6 +446,10 @@ kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset
             int32_t p = rt->partitions.v[j].partition_index;
             const kb_offset *o = kb_offset_map_get(&g->offsets, rt->name, p);
             rs->topics.v[i].partitions.v[j].partition_index = p;
+            if (denied) {
+                rs->topics.v[i].partitions.v[j].error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             rs->topics.v[i].partitions.v[j].error_code =
                 subscribed ? KP_ERR_GROUP_SUBSCRIBED_TO_TOPIC : KP_ERR_NONE;
             if (!subscribed && o != NULL) {

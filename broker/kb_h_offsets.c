@@ -252,6 +252,7 @@ kp_err kb_h_delete_records(kb_req *req, const kp_delete_records_req *rq,
         to->name = tq->name;
         if (!KB_ARRAY_ALLOC(req, to->partitions, tq->partitions.n))
             return KP_ERR__NOMEM;
+        bool denied = !kb_authz(req, KB_OP_DELETE, KB_RES_TOPIC, tq->name);
         for (int32_t j = 0; j < tq->partitions.n; j++) {
             const kp_delete_records_req_delete_records_partition *pq = &tq->partitions.v[j];
             kp_delete_records_resp_delete_records_partition_result *out = &to->partitions.v[j];
@@ -259,7 +260,9 @@ kp_err kb_h_delete_records(kb_req *req, const kp_delete_records_req *rq,
             out->partition_index = pq->partition_index;
             kb_topic *t;
             ks_log *log;
-            out->error_code = kb_plog_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
+            out->error_code =
+                denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED
+                       : kb_plog_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
             if (out->error_code != KP_ERR_NONE)
                 continue;
             int64_t target = pq->offset == -1 ? ks_log_high_watermark(log) : pq->offset;

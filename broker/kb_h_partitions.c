@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "kb_authz.h"
 #include "kb_admin.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
@@ -67,6 +68,10 @@ kp_err kb_h_describe_log_dirs(kb_req *req, const kp_describe_log_dirs_req *rq,
                               kp_describe_log_dirs_resp *rs)
 {
     kb_topics *ts = req->broker->topics;
+    if (!kb_authz_cluster(req, KB_OP_DESCRIBE)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KB_ARRAY_ALLOC(req, rs->results, 0) ? KP_ERR_NONE : KP_ERR__NOMEM;
+    }
     if (!KB_ARRAY_ALLOC(req, rs->results, 1))
         return KP_ERR__NOMEM;
     kp_describe_log_dirs_resp_describe_log_dirs_result *r = &rs->results.v[0];
@@ -97,6 +102,11 @@ kp_err kb_h_elect_leaders(kb_req *req, const kp_elect_leaders_req *rq, kp_elect_
     /* All partitions (null): nothing needs an election, and Kafka lists
      * only the partitions it elected. */
     int32_t n = rq->topic_partitions.n < 0 ? 0 : rq->topic_partitions.n;
+    if (!kb_authz_cluster(req, KB_OP_ALTER)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KB_ARRAY_ALLOC(req, rs->replica_election_results, 0) ? KP_ERR_NONE
+                                                                     : KP_ERR__NOMEM;
+    }
     if (!KB_ARRAY_ALLOC(req, rs->replica_election_results, n))
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < n; i++) {
@@ -157,6 +167,11 @@ kp_err kb_h_alter_partition_reassignments(kb_req *req,
                                           const kp_alter_partition_reassignments_req *rq,
                                           kp_alter_partition_reassignments_resp *rs)
 {
+    if (!kb_authz_cluster(req, KB_OP_ALTER)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        rs->error_message = kb_cstr(kb_authz_message(rs->error_code));
+        return KB_ARRAY_ALLOC(req, rs->responses, 0) ? KP_ERR_NONE : KP_ERR__NOMEM;
+    }
     if (!KB_ARRAY_ALLOC(req, rs->responses, rq->topics.n))
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < rq->topics.n; i++) {
@@ -186,6 +201,10 @@ kp_err kb_h_list_partition_reassignments(kb_req *req,
                                          kp_list_partition_reassignments_resp *rs)
 {
     (void)rq;
+    if (!kb_authz_cluster(req, KB_OP_DESCRIBE)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        rs->error_message = kb_cstr(kb_authz_message(rs->error_code));
+    }
     /* Reassignments complete as they are made: none is ever ongoing. */
     return KB_ARRAY_ALLOC(req, rs->topics, 0) ? KP_ERR_NONE : KP_ERR__NOMEM;
 }
@@ -244,6 +263,12 @@ kp_err kb_h_describe_producers(kb_req *req, const kp_describe_producers_req *rq,
             producers_out *po = &out->partitions.v[j];
             kp_describe_producers_resp_partition_response_defaults(po);
             po->partition_index = tr->partition_indexes.v[j];
+            if (!kb_authz(req, KB_OP_READ, KB_RES_TOPIC, tr->name)) {
+                po->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+                if (!KB_ARRAY_ALLOC(req, po->active_producers, 0))
+                    return KP_ERR__NOMEM;
+                continue;
+            }
             if (describe_partition_producers(req, tr->name, po) != KP_ERR_NONE)
                 return KP_ERR__NOMEM;
         }
@@ -334,7 +359,12 @@ kp_err kb_h_describe_topic_partitions(kb_req *req, const kp_describe_topic_parti
                 continue;
             first = c == 0 && rq->cursor->partition_index > 0 ? rq->cursor->partition_index : 0;
         }
-        kb_topic *t = kb_topics_find(req->broker->topics, names[i]);
+        /* Kafka: unauthorized topics are left out of a listing of all,
+         * TOPIC_AUTHORIZATION_FAILED when named. */
+        bool denied = !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, names[i]);
+        if (denied && rq->topics.n <= 0)
+            continue;
+        kb_topic *t = denied ? NULL : kb_topics_find(req->broker->topics, names[i]);
         if (t != NULL && budget == 0) {
             rs->topics.n = used;
             return set_cursor(req, rs, names[i], first) ? KP_ERR_NONE : KP_ERR__NOMEM;
@@ -343,7 +373,8 @@ kp_err kb_h_describe_topic_partitions(kb_req *req, const kp_describe_topic_parti
         kp_describe_topic_partitions_resp_describe_topic_partitions_response_topic_defaults(out);
         out->name = names[i];
         if (t == NULL) {
-            out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            out->error_code =
+                denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             out->partitions.n = 0;
             continue;
         }

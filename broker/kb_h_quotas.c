@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_authz.h"
 #include "kb_admin.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
@@ -65,6 +66,11 @@ kp_err kb_h_describe_client_quotas(kb_req *req, const kp_describe_client_quotas_
                                    kp_describe_client_quotas_resp *rs)
 {
     const kb_quotas *q = req->broker->quotas;
+    if (!kb_authz_cluster(req, KB_OP_DESCRIBE_CONFIGS)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        rs->error_message = kb_cstr(kb_authz_message(rs->error_code));
+        return KB_ARRAY_ALLOC(req, rs->entries, 0) ? KP_ERR_NONE : KP_ERR__NOMEM;
+    }
     for (int32_t i = 0; i < rq->components.n; i++) {
         const component *c = &rq->components.v[i];
         if (c->match_type < MATCH_EXACT || c->match_type > MATCH_SPECIFIED ||
@@ -122,6 +128,7 @@ kp_err kb_h_alter_client_quotas(kb_req *req, const kp_alter_client_quotas_req *r
 {
     if (!KB_ARRAY_ALLOC(req, rs->entries, rq->entries.n))
         return KP_ERR__NOMEM;
+    bool allowed = kb_authz_cluster(req, KB_OP_ALTER_CONFIGS);
     for (int32_t i = 0; i < rq->entries.n; i++) {
         const kp_alter_client_quotas_req_entry_data *in = &rq->entries.v[i];
         kp_alter_client_quotas_resp_entry_data *out = &rs->entries.v[i];
@@ -132,7 +139,10 @@ kp_err kb_h_alter_client_quotas(kb_req *req, const kp_alter_client_quotas_req *r
             out->entity.v[k].entity_type = in->entity.v[k].entity_type;
             out->entity.v[k].entity_name = in->entity.v[k].entity_name;
         }
-        out->error_code = alter_entry(req, in, rq->validate_only, &msg);
+        if (!allowed)
+            kb_msgf(&msg, "%s", kb_authz_message(KP_ERR_CLUSTER_AUTHORIZATION_FAILED));
+        out->error_code = allowed ? alter_entry(req, in, rq->validate_only, &msg)
+                                  : KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
         out->error_message = out->error_code != KP_ERR_NONE ? kb_req_str(req, msg.text)
                                                             : KP_STR_NULL;
     }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
 #include "kb_log.h"
@@ -226,6 +227,11 @@ kp_err kb_h_describe_user_scram_credentials(kb_req *req,
                                             const kp_describe_user_scram_credentials_req *rq,
                                             kp_describe_user_scram_credentials_resp *rs)
 {
+    if (!kb_authz_cluster(req, KB_OP_DESCRIBE)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        rs->error_message = kb_cstr(kb_authz_message(rs->error_code));
+        return KB_ARRAY_ALLOC(req, rs->results, 0) ? KP_ERR_NONE : KP_ERR__NOMEM;
+    }
     if (rq->users.n <= 0) /* null or empty: every user, as Kafka */
         return describe_all(req, rs) ? KP_ERR_NONE : KP_ERR__NOMEM;
     if (!KB_ARRAY_ALLOC(req, rs->results, rq->users.n))
@@ -348,12 +354,20 @@ kp_err kb_h_alter_user_scram_credentials(kb_req *req,
         v[nd + i] = (alter_entry){rq->upsertions.v[i].name, rq->upsertions.v[i].mechanism,
                                   &rq->upsertions.v[i]};
     qsort(v, nd + nu, sizeof(*v), alter_entry_cmp);
-    bool changed = false;
+    bool changed = false, allowed = kb_authz_cluster(req, KB_OP_ALTER);
     int32_t nres = 0;
     for (size_t i = 0, j; i < nd + nu; i = j) {
         for (j = i + 1; j < nd + nu && str_eq(v[j].name, v[i].name); j++)
             ;
-        alter_user(req, v + i, j - i, &changed, &rs->results.v[nres++]);
+        kp_alter_user_scram_credentials_resp_alter_user_scram_credentials_result *r =
+            &rs->results.v[nres++];
+        if (allowed) {
+            alter_user(req, v + i, j - i, &changed, r);
+        } else {
+            r->user = v[i].name;
+            r->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+            r->error_message = kb_cstr(kb_authz_message(r->error_code));
+        }
     }
     rs->results.n = nres;
     if (changed && kb_scram_store_save(req->broker->scram) != KP_ERR_NONE) {

@@ -250,7 +250,9 @@ kp_err kb_h_describe_transactions(kb_req *req, const kp_describe_transactions_re
         kp_describe_transactions_resp_transaction_state_defaults(out);
         out->transactional_id = rq->transactional_ids.v[i];
         const kb_txn *t = kb_txns_find(kb_tcoord_txns(req->broker), out->transactional_id);
-        if (out->transactional_id.len <= 0) {
+        if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_TRANSACTIONAL_ID, out->transactional_id)) {
+            out->error_code = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        } else if (out->transactional_id.len <= 0) {
             out->error_code = KP_ERR_INVALID_REQUEST;
         } else if (t == NULL || t->m.state == KB_TXN_DEAD) {
             out->error_code = KP_ERR_TRANSACTIONAL_ID_NOT_FOUND;
@@ -306,7 +308,8 @@ kp_err kb_h_list_transactions(kb_req *req, const kp_list_transactions_req *rq,
     size_t cur = 0;
     int32_t n = 0;
     for (const kb_txn *t; (t = kb_txns_next(ts, &cur)) != NULL;) {
-        if (!list_match(rq, t, now))
+        if (!list_match(rq, t, now) ||
+            !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TRANSACTIONAL_ID, kb_cstr(t->id)))
             continue;
         kp_list_transactions_resp_transaction_state *out = &rs->transaction_states.v[n++];
         out->transactional_id = kb_req_str(req, t->id);

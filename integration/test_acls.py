@@ -508,3 +508,85 @@ def test_acls_survive_restart(authz, ck, clean_acls, topic_name):
                                    r.array(lambda r: (r.string(), r.string(), r.take(">bb")))))
     assert names == [(2, t, 3, [("User:alice", "*", (4, 3)), ("User:bob", "*", (4, 2))])] or \
         names == [(2, t, 3, [("User:bob", "*", (4, 2)), ("User:alice", "*", (4, 3))])]
+
+
+def metadata_with_operations(sock, topics, corr):
+    """Metadata v8 asking for the cluster's and the topics' authorized operations."""
+    req = wire.metadata_request(8, topics, corr, allow_auto_create=False)
+    sock.sendall(req[:-2] + b"\x01\x01")
+    return wire.parse_metadata(wire.recv_frame(sock), 8, corr)
+
+
+OMITTED = -2147483648  # Kafka's "authorized operations not computed"
+TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+
+
+def test_metadata_authorized_operations(authz, ck, clean_acls, topic_name):
+    mine, other = topic_name("mine"), topic_name("other")
+    create_topic(ck, authz, mine)
+    create_topic(ck, authz, other)
+    add_acls(ck, authz, binding(ck, "TOPIC", mine, "User:alice", "READ"))
+    with sasl_login(authz, "alice") as s:
+        md = metadata_with_operations(s, [mine, other, "it-acls-absent"], 3)
+    got = {t["name"]: (t["error_code"], t["authorized_operations"]) for t in md["topics"]}
+    assert got == {mine: (0, (1 << 3) | (1 << 8)),  # READ implies DESCRIBE
+                   other: (TOPIC_AUTHORIZATION_FAILED, OMITTED),
+                   "it-acls-absent": (TOPIC_AUTHORIZATION_FAILED, OMITTED)}
+    assert md["cluster_authorized_operations"] == 0  # no CLUSTER DESCRIBE
+    with sasl_login(authz, "admin") as s:
+        md = metadata_with_operations(s, [mine], 3)
+    assert [(t["error_code"], t["authorized_operations"]) for t in md["topics"]] == \
+        [(0, TOPIC_OPS)]
+    assert md["cluster_authorized_operations"] == CLUSTER_OPS
+
+
+def init_producer_id(sock, txn_id, corr):
+    """(error, producer id, epoch); retried while Kafka's transaction
+    coordinator is still loading (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+    NOT_COORDINATOR)."""
+    deadline = time.monotonic() + 30
+    while True:
+        body = enc_str(txn_id, False) + struct.pack(">i", 60000)
+        sock.sendall(wire.frame(wire.request_header(22, 1, corr) + body))
+        r = wire.Reader(wire.recv_frame(sock))
+        assert r.take(">i") == corr
+        r.take(">i")
+        got = r.take(">h"), r.take(">q"), r.take(">h")
+        if got[0] not in (14, 15, 16) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.3)
+
+
+def find_coordinator(sock, key, key_type, corr):
+    """FindCoordinator v1's error code, retried while the coordinator loads."""
+    deadline = time.monotonic() + 30
+    while True:
+        body = enc_str(key, False) + struct.pack(">b", key_type)
+        sock.sendall(wire.frame(wire.request_header(10, 1, corr) + body))
+        r = wire.Reader(wire.recv_frame(sock))
+        assert r.take(">i") == corr
+        r.take(">i")
+        err = r.take(">h")
+        if err not in (14, 15) or time.monotonic() > deadline:
+            return err
+        time.sleep(0.3)
+
+
+def test_init_producer_id(authz, ck, clean_acls, topic_name):
+    """Idempotent producers need WRITE on some topic (or CLUSTER
+    IDEMPOTENT_WRITE); transactional ones TRANSACTIONAL_ID WRITE."""
+    t = topic_name()
+    add_acls(ck, authz, binding(ck, "TOPIC", t, "User:alice", "WRITE"),
+             binding(ck, "TRANSACTIONAL_ID", "tx-", "User:alice", "WRITE", pattern="PREFIXED"))
+    with sasl_login(authz, "alice") as s:
+        err, pid, _ = init_producer_id(s, None, 3)
+        assert err == 0 and pid >= 0
+        assert init_producer_id(s, "other-tx", 4) == (53, -1, -1)
+        # FindCoordinator makes Kafka create its transaction state topic
+        assert find_coordinator(s, "other-tx", 1, 6) == 53
+        assert find_coordinator(s, "tx-alice", 1, 7) == 0
+        err, pid, _ = init_producer_id(s, "tx-alice", 8)
+        assert err == 0 and pid >= 0
+    with sasl_login(authz, "bob") as s:
+        assert init_producer_id(s, None, 3) == (CLUSTER_AUTHORIZATION_FAILED, -1, -1)
