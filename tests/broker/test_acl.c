@@ -181,8 +181,22 @@ START_TEST(test_acl_check_new)
     b = acl(KB_RES_TOPIC, "t", KB_PAT_LITERAL, "User:a", "*", KB_OP_READ, KB_PERM_ANY);
     ck_assert_int_eq(kb_acl_check_new(&b, &msg), KP_ERR_INVALID_REQUEST);
     ck_assert_str_eq(msg.text, "Invalid permissionType ANY");
-    b = acl(KB_RES_TOPIC, "t", KB_PAT_LITERAL, "User:a", "*", KB_OP_READ, KB_PERM_ALLOW);
+    b = acl(KB_RES_TOPIC, "t", KB_PAT_LITERAL, "a", "*", KB_OP_READ, KB_PERM_ALLOW);
+    ck_assert_int_eq(kb_acl_check_new(&b, &msg), KP_ERR_INVALID_REQUEST);
+    ck_assert_str_eq(msg.text, "Could not parse principal from `a` (no colon is present "
+                               "separating the principal type from the principal name)");
+    b = acl(KB_RES_TOPIC, "t", KB_PAT_LITERAL, "User:a", "*", 16, KB_PERM_ALLOW);
+    ck_assert_int_eq(kb_acl_check_new(&b, &msg), KP_ERR_INVALID_REQUEST);
+    ck_assert_str_eq(msg.text, "Invalid operation UNKNOWN");
+    b = acl(KB_RES_TOPIC, "t", KB_PAT_LITERAL, "User:a", "*", KB_OP_TWO_PHASE_COMMIT,
+            KB_PERM_ALLOW);
     ck_assert_int_eq(kb_acl_check_new(&b, &msg), KP_ERR_NONE);
+    ck_assert(kb_acl_codes_known(&b) && kb_acl_buildable(&b));
+    b.ab_pattern = KB_PAT_MATCH;
+    ck_assert(kb_acl_codes_known(&b) && !kb_acl_buildable(&b));
+    b.ab_pattern = KB_PAT_LITERAL;
+    b.ab_perm = KB_PERM_UNKNOWN;
+    ck_assert(!kb_acl_codes_known(&b));
 }
 END_TEST
 
