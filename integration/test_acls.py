@@ -590,3 +590,20 @@ def test_init_producer_id(authz, ck, clean_acls, topic_name):
         assert err == 0 and pid >= 0
     with sasl_login(authz, "bob") as s:
         assert init_producer_id(s, None, 3) == (CLUSTER_AUTHORIZATION_FAILED, -1, -1)
+
+
+def test_create_acls_bounded_per_request(authz, clean_acls):
+    """At most 10,000 ACLs per request (Kafka's records per controller
+    operation): one more fails every entry with POLICY_VIOLATION."""
+    many = [(2, "bound-%d" % i, 3, "User:a", "*", 3, 3) for i in range(10001)]
+    with wire.connect(authz.host, authz.port) as s:
+        got = parse_create(create_acls(s, 3, many, corr=1), 3)
+        assert len(got) == 10001
+        assert set(got) == {(44, "Unable to perform excessively large batch operation.")}
+        got = parse_create(create_acls(s, 3, many[:10000], corr=2), 3)
+        assert set(got) == {(0, "")}
+        time.sleep(0.5)
+        r = wire.Reader(delete_acls(s, 1, [ANY_FILTER], corr=3))
+        r.take(">i")
+        r.take(">i")
+        assert (r.take(">h"), r.string(), r.take(">i")) == (0, None, 10000)
