@@ -113,7 +113,8 @@ kp_err kb_acl_check_new(const kb_acl_binding *b, kb_msgbuf *msg)
         kb_msgf(msg, "Invalid null principal or host");
         return KP_ERR_INVALID_REQUEST;
     }
-    if (b->ab_principal.len == 0 || memchr(b->ab_principal.p, ':', (size_t)b->ab_principal.len) == NULL) {
+    if (b->ab_principal.len == 0 ||
+        memchr(b->ab_principal.p, ':', (size_t)b->ab_principal.len) == NULL) {
         kb_msgf(msg,
                 "Could not parse principal from `%.*s` (no colon is present separating the "
                 "principal type from the principal name)",

@@ -16,6 +16,13 @@
 #define NO_AUTHORIZER "No Authorizer is configured."
 #define TOO_LARGE     "Unable to perform excessively large batch operation."
 
+/* Kafka's message names the whole request ("Request Request(...) is not
+ * authorized."); Runnel answers with the error's own description. */
+static kp_str not_authorized(void)
+{
+    return kb_cstr(kb_authz_message(KP_ERR_CLUSTER_AUTHORIZATION_FAILED));
+}
+
 /* A copy of s in the request's arena (the store's strings do not live as
  * long as the response). */
 static kp_str arena_str(kb_req *req, kp_str s)
@@ -91,7 +98,7 @@ kp_err kb_h_describe_acls(kb_req *req, const kp_describe_acls_req *rq, kp_descri
         return KP_ERR__MALFORMED;
     if (!kb_authz_cluster(req, KB_OP_DESCRIBE)) {
         rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
-        rs->error_message = kb_cstr(kb_authz_message(KP_ERR_CLUSTER_AUTHORIZATION_FAILED));
+        rs->error_message = not_authorized();
         return KP_ERR_NONE;
     }
     const kb_acl_store *st = req->broker->acl;
@@ -156,7 +163,7 @@ kp_err kb_h_create_acls(kb_req *req, const kp_create_acls_req *rq, kp_create_acl
     if (!KB_ARRAY_ALLOC(req, rs->results, rq->creations.n))
         return KP_ERR__NOMEM;
     if (!kb_authz_cluster(req, KB_OP_ALTER)) {
-        create_fail_all(rs, KP_ERR_CLUSTER_AUTHORIZATION_FAILED, kb_cstr(kb_authz_message(KP_ERR_CLUSTER_AUTHORIZATION_FAILED)));
+        create_fail_all(rs, KP_ERR_CLUSTER_AUTHORIZATION_FAILED, not_authorized());
         return KP_ERR_NONE;
     }
     if (!kb_authz_on(req)) {
@@ -257,7 +264,7 @@ kp_err kb_h_delete_acls(kb_req *req, const kp_delete_acls_req *rq, kp_delete_acl
     if (!KB_ARRAY_ALLOC(req, rs->filter_results, rq->filters.n))
         return KP_ERR__NOMEM;
     if (!kb_authz_cluster(req, KB_OP_ALTER)) {
-        delete_fail_all(rs, KP_ERR_CLUSTER_AUTHORIZATION_FAILED, kb_cstr(kb_authz_message(KP_ERR_CLUSTER_AUTHORIZATION_FAILED)));
+        delete_fail_all(rs, KP_ERR_CLUSTER_AUTHORIZATION_FAILED, not_authorized());
         return KP_ERR_NONE;
     }
     if (!kb_authz_on(req)) {
