@@ -69,6 +69,7 @@
  *   tions                                                   TOPIC_AUTHORIZATION_FAILED
  *   DescribeCluster      cluster authorized operations      0 without CLUSTER DESCRIBE
  *   DescribeLogDirs      CLUSTER DESCRIBE                   CLUSTER_AUTHORIZATION_FAILED
+ *   DescribeQuorum       CLUSTER DESCRIBE                   CLUSTER_AUTHORIZATION_FAILED
  *   ElectLeaders,        CLUSTER ALTER                      CLUSTER_AUTHORIZATION_FAILED
  *   AlterPartitionReas.
  *   ListPartitionReas.   CLUSTER DESCRIBE                   CLUSTER_AUTHORIZATION_FAILED

@@ -268,6 +268,10 @@ static kp_err quorum_nodes(kb_req *req, kp_describe_quorum_resp *rs)
 kp_err kb_h_describe_quorum(kb_req *req, const kp_describe_quorum_req *rq,
                             kp_describe_quorum_resp *rs)
 {
+    if (!kb_authz_cluster(req, KB_OP_DESCRIBE)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
     bool valid = quorum_request_valid(rq); /* error messages stay "", as Kafka sends them */
     int32_t nt = rq->topics.n > 0 ? rq->topics.n : 0;
     if (!KB_ARRAY_ALLOC(req, rs->topics, nt))

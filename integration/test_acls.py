@@ -607,3 +607,23 @@ def test_create_acls_bounded_per_request(authz, clean_acls):
         r.take(">i")
         r.take(">i")
         assert (r.take(">h"), r.string(), r.take(">i")) == (0, None, 10000)
+
+
+def describe_quorum(sock, corr):
+    """DescribeQuorum v0 for __cluster_metadata partition 0 -> (error, topics)."""
+    name = b"__cluster_metadata"
+    body = b"\x02" + bytes([len(name) + 1]) + name + b"\x02" + struct.pack(">i", 0)
+    body += b"\x00\x00\x00"
+    sock.sendall(wire.frame(wire.request_header(55, 0, corr, flexible=True) + body))
+    r = wire.Reader(wire.recv_frame(sock))
+    assert r.take(">i") == corr
+    r.take(">B")  # response header tags
+    return r.take(">h"), r.take(">B") - 1
+
+
+def test_describe_quorum_needs_cluster_describe(authz, ck, clean_acls):
+    with sasl_login(authz, "alice") as s:
+        assert describe_quorum(s, 7) == (CLUSTER_AUTHORIZATION_FAILED, 0)
+    add_acls(ck, authz, binding(ck, "BROKER", "kafka-cluster", "User:alice", "DESCRIBE"))
+    with sasl_login(authz, "alice") as s:
+        assert describe_quorum(s, 8) == (0, 1)
