@@ -26,6 +26,26 @@ bool kp_str_eq_c(kp_str a, const char *cstr)
     return kp_str_eq(a, kp_str_from(cstr));
 }
 
+char *kp_str_cdup(kp_str s)
+{
+    if (s.len < 0)
+        return NULL;
+    char *p = malloc((size_t)s.len + 1);
+    if (p != NULL) {
+        if (s.len > 0)
+            memcpy(p, s.p, (size_t)s.len);
+        p[s.len] = '\0';
+    }
+    return p;
+}
+
+bool kp_cstr_is(const char *c, kp_str s)
+{
+    if (c == NULL || s.len < 0)
+        return c == NULL && s.len < 0;
+    return strlen(c) == (size_t)s.len && (s.len == 0 || memcmp(c, s.p, (size_t)s.len) == 0);
+}
+
 bool kp_uuid_is_zero(const kp_uuid *u)
 {
     static const kp_uuid zero;

@@ -77,6 +77,11 @@ typedef struct kp_records {
 kp_str kp_str_from(const char *cstr);
 bool kp_str_eq(kp_str a, kp_str b);
 bool kp_str_eq_c(kp_str a, const char *cstr);
+/* A malloc'ed NUL-terminated copy of s; NULL for a null string (or no
+ * memory). The caller frees it. */
+char *kp_str_cdup(kp_str s);
+/* Whether c (NULL for null) and s hold the same string; null equals null. */
+bool kp_cstr_is(const char *c, kp_str s);
 bool kp_uuid_is_zero(const kp_uuid *u);
 
 /* ---- arena -------------------------------------------------------------- */
