@@ -232,6 +232,10 @@ typedef struct kb_config {
     int32_t group_min_session_timeout_ms;
     int32_t group_max_session_timeout_ms;
     int32_t group_max_size;
+    kb_strlist group_consumer_assignors;        /* KIP-848 server assignors, default first */
+    int32_t group_consumer_heartbeat_interval_ms;
+    int32_t group_consumer_session_timeout_ms;
+    int32_t group_consumer_max_size;
 
     /* Runnel's own keys */
     kb_log_level log_level;      /* runnel.log.level (INFO) */

@@ -48,13 +48,21 @@ static const int16_t kafka4_min_version[KP_API_KEY_MAX + 1] = {
     [KP_API_DESCRIBE_DELEGATION_TOKEN] = 1,
 };
 
+/* Top versions the message definitions still mark unstable but Kafka 4.1
+ * serves as stable: ConsumerGroupHeartbeat v1 (KIP-848 regexes, member ids
+ * made by the client). */
+static bool kafka41_stable_top(int key)
+{
+    return key == KP_API_CONSUMER_GROUP_HEARTBEAT;
+}
+
 bool kb_dispatch_versions(int key, int16_t *min_version, int16_t *max_version)
 {
     const kp_api_info *api = kp_api_lookup(key);
     if (api == NULL || handlers[key].fn == NULL)
         return false;
     int16_t top = api->max_version;
-    if (api->unstable_top)
+    if (api->unstable_top && !kafka41_stable_top(key))
         top--;
     if (handlers[key].top < top)
         top = handlers[key].top;

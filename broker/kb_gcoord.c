@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "kb_cgroup.h"
 #include "kb_log.h"
 #include "kb_logscan.h"
 #include "kb_plog.h"
@@ -29,6 +30,8 @@ typedef struct txn_offset {
 struct kb_gcoord {
     kb_broker *b;
     kb_groups *groups;
+    kb_cgroup_env cenv;
+    const char *assignors[8];
     kb_timer expiry;
     txn_offset *pending;
     size_t npending;
@@ -50,6 +53,11 @@ int64_t kb_gcoord_wall(kb_broker *b)
 kb_groups *kb_gcoord_groups(kb_broker *b)
 {
     return b->gcoord->groups;
+}
+
+const kb_cgroup_env *kb_gcoord_cgroup_env(kb_broker *b)
+{
+    return &b->gcoord->cenv;
 }
 
 /* ---- env callbacks ------------------------------------------------------ */
@@ -87,6 +95,59 @@ static void env_uuid(char out[37], void *ctx)
 static int64_t env_wall(void *ctx)
 {
     return kb_gcoord_wall(((kb_gcoord *)ctx)->b);
+}
+
+static bool cenv_topic(const kb_topic *t, kb_cg_topic *out)
+{
+    if (t == NULL)
+        return false;
+    out->name = t->name;
+    out->id = t->id;
+    out->npartitions = t->npartitions;
+    return true;
+}
+
+static bool cenv_topic_by_name(void *ctx, const char *name, kb_cg_topic *out)
+{
+    kb_gcoord *c = ctx;
+    return cenv_topic(kb_topics_find(c->b->topics, kp_str_from(name)), out);
+}
+
+static bool cenv_topic_at(void *ctx, size_t i, kb_cg_topic *out)
+{
+    kb_gcoord *c = ctx;
+    return i < kb_topics_count(c->b->topics) && cenv_topic(kb_topics_at(c->b->topics, i), out);
+}
+
+/* group.consumer.assignors: short names, or Kafka's class names for them. */
+static void cenv_init(kb_gcoord *c, const kb_config *cfg)
+{
+    kb_cgroup_env *e = &c->cenv;
+    int32_t n = 0;
+    for (size_t i = 0; i < cfg->group_consumer_assignors.n && n < 8; i++) {
+        const char *a = cfg->group_consumer_assignors.v[i];
+        size_t len = strlen(a);
+        if (len >= 15 && strcmp(a + len - 15, "UniformAssignor") == 0)
+            a = "uniform";
+        else if (len >= 13 && strcmp(a + len - 13, "RangeAssignor") == 0)
+            a = "range";
+        if (strcmp(a, "uniform") != 0 && strcmp(a, "range") != 0)
+            KB_LOG(KB_LL_WARN, KB_SUB_GROUP, "msg=\"unknown consumer group assignor ignored\" "
+                   "assignor=%s", a);
+        else
+            c->assignors[n++] = a;
+    }
+    if (n == 0)
+        c->assignors[n++] = "uniform";
+    e->topic_by_name = cenv_topic_by_name;
+    e->topic_at = cenv_topic_at;
+    e->member_id = env_uuid;
+    e->ctx = c;
+    e->heartbeat_interval_ms = cfg->group_consumer_heartbeat_interval_ms;
+    e->session_timeout_ms = cfg->group_consumer_session_timeout_ms;
+    e->max_size = cfg->group_consumer_max_size;
+    e->assignors = c->assignors;
+    e->nassignors = n;
 }
 
 /* ---- writing records ---------------------------------------------------- */
@@ -373,7 +434,10 @@ static void on_group_timer(kb_loop *loop, void *arg)
 {
     kb_group *g = arg;
     kb_gcoord *c = g->host;
-    kb_group_tick(c->groups, g, kb_loop_now_ms(loop));
+    if (g->cg != NULL)
+        kb_cgroup_tick(g->cg, &c->cenv, kb_loop_now_ms(loop));
+    else
+        kb_group_tick(c->groups, g, kb_loop_now_ms(loop));
     kb_gcoord_touch(c->b, g);
 }
 
@@ -382,7 +446,7 @@ void kb_gcoord_touch(kb_broker *b, kb_group *g)
     g->host = b->gcoord;
     g->timer.cb = on_group_timer;
     g->timer.arg = g;
-    int64_t d = kb_group_next_deadline(g);
+    int64_t d = g->cg != NULL ? kb_cgroup_next_deadline(g->cg) : kb_group_next_deadline(g);
     if (d == KB_GROUP_NO_DEADLINE) {
         kb_timer_disarm(b->loop, &g->timer);
         return;
@@ -406,7 +470,7 @@ static bool offset_expired(const kb_group *g, const kb_offset *o, int64_t now, i
 
 static void expire_group(kb_gcoord *c, kb_group *g, int64_t now, int64_t retention)
 {
-    if (g->state != KB_GS_EMPTY || g->npending > 0)
+    if (g->state != KB_GS_EMPTY || g->npending > 0 || (g->cg != NULL && g->cg->nmembers > 0))
         return;
     kb_offset *dead = calloc(g->offsets.n + 1, sizeof(*dead));
     if (dead == NULL)
@@ -614,6 +678,7 @@ kp_err kb_gcoord_start(kb_broker *b, char *err, size_t errlen)
         .max_size = cfg->group_max_size,
     };
     c->b = b;
+    cenv_init(c, cfg);
     c->groups = kb_groups_new(&env);
     b->gcoord = c;
     if (c->groups == NULL) {

@@ -42,6 +42,11 @@
 
 #define KB_GCOORD_OFFSETS_TOPIC "__consumer_offsets"
 
+/* Kafka's AclOperation codes READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS and
+ * ALTER_CONFIGS (3, 6, 8, 10, 11) as a mask: what DescribeGroups and
+ * ConsumerGroupDescribe report as a group's authorized operations. */
+#define KB_GROUP_OPERATIONS ((1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11))
+
 /* What a handler hands kb_group_join/kb_group_sync as the waiter: the
  * coordinator's env forwards the answer to these. */
 typedef struct kb_gwaiter kb_gwaiter;
@@ -54,6 +59,8 @@ kp_err kb_gcoord_start(kb_broker *b, char *err, size_t errlen);
 void kb_gcoord_stop(kb_broker *b);
 
 kb_groups *kb_gcoord_groups(kb_broker *b);
+/* The KIP-848 consumer groups' view of topics and their settings. */
+const struct kb_cgroup_env *kb_gcoord_cgroup_env(kb_broker *b);
 int64_t kb_gcoord_now(kb_broker *b);  /* monotonic ms */
 int64_t kb_gcoord_wall(kb_broker *b); /* wall clock ms */
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_cgroup.h"
+
 struct kb_groups {
     kb_group_env env;
     kb_group **slots; /* open addressing; NULL free, TOMB deleted */
@@ -29,26 +31,6 @@ const char *kb_group_state_name(kb_group_state s)
 }
 
 /* ---- small helpers ------------------------------------------------------ */
-
-/* A NUL-terminated copy of s; NULL for a null string (or no memory). */
-static char *str_dup(kp_str s)
-{
-    if (s.len < 0)
-        return NULL;
-    char *p = malloc((size_t)s.len + 1);
-    if (p != NULL) {
-        memcpy(p, s.p, (size_t)s.len);
-        p[s.len] = '\0';
-    }
-    return p;
-}
-
-static bool str_is(const char *c, kp_str s)
-{
-    if (c == NULL || s.len < 0)
-        return c == NULL && s.len < 0;
-    return strlen(c) == (size_t)s.len && memcmp(c, s.p, (size_t)s.len) == 0;
-}
 
 static bool null_or_empty(kp_str s)
 {
@@ -109,7 +91,7 @@ static size_t slot_of(const kb_groups *gs, kp_str id, bool *found)
         if (g == TOMB) {
             if (reuse == SIZE_MAX)
                 reuse = i;
-        } else if (str_is(g->id, id)) {
+        } else if (kp_cstr_is(g->id, id)) {
             *found = true;
             return i;
         }
@@ -155,7 +137,7 @@ kp_err kb_groups_get(kb_groups *gs, kp_str id, kb_group **out)
     if ((gs->used + 1) * 2 > gs->cap && rehash(gs) != KP_ERR_NONE)
         return KP_ERR__NOMEM;
     kb_group *g = calloc(1, sizeof(*g));
-    if (g == NULL || (g->id = str_dup(id)) == NULL) {
+    if (g == NULL || (g->id = kp_str_cdup(id)) == NULL) {
         free(g);
         return KP_ERR__NOMEM;
     }
@@ -204,6 +186,7 @@ static void group_free(kb_group *g)
     free(g->protocol_name);
     free(g->leader_id);
     kb_offset_map_fini(&g->offsets);
+    kb_cgroup_free(g->cg);
     free(g);
 }
 
@@ -250,7 +233,7 @@ kb_group *kb_groups_next(const kb_groups *gs, size_t *cursor)
 kb_group_member *kb_group_member_find(const kb_group *g, kp_str member_id)
 {
     for (int32_t i = 0; i < g->nmembers; i++)
-        if (str_is(g->members[i]->member_id, member_id))
+        if (kp_cstr_is(g->members[i]->member_id, member_id))
             return g->members[i];
     return NULL;
 }
@@ -260,7 +243,7 @@ static kb_group_member *static_member(const kb_group *g, kp_str instance_id)
     if (instance_id.len < 0)
         return NULL;
     for (int32_t i = 0; i < g->nmembers; i++)
-        if (g->members[i]->instance_id != NULL && str_is(g->members[i]->instance_id, instance_id))
+        if (g->members[i]->instance_id != NULL && kp_cstr_is(g->members[i]->instance_id, instance_id))
             return g->members[i];
     return NULL;
 }
@@ -268,7 +251,7 @@ static kb_group_member *static_member(const kb_group *g, kp_str instance_id)
 static int32_t pending_index(const kb_group *g, kp_str member_id)
 {
     for (int32_t i = 0; i < g->npending; i++)
-        if (str_is(g->pending[i].member_id, member_id))
+        if (kp_cstr_is(g->pending[i].member_id, member_id))
             return i;
     return -1;
 }
@@ -310,7 +293,7 @@ static kp_err member_set_protos(kb_group *g, kb_group_member *m, const kp_join_g
     for (int32_t i = 0; i < n; i++) {
         kp_slice md = rq->protocols.v[i].metadata;
         p[i].meta_len = md.len > 0 ? md.len : 0;
-        p[i].name = str_dup(rq->protocols.v[i].name);
+        p[i].name = kp_str_cdup(rq->protocols.v[i].name);
         p[i].meta = malloc((size_t)p[i].meta_len + 1);
         if (p[i].name == NULL || p[i].meta == NULL) {
             for (int32_t j = 0; j <= i; j++) {
@@ -381,7 +364,7 @@ static bool member_matches(const kb_group_member *m, const kp_join_group_req *rq
     for (int32_t i = 0; i < m->nprotos; i++) {
         kp_slice md = rq->protocols.v[i].metadata;
         int32_t len = md.len > 0 ? md.len : 0;
-        if (!str_is(m->protos[i].name, rq->protocols.v[i].name) || m->protos[i].meta_len != len ||
+        if (!kp_cstr_is(m->protos[i].name, rq->protocols.v[i].name) || m->protos[i].meta_len != len ||
             (len > 0 && memcmp(m->protos[i].meta, md.p, (size_t)len) != 0))
             return false;
     }
@@ -466,10 +449,10 @@ static bool supports_protocols(const kb_group *g, const kp_join_group_req *rq)
 {
     if (g->nmembers == 0)
         return !null_or_empty(rq->protocol_type) && rq->protocols.n > 0;
-    if (!str_is(g->protocol_type, rq->protocol_type))
+    if (!kp_cstr_is(g->protocol_type, rq->protocol_type))
         return false;
     for (int32_t i = 0; i < rq->protocols.n; i++) {
-        char *name = str_dup(rq->protocols.v[i].name);
+        char *name = kp_str_cdup(rq->protocols.v[i].name);
         bool all = name != NULL && supporters(g, name) == g->nmembers;
         free(name);
         if (all)
@@ -711,14 +694,14 @@ static kp_err add_member_quiet(kb_group *g, const kp_join_group_req *rq,
     if (m == NULL)
         return KP_ERR__NOMEM;
     m->member_id = strdup(member_id);
-    m->instance_id = str_dup(rq->group_instance_id);
-    m->client_id = str_dup(cl->client_id.len >= 0 ? cl->client_id : KP_STR_LIT(""));
-    m->client_host = str_dup(cl->client_host.len >= 0 ? cl->client_host : KP_STR_LIT(""));
+    m->instance_id = kp_str_cdup(rq->group_instance_id);
+    m->client_id = kp_str_cdup(cl->client_id.len >= 0 ? cl->client_id : KP_STR_LIT(""));
+    m->client_host = kp_str_cdup(cl->client_host.len >= 0 ? cl->client_host : KP_STR_LIT(""));
     if (m->member_id == NULL || (rq->group_instance_id.len >= 0 && m->instance_id == NULL) ||
         m->client_id == NULL || m->client_host == NULL || member_set_protos(g, m, rq) != KP_ERR_NONE)
         goto nomem;
     if (g->nmembers == 0) {
-        char *type = str_dup(rq->protocol_type);
+        char *type = kp_str_cdup(rq->protocol_type);
         if (type == NULL)
             goto nomem;
         free(g->protocol_type);
@@ -855,7 +838,7 @@ static kp_err check_member(const kb_group *g, kp_str member_id, kp_str instance_
     const kb_group_member *m = static_member(g, instance_id);
     if (m == NULL)
         return KP_ERR_UNKNOWN_MEMBER_ID;
-    return str_is(m->member_id, member_id) ? KP_ERR_NONE : KP_ERR_FENCED_INSTANCE_ID;
+    return kp_cstr_is(m->member_id, member_id) ? KP_ERR_NONE : KP_ERR_FENCED_INSTANCE_ID;
 }
 
 static kp_err join_existing(kb_groups *gs, kb_group *g, const kp_join_group_req *rq,
@@ -921,7 +904,7 @@ kp_err kb_group_join(kb_groups *gs, const kp_join_group_req *rq, const kb_group_
 
 static bool inconsistent(kp_str asked, const char *current)
 {
-    return asked.len >= 0 && current != NULL && !str_is(current, asked);
+    return asked.len >= 0 && current != NULL && !kp_cstr_is(current, asked);
 }
 
 static void reply_sync(kb_groups *gs, const kb_group *g, void *waiter, kp_err err)
@@ -945,7 +928,7 @@ static kp_err leader_sync(kb_groups *gs, kb_group *g, const kp_sync_group_req *r
         kb_group_member *m = g->members[i];
         kp_slice a = {NULL, 0};
         for (int32_t k = 0; k < rq->assignments.n; k++) {
-            if (str_is(m->member_id, rq->assignments.v[k].member_id)) {
+            if (kp_cstr_is(m->member_id, rq->assignments.v[k].member_id)) {
                 a = rq->assignments.v[k].assignment;
                 break;
             }
@@ -1056,7 +1039,7 @@ kp_err kb_group_leave(kb_groups *gs, kb_group *g, kp_str member_id, kp_str insta
         m = static_member(g, instance_id);
         if (m == NULL)
             return KP_ERR_UNKNOWN_MEMBER_ID;
-        if (member_id.len > 0 && !str_is(m->member_id, member_id))
+        if (member_id.len > 0 && !kp_cstr_is(m->member_id, member_id))
             return KP_ERR_FENCED_INSTANCE_ID;
     }
     remove_member(gs, g, m, now);
@@ -1257,7 +1240,7 @@ static kp_err member_from_record(kb_group *g, const kp_group_metadata_value_memb
     rq.protocols.n = 1;
     rq.protocols.v = &proto;
     kb_group_client cl = {mm->client_id, mm->client_host, 0};
-    char *id = str_dup(mm->member_id);
+    char *id = kp_str_cdup(mm->member_id);
     if (id == NULL)
         return KP_ERR__NOMEM;
     kp_err e = add_member_quiet(g, &rq, &cl, id, now);
@@ -1276,8 +1259,8 @@ kp_err kb_group_from_record(kb_group *g, const kp_group_metadata_value *v, int64
     set_owned(&g->leader_id, NULL);
     g->generation = v->generation;
     g->state_timestamp = v->current_state_timestamp;
-    char *type = v->protocol_type.len > 0 ? str_dup(v->protocol_type) : NULL;
-    char *name = str_dup(v->protocol);
+    char *type = v->protocol_type.len > 0 ? kp_str_cdup(v->protocol_type) : NULL;
+    char *name = kp_str_cdup(v->protocol);
     free(g->protocol_type);
     free(g->protocol_name);
     g->protocol_type = type;
@@ -1293,7 +1276,7 @@ kp_err kb_group_from_record(kb_group *g, const kp_group_metadata_value *v, int64
     if (g->nmembers > 0) {
         g->state = KB_GS_STABLE;
         if (v->leader.len >= 0 && kb_group_member_find(g, v->leader) != NULL) {
-            char *l = str_dup(v->leader);
+            char *l = kp_str_cdup(v->leader);
             free(g->leader_id);
             g->leader_id = l;
         }

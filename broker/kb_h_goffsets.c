@@ -6,6 +6,7 @@
 
 #include "kb_authz.h"
 #include "kb_broker.h"
+#include "kb_cgroup.h"
 #include "kb_dispatch.h"
 #include "kb_gcoord.h"
 #include "kb_tcoord.h"
@@ -33,6 +34,9 @@ static kp_err commit_group(kb_req *req, const kp_offset_commit_req *rq, kb_group
         return kb_groups_get(gs, rq->group_id, out) == KP_ERR_NONE ? KP_ERR_NONE
                                                                     : KP_ERR_UNKNOWN_SERVER_ERROR;
     }
+    if ((*out)->cg != NULL)
+        return kb_cgroup_check_commit((*out)->cg, rq->member_id, rq->generation_id_or_member_epoch,
+                                      req->api_version, false);
     return kb_group_check_commit(*out, rq->member_id, rq->group_instance_id,
                                  rq->generation_id_or_member_epoch);
 }
@@ -191,6 +195,9 @@ static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, 
         return kb_groups_get(gs, rq->group_id, g) == KP_ERR_NONE ? KP_ERR_NONE
                                                                  : KP_ERR_UNKNOWN_SERVER_ERROR;
     }
+    if ((*g)->cg != NULL)
+        return kb_cgroup_check_commit((*g)->cg, rq->member_id, rq->generation_id,
+                                      req->api_version, true);
     e = kb_group_check_commit(*g, rq->member_id, rq->group_instance_id, rq->generation_id);
     return e == KP_ERR_REBALANCE_IN_PROGRESS ? KP_ERR_NONE : e; /* allowed in a transaction */
 }
@@ -327,6 +334,10 @@ static kp_err fetch_group(kb_req *req, const kp_offset_fetch_req_offset_fetch_re
         return KP_ERR_NONE;
     }
     const kb_group *g = kb_groups_find(kb_gcoord_groups(req->broker), rg->group_id);
+    if (g != NULL && g->cg != NULL && req->api_version >= 9 &&
+        (out->error_code = kb_cgroup_check_fetch(g->cg, rg->member_id, rg->member_epoch)) !=
+            KP_ERR_NONE)
+        return KP_ERR_NONE;
     if (rg->topics.n < 0)
         return fetch_all(req, g, out);
     if (!KB_ARRAY_ALLOC(req, out->topics, rg->topics.n))
@@ -415,7 +426,7 @@ static kp_err delete_check(kb_req *req, const kp_offset_delete_req *rq, kb_group
     *g = kb_groups_find(kb_gcoord_groups(req->broker), rq->group_id);
     if (*g == NULL || (*g)->state == KB_GS_DEAD)
         return KP_ERR_GROUP_ID_NOT_FOUND;
-    if ((*g)->state != KB_GS_EMPTY &&
+    if ((*g)->cg == NULL && (*g)->state != KB_GS_EMPTY &&
         ((*g)->protocol_type == NULL || strcmp((*g)->protocol_type, "consumer") != 0))
         return KP_ERR_NON_EMPTY_GROUP;
     return KP_ERR_NONE;
@@ -437,7 +448,8 @@ kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset
     for (int32_t i = 0; i < nt; i++) {
         const kp_offset_delete_req_offset_delete_request_topic *rt = &rq->topics.v[i];
         int32_t np = rt->partitions.n > 0 ? rt->partitions.n : 0;
-        bool subscribed = kb_group_subscribed_to(g, rt->name);
+        bool subscribed = g->cg != NULL ? kb_cgroup_subscribed_to(g->cg, rt->name)
+                                        : kb_group_subscribed_to(g, rt->name);
         bool denied = !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->name);
         rs->topics.v[i].name = rt->name;
         if (!KB_ARRAY_ALLOC(req, rs->topics.v[i].partitions, np))

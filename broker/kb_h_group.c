@@ -9,6 +9,7 @@
 
 #include "kb_authz.h"
 #include "kb_broker.h"
+#include "kb_cgroup.h"
 #include "kb_conn.h"
 #include "kb_dispatch.h"
 #include "kb_gcoord.h"
@@ -194,8 +195,7 @@ static void join_done(kb_gwaiter *w, const kb_group *g, const kb_group_join_resu
     gwait_answered(gw);
 }
 
-/* Kafka records the client host as "/<address>". */
-static kp_str client_host(kb_req *req)
+kp_str kb_req_client_host(kb_req *req)
 {
     const char *peer = req->conn->peer;
     const char *colon = strrchr(peer, ':');
@@ -240,7 +240,18 @@ kp_err kb_h_join_group(kb_req *req, const kp_join_group_req *rq, kp_join_group_r
     gwait *gw = NULL;
     if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
         return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
-    kb_group_client cl = {req->client_id, client_host(req), req->api_version};
+    kb_group *g = kb_groups_find(kb_gcoord_groups(req->broker), rq->group_id);
+    if (g != NULL && g->cg != NULL && g->cg->nmembers > 0) {
+        /* Kafka 4.1 admits classic members into a consumer group (online
+         * migration); Runnel does not mix the protocols in one group. */
+        rs->error_code = KP_ERR_INCONSISTENT_GROUP_PROTOCOL;
+        return KP_ERR_NONE;
+    }
+    if (g != NULL && g->cg != NULL) { /* empty: becomes a classic group */
+        kb_cgroup_free(g->cg);
+        g->cg = NULL;
+    }
+    kb_group_client cl = {req->client_id, kb_req_client_host(req), req->api_version};
     kp_err e = kb_group_join(kb_gcoord_groups(req->broker), rq, &cl, gw,
                              kb_gcoord_now(req->broker));
     if (e != KP_ERR_NONE)
@@ -264,6 +275,13 @@ static void sync_done(kb_gwaiter *w, const kb_group *g, kp_err err, kp_slice ass
     gwait_answered(gw);
 }
 
+/* A classic request to a KIP-848 group: its members are unknown there. */
+static bool consumer_group(kb_req *req, kp_str group_id)
+{
+    const kb_group *g = kb_groups_find(kb_gcoord_groups(req->broker), group_id);
+    return g != NULL && g->cg != NULL;
+}
+
 kp_err kb_h_sync_group(kb_req *req, const kp_sync_group_req *rq, kp_sync_group_resp *rs)
 {
     if (!group_read(req, rq->group_id)) {
@@ -271,6 +289,10 @@ kp_err kb_h_sync_group(kb_req *req, const kp_sync_group_req *rq, kp_sync_group_r
         return KP_ERR_NONE;
     }
     gwait *gw = NULL;
+    if (consumer_group(req, rq->group_id)) {
+        rs->error_code = KP_ERR_UNKNOWN_MEMBER_ID;
+        return KP_ERR_NONE;
+    }
     if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
         return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
     kp_err e = kb_group_sync(kb_gcoord_groups(req->broker), rq, gw, kb_gcoord_now(req->broker));
@@ -292,6 +314,10 @@ kp_err kb_h_heartbeat(kb_req *req, const kp_heartbeat_req *rq, kp_heartbeat_resp
         return KP_ERR_NONE;
     }
     kb_groups *gs = kb_gcoord_groups(req->broker);
+    if (consumer_group(req, rq->group_id)) {
+        rs->error_code = KP_ERR_UNKNOWN_MEMBER_ID;
+        return KP_ERR_NONE;
+    }
     rs->error_code = kb_group_heartbeat(gs, rq, kb_gcoord_now(req->broker));
     kb_group *g = kb_groups_find(gs, rq->group_id);
     if (g != NULL)
@@ -323,7 +349,8 @@ kp_err kb_h_leave_group(kb_req *req, const kp_leave_group_req *rq, kp_leave_grou
     for (int32_t i = 0; i < n; i++) {
         kp_str member = batched ? rq->members.v[i].member_id : rq->member_id;
         kp_str instance = batched ? rq->members.v[i].group_instance_id : KP_STR_NULL;
-        kp_err err = kb_group_leave(gs, g, member, instance, now);
+        kp_err err = g->cg != NULL ? KP_ERR_UNKNOWN_MEMBER_ID
+                                   : kb_group_leave(gs, g, member, instance, now);
         if (!batched) {
             rs->error_code = err;
             continue;
@@ -356,20 +383,24 @@ kp_err kb_h_list_groups(kb_req *req, const kp_list_groups_req *rq, kp_list_group
     int32_t n = 0;
     size_t cur = 0;
     bool classic = filter_has(rq->types_filter.v, rq->types_filter.n, "classic");
+    bool consumer = filter_has(rq->types_filter.v, rq->types_filter.n, "consumer");
     /* Kafka: every group with CLUSTER DESCRIBE, else those the principal
      * may DESCRIBE. */
     bool all = kb_authz_cluster(req, KB_OP_DESCRIBE);
-    for (kb_group *g; classic && (g = kb_groups_next(gs, &cur)) != NULL;) {
-        const char *state = kb_group_state_name(g->state);
-        if (g->state == KB_GS_DEAD || !filter_has(rq->states_filter.v, rq->states_filter.n, state))
+    for (kb_group *g; (g = kb_groups_next(gs, &cur)) != NULL;) {
+        const char *state = g->cg != NULL ? kb_cgroup_state_name(kb_cgroup_state_of(g->cg))
+                                          : kb_group_state_name(g->state);
+        const char *ptype = g->cg != NULL ? "consumer" : g->protocol_type;
+        if (g->state == KB_GS_DEAD || !(g->cg != NULL ? consumer : classic) ||
+            !filter_has(rq->states_filter.v, rq->states_filter.n, state))
             continue;
         if (!all && !kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, kb_cstr(g->id)))
             continue;
         kp_list_groups_resp_listed_group *out = &rs->groups.v[n++];
         out->group_id = kb_req_str(req, g->id);
-        out->protocol_type = kb_req_str(req, g->protocol_type != NULL ? g->protocol_type : "");
+        out->protocol_type = kb_req_str(req, ptype != NULL ? ptype : "");
         out->group_state = kb_req_str(req, state);
-        out->group_type = KP_STR_LIT("classic");
+        out->group_type = g->cg != NULL ? KP_STR_LIT("consumer") : KP_STR_LIT("classic");
     }
     rs->groups.n = n;
     return KP_ERR_NONE;
@@ -424,7 +455,7 @@ kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
             continue;
         }
         const kb_group *g = kb_groups_find(gs, rq->groups.v[i]);
-        if (g == NULL)
+        if (g == NULL || g->cg != NULL) /* Kafka describes a consumer group as Dead */
             continue;
         out->group_state = kb_req_str(req, kb_group_state_name(g->state));
         out->protocol_type = kb_req_str(req, g->protocol_type != NULL ? g->protocol_type : "");
@@ -452,7 +483,7 @@ kp_err kb_h_delete_groups(kb_req *req, const kp_delete_groups_req *rq, kp_delete
             err = KP_ERR_INVALID_GROUP_ID;
         else if (g == NULL || g->state == KB_GS_DEAD)
             err = KP_ERR_GROUP_ID_NOT_FOUND;
-        else if (g->state != KB_GS_EMPTY)
+        else if (g->state != KB_GS_EMPTY || (g->cg != NULL && g->cg->nmembers > 0))
             err = KP_ERR_NON_EMPTY_GROUP;
         else if (kb_gcoord_delete_group(req->broker, g) != KP_ERR_NONE)
             err = KP_ERR_COORDINATOR_NOT_AVAILABLE;

@@ -33,6 +33,29 @@ static bool software_string_ok(kp_str s)
     return true;
 }
 
+/* The features Kafka 4.1 finalizes that Runnel serves: group.version 1 (the
+ * KIP-848 consumer protocol). Like Kafka (KIP-1022), a v3 request is not
+ * told of supported ranges starting at 0, which its clients cannot parse. */
+static kp_err api_versions_features(kb_req *req, kp_api_versions_resp *rs)
+{
+    if (req->api_version < 3)
+        return KP_ERR_NONE;
+    if (req->api_version >= 4) {
+        if (!KB_ARRAY_ALLOC(req, rs->supported_features, 1))
+            return KP_ERR__NOMEM;
+        rs->supported_features.v[0].name = KP_STR_LIT("group.version");
+        rs->supported_features.v[0].min_version = 0;
+        rs->supported_features.v[0].max_version = 1;
+    }
+    if (!KB_ARRAY_ALLOC(req, rs->finalized_features, 1))
+        return KP_ERR__NOMEM;
+    rs->finalized_features_epoch = 1;
+    rs->finalized_features.v[0].name = KP_STR_LIT("group.version");
+    rs->finalized_features.v[0].min_version_level = 1;
+    rs->finalized_features.v[0].max_version_level = 1;
+    return KP_ERR_NONE;
+}
+
 kp_err kb_h_api_versions(kb_req *req, const kp_api_versions_req *rq, kp_api_versions_resp *rs)
 {
     if (req->api_version >= 3 &&
@@ -58,7 +81,7 @@ kp_err kb_h_api_versions(kb_req *req, const kp_api_versions_req *rq, kp_api_vers
         rs->api_keys.v[i].max_version = hi;
         i++;
     }
-    return KP_ERR_NONE;
+    return api_versions_features(req, rs);
 }
 
 static kp_err describe_partitions(kb_req *req, const kb_topic *t,

@@ -71,6 +71,9 @@ struct kb_req {
 /* Copies a C string into the request's arena as a kp_str. */
 kp_str kb_req_str(kb_req *req, const char *s);
 
+/* The peer's address as Kafka records a client host: "/<address>". */
+kp_str kb_req_client_host(kb_req *req);
+
 /* Encodes req->response, queues it on the connection, and ends the request. */
 void kb_req_finish(kb_req *req);
 

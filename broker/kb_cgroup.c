@@ -1,0 +1,1072 @@
+#include "kb_cgroup.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const state_names[] = {
+    [KB_CGS_EMPTY] = "Empty",
+    [KB_CGS_ASSIGNING] = "Assigning",
+    [KB_CGS_RECONCILING] = "Reconciling",
+    [KB_CGS_STABLE] = "Stable",
+};
+
+const char *kb_cgroup_state_name(kb_cgroup_state s)
+{
+    return state_names[s];
+}
+
+/* ---- strings and partition sets ---------------------------------------- */
+
+static int cmp_tp(const void *a, const void *b)
+{
+    const kb_cg_tp *x = a, *y = b;
+    int c = memcmp(x->topic.b, y->topic.b, sizeof(x->topic.b));
+    return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+bool kb_cg_set_has(const kb_cg_set *s, const kp_uuid *topic, int32_t partition)
+{
+    kb_cg_tp key = {*topic, partition};
+    return s->n > 0 && bsearch(&key, s->v, (size_t)s->n, sizeof(key), cmp_tp) != NULL;
+}
+
+static void set_free(kb_cg_set *s)
+{
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
+}
+
+/* A growing set; set_seal sorts it and drops repeats. */
+typedef struct tpvec {
+    kb_cg_set s;
+    int32_t cap;
+    bool nomem;
+} tpvec;
+
+static void tpvec_push(tpvec *t, const kp_uuid *topic, int32_t partition)
+{
+    if (t->s.n == t->cap) {
+        int32_t cap = t->cap < 8 ? 8 : t->cap * 2;
+        kb_cg_tp *v = realloc(t->s.v, (size_t)cap * sizeof(*v));
+        if (v == NULL) {
+            t->nomem = true;
+            return;
+        }
+        t->s.v = v;
+        t->cap = cap;
+    }
+    t->s.v[t->s.n++] = (kb_cg_tp){*topic, partition};
+}
+
+/* Moves t's contents into *out (replacing it); false when out of memory. */
+static bool tpvec_seal(tpvec *t, kb_cg_set *out)
+{
+    if (t->nomem) {
+        set_free(&t->s);
+        return false;
+    }
+    if (t->s.n > 1)
+        qsort(t->s.v, (size_t)t->s.n, sizeof(*t->s.v), cmp_tp);
+    int32_t k = 0;
+    for (int32_t i = 0; i < t->s.n; i++)
+        if (k == 0 || cmp_tp(&t->s.v[k - 1], &t->s.v[i]) != 0)
+            t->s.v[k++] = t->s.v[i];
+    t->s.n = k;
+    set_free(out);
+    *out = t->s;
+    return true;
+}
+
+static bool set_eq(const kb_cg_set *a, const kb_cg_set *b)
+{
+    return a->n == b->n && (a->n == 0 || memcmp(a->v, b->v, (size_t)a->n * sizeof(*a->v)) == 0);
+}
+
+/* Whether a and b share an element. */
+static bool set_meets(const kb_cg_set *a, const kb_cg_set *b)
+{
+    for (int32_t i = 0; i < a->n; i++)
+        if (kb_cg_set_has(b, &a->v[i].topic, a->v[i].partition))
+            return true;
+    return false;
+}
+
+static bool set_subset(const kb_cg_set *a, const kb_cg_set *of)
+{
+    for (int32_t i = 0; i < a->n; i++)
+        if (!kb_cg_set_has(of, &a->v[i].topic, a->v[i].partition))
+            return false;
+    return true;
+}
+
+/* ---- members ------------------------------------------------------------ */
+
+kb_cgroup *kb_cgroup_new(void)
+{
+    return calloc(1, sizeof(kb_cgroup));
+}
+
+static void strv_free(char **v, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void member_free(kb_cg_member *m)
+{
+    free(m->member_id);
+    free(m->instance_id);
+    free(m->rack_id);
+    free(m->client_id);
+    free(m->client_host);
+    strv_free(m->topics, m->ntopics);
+    if (m->regex != NULL)
+        regfree(&m->re);
+    free(m->regex);
+    strv_free(m->rx_topics, m->nrx_topics);
+    free(m->assignor);
+    set_free(&m->assigned);
+    set_free(&m->revoking);
+    set_free(&m->target);
+    free(m);
+}
+
+void kb_cgroup_free(kb_cgroup *cg)
+{
+    if (cg == NULL)
+        return;
+    for (int32_t i = 0; i < cg->nmembers; i++)
+        member_free(cg->members[i]);
+    free(cg->members);
+    free(cg);
+}
+
+kb_cg_member *kb_cgroup_member_find(const kb_cgroup *cg, kp_str member_id)
+{
+    for (int32_t i = 0; i < cg->nmembers; i++)
+        if (kp_cstr_is(cg->members[i]->member_id, member_id))
+            return cg->members[i];
+    return NULL;
+}
+
+static kb_cg_member *instance_find(const kb_cgroup *cg, kp_str instance_id)
+{
+    if (instance_id.len < 0)
+        return NULL;
+    for (int32_t i = 0; i < cg->nmembers; i++)
+        if (cg->members[i]->instance_id != NULL && kp_cstr_is(cg->members[i]->instance_id, instance_id))
+            return cg->members[i];
+    return NULL;
+}
+
+static void member_remove(kb_cgroup *cg, kb_cg_member *m)
+{
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        if (cg->members[i] == m) {
+            memmove(&cg->members[i], &cg->members[i + 1],
+                    (size_t)(cg->nmembers - i - 1) * sizeof(*cg->members));
+            cg->nmembers--;
+            break;
+        }
+    }
+    member_free(m);
+    cg->dirty = true;
+}
+
+static kp_err member_add(kb_cgroup *cg, kp_str member_id, kb_cg_member **out)
+{
+    if (cg->nmembers == cg->members_cap) {
+        int32_t cap = cg->members_cap < 4 ? 4 : cg->members_cap * 2;
+        kb_cg_member **v = realloc(cg->members, (size_t)cap * sizeof(*v));
+        if (v == NULL)
+            return KP_ERR__NOMEM;
+        cg->members = v;
+        cg->members_cap = cap;
+    }
+    kb_cg_member *m = calloc(1, sizeof(*m));
+    if (m == NULL || (m->member_id = kp_str_cdup(member_id)) == NULL) {
+        free(m);
+        return KP_ERR__NOMEM;
+    }
+    m->revoke_deadline = KB_CGROUP_NO_DEADLINE;
+    cg->members[cg->nmembers++] = m;
+    cg->dirty = true;
+    *out = m;
+    return KP_ERR_NONE;
+}
+
+/* Replaces *field with a copy of s unless s is null; true when it changed. */
+static bool set_str(char **field, kp_str s, bool *nomem)
+{
+    if (s.len < 0 || kp_cstr_is(*field, s))
+        return false;
+    char *c = kp_str_cdup(s);
+    if (c == NULL) {
+        *nomem = true;
+        return false;
+    }
+    free(*field);
+    *field = c;
+    return true;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool strv_has(char *const *v, int32_t n, const char *name)
+{
+    return n > 0 && bsearch(&name, v, (size_t)n, sizeof(*v), cmp_strp) != NULL;
+}
+
+/* Sorts v and drops repeats (freeing them); returns the new count. */
+static int32_t strv_unique(char **v, int32_t n)
+{
+    if (n > 1)
+        qsort(v, (size_t)n, sizeof(*v), cmp_strp);
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (k > 0 && strcmp(v[k - 1], v[i]) == 0)
+            free(v[i]);
+        else
+            v[k++] = v[i];
+    }
+    return k;
+}
+
+/* Replaces m's topic names with the request's; true when they changed. */
+static kp_err member_set_topics(kb_cg_member *m, const kp_consumer_group_heartbeat_req *rq,
+                                bool *changed)
+{
+    int32_t n = rq->subscribed_topic_names.n;
+    char **v = calloc((size_t)n + 1, sizeof(*v));
+    if (v == NULL)
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        if ((v[i] = kp_str_cdup(rq->subscribed_topic_names.v[i])) == NULL) {
+            strv_free(v, i);
+            return KP_ERR__NOMEM;
+        }
+    }
+    n = strv_unique(v, n);
+    bool same = n == m->ntopics;
+    for (int32_t i = 0; same && i < n; i++)
+        same = strcmp(v[i], m->topics[i]) == 0;
+    if (same) {
+        strv_free(v, n);
+        return KP_ERR_NONE;
+    }
+    strv_free(m->topics, m->ntopics);
+    m->topics = v;
+    m->ntopics = n;
+    *changed = true;
+    return KP_ERR_NONE;
+}
+
+/* A whole-name POSIX extended regex ("^(re)$"). */
+static kp_err compile_regex(kp_str s, regex_t *re)
+{
+    if (s.len > KB_CGROUP_MAX_REGEX)
+        return KP_ERR_INVALID_REGULAR_EXPRESSION;
+    char *full = malloc((size_t)s.len + 5);
+    if (full == NULL)
+        return KP_ERR__NOMEM;
+    full[0] = '^';
+    full[1] = '(';
+    memcpy(full + 2, s.p, (size_t)s.len);
+    memcpy(full + 2 + s.len, ")$", 3);
+    int rc = memchr(s.p, '\0', (size_t)s.len) != NULL ? REG_BADPAT
+                                                       : regcomp(re, full, REG_EXTENDED | REG_NOSUB);
+    free(full);
+    return rc == 0 ? KP_ERR_NONE : KP_ERR_INVALID_REGULAR_EXPRESSION;
+}
+
+/* Sets m's regex ("" clears it, as Kafka does). */
+static kp_err member_set_regex(kb_cg_member *m, kp_str s, bool *changed)
+{
+    if (s.len < 0 || kp_cstr_is(m->regex, s) || (s.len == 0 && m->regex == NULL))
+        return KP_ERR_NONE;
+    regex_t re;
+    char *copy = NULL;
+    if (s.len > 0) {
+        kp_err e = compile_regex(s, &re);
+        if (e != KP_ERR_NONE)
+            return e;
+        if ((copy = kp_str_cdup(s)) == NULL) {
+            regfree(&re);
+            return KP_ERR__NOMEM;
+        }
+    }
+    if (m->regex != NULL)
+        regfree(&m->re);
+    free(m->regex);
+    m->regex = copy;
+    if (copy != NULL)
+        m->re = re;
+    strv_free(m->rx_topics, m->nrx_topics);
+    m->rx_topics = NULL;
+    m->nrx_topics = 0;
+    *changed = true;
+    return KP_ERR_NONE;
+}
+
+static bool member_subscribes(const kb_cg_member *m, const char *topic)
+{
+    return strv_has(m->topics, m->ntopics, topic) || strv_has(m->rx_topics, m->nrx_topics, topic);
+}
+
+bool kb_cgroup_subscribed_to(const kb_cgroup *cg, kp_str topic)
+{
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        const kb_cg_member *m = cg->members[i];
+        for (int32_t j = 0; j < m->ntopics; j++)
+            if (kp_cstr_is(m->topics[j], topic))
+                return true;
+        for (int32_t j = 0; j < m->nrx_topics; j++)
+            if (kp_cstr_is(m->rx_topics[j], topic))
+                return true;
+    }
+    return false;
+}
+
+/* ---- subscribed topic metadata ------------------------------------------ */
+
+/* Re-reads which topics m's regex matches. */
+static kp_err refresh_regex(kb_cg_member *m, const kb_cgroup_env *env)
+{
+    if (m->regex == NULL)
+        return KP_ERR_NONE;
+    int32_t n = 0, cap = 0;
+    char **v = NULL;
+    kb_cg_topic t;
+    for (size_t i = 0; env->topic_at(env->ctx, i, &t); i++) {
+        if (regexec(&m->re, t.name, 0, NULL, 0) != 0 || t.name[0] == '_')
+            continue; /* internal topics (__consumer_offsets...) never match */
+        if (n == cap) {
+            cap = cap < 8 ? 8 : cap * 2;
+            char **nv = realloc(v, (size_t)cap * sizeof(*nv));
+            if (nv == NULL)
+                goto nomem;
+            v = nv;
+        }
+        if ((v[n] = strdup(t.name)) == NULL)
+            goto nomem;
+        n++;
+    }
+    strv_free(m->rx_topics, m->nrx_topics);
+    m->rx_topics = v;
+    m->nrx_topics = strv_unique(v, n);
+    return KP_ERR_NONE;
+nomem:
+    strv_free(v, n);
+    return KP_ERR__NOMEM;
+}
+
+static int cmp_topic(const void *a, const void *b)
+{
+    return strcmp(((const kb_cg_topic *)a)->name, ((const kb_cg_topic *)b)->name);
+}
+
+/* The existing topics any member subscribes to, sorted by name (*out
+ * malloc'ed; names borrowed from the registry during this call). */
+static kp_err subscribed_topics(const kb_cgroup *cg, const kb_cgroup_env *env, kb_cg_topic **out,
+                                int32_t *nout)
+{
+    size_t total = 0;
+    for (int32_t i = 0; i < cg->nmembers; i++)
+        total += (size_t)cg->members[i]->ntopics + (size_t)cg->members[i]->nrx_topics;
+    kb_cg_topic *v = calloc(total + 1, sizeof(*v));
+    if (v == NULL)
+        return KP_ERR__NOMEM;
+    size_t n = 0;
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        const kb_cg_member *m = cg->members[i];
+        for (int32_t j = 0; j < m->ntopics + m->nrx_topics; j++) {
+            const char *name = j < m->ntopics ? m->topics[j] : m->rx_topics[j - m->ntopics];
+            if (env->topic_by_name(env->ctx, name, &v[n]))
+                n++;
+        }
+    }
+    if (n > 1)
+        qsort(v, n, sizeof(*v), cmp_topic);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || strcmp(v[k - 1].name, v[i].name) != 0)
+            v[k++] = v[i];
+    *out = v;
+    *nout = (int32_t)k;
+    return KP_ERR_NONE;
+}
+
+static uint64_t topics_sig(const kb_cg_topic *t, int32_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int32_t i = 0; i < n; i++) {
+        for (const char *p = t[i].name; *p != '\0'; p++)
+            h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+        for (size_t j = 0; j < sizeof(t[i].id.b); j++)
+            h = (h ^ t[i].id.b[j]) * 0x100000001b3ull;
+        h = (h ^ (uint64_t)(uint32_t)t[i].npartitions) * 0x100000001b3ull;
+        h = (h ^ 0xff) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* ---- assignors ---------------------------------------------------------- */
+
+/* Per-topic partition owners (member index, -1 none) while assigning. */
+typedef struct owners {
+    int32_t **own;
+    int32_t *count; /* per member */
+    const kb_cg_topic *topics;
+    int32_t ntopics;
+} owners;
+
+static void owners_fini(owners *o)
+{
+    for (int32_t i = 0; o->own != NULL && i < o->ntopics; i++)
+        free(o->own[i]);
+    free(o->own);
+    free(o->count);
+}
+
+static kp_err owners_init(owners *o, int32_t nmembers, const kb_cg_topic *topics, int32_t nt)
+{
+    o->topics = topics;
+    o->ntopics = nt;
+    o->own = calloc((size_t)nt + 1, sizeof(*o->own));
+    o->count = calloc((size_t)nmembers + 1, sizeof(*o->count));
+    if (o->own == NULL || o->count == NULL)
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < nt; i++) {
+        int32_t np = topics[i].npartitions > 0 ? topics[i].npartitions : 0;
+        if ((o->own[i] = malloc(((size_t)np + 1) * sizeof(int32_t))) == NULL)
+            return KP_ERR__NOMEM;
+        for (int32_t p = 0; p < np; p++)
+            o->own[i][p] = -1;
+    }
+    return KP_ERR_NONE;
+}
+
+/* Writes every member's target from the owners table. */
+static kp_err owners_emit(const owners *o, kb_cg_member **members, int32_t n)
+{
+    kp_err err = KP_ERR_NONE;
+    for (int32_t mi = 0; mi < n; mi++) {
+        tpvec t = {0};
+        for (int32_t ti = 0; ti < o->ntopics; ti++)
+            for (int32_t p = 0; p < o->topics[ti].npartitions; p++)
+                if (o->own[ti][p] == mi)
+                    tpvec_push(&t, &o->topics[ti].id, p);
+        if (!tpvec_seal(&t, &members[mi]->target))
+            err = KP_ERR__NOMEM;
+    }
+    return err;
+}
+
+static int32_t topic_by_id(const kb_cg_topic *t, int32_t n, const kp_uuid *id)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (memcmp(t[i].id.b, id->b, sizeof(id->b)) == 0)
+            return i;
+    return -1;
+}
+
+/* The eligible member with the fewest partitions, -1 when none. */
+static int32_t least_loaded(kb_cg_member **members, int32_t n, const owners *o, const char *topic)
+{
+    int32_t best = -1;
+    for (int32_t mi = 0; mi < n; mi++)
+        if (member_subscribes(members[mi], topic) && (best < 0 || o->count[mi] < o->count[best]))
+            best = mi;
+    return best;
+}
+
+/* Keeps each member's previous target where still valid, within its share. */
+static void uniform_sticky(kb_cg_member **members, int32_t n, owners *o, int32_t base,
+                           int32_t extra)
+{
+    for (int32_t mi = 0; mi < n; mi++) {
+        const kb_cg_set *prev = &members[mi]->target;
+        for (int32_t k = 0; k < prev->n; k++) {
+            int32_t ti = topic_by_id(o->topics, o->ntopics, &prev->v[k].topic);
+            int32_t p = prev->v[k].partition;
+            if (ti < 0 || p < 0 || p >= o->topics[ti].npartitions || o->own[ti][p] >= 0 ||
+                !member_subscribes(members[mi], o->topics[ti].name))
+                continue;
+            if (o->count[mi] >= base && (o->count[mi] > base || extra == 0))
+                continue;
+            if (o->count[mi] == base)
+                extra--;
+            o->own[ti][p] = mi;
+            o->count[mi]++;
+        }
+    }
+}
+
+/* Moves partitions from members with two more than an eligible other. */
+static void uniform_balance(kb_cg_member **members, int32_t n, owners *o)
+{
+    for (int pass = 0; pass < 4; pass++) {
+        bool moved = false;
+        for (int32_t ti = 0; ti < o->ntopics; ti++) {
+            for (int32_t p = 0; p < o->topics[ti].npartitions; p++) {
+                int32_t a = o->own[ti][p];
+                int32_t b = least_loaded(members, n, o, o->topics[ti].name);
+                if (a < 0 || b < 0 || o->count[b] + 1 >= o->count[a])
+                    continue;
+                o->own[ti][p] = b;
+                o->count[a]--;
+                o->count[b]++;
+                moved = true;
+            }
+        }
+        if (!moved)
+            return;
+    }
+}
+
+kp_err kb_cgroup_assign_uniform(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
+                                int32_t ntopics)
+{
+    owners o = {0};
+    kp_err err = owners_init(&o, n, topics, ntopics);
+    int64_t total = 0;
+    int32_t subscribing = 0;
+    bool homogeneous = true;
+    for (int32_t ti = 0; err == KP_ERR_NONE && ti < ntopics; ti++) {
+        int32_t k = 0;
+        for (int32_t mi = 0; mi < n; mi++)
+            k += member_subscribes(members[mi], topics[ti].name) ? 1 : 0;
+        total += k > 0 ? topics[ti].npartitions : 0;
+        homogeneous = homogeneous && (k == n);
+    }
+    for (int32_t mi = 0; mi < n; mi++) {
+        bool any = false;
+        for (int32_t ti = 0; !any && ti < ntopics; ti++)
+            any = member_subscribes(members[mi], topics[ti].name);
+        subscribing += any ? 1 : 0;
+    }
+    if (err == KP_ERR_NONE && subscribing > 0) {
+        uniform_sticky(members, n, &o, (int32_t)(total / subscribing),
+                       (int32_t)(total % subscribing));
+        for (int32_t ti = 0; ti < ntopics; ti++) {
+            for (int32_t p = 0; p < topics[ti].npartitions; p++) {
+                int32_t mi = o.own[ti][p] >= 0 ? -1 : least_loaded(members, n, &o, topics[ti].name);
+                if (mi >= 0) {
+                    o.own[ti][p] = mi;
+                    o.count[mi]++;
+                }
+            }
+        }
+        if (!homogeneous)
+            uniform_balance(members, n, &o);
+    }
+    if (err == KP_ERR_NONE)
+        err = owners_emit(&o, members, n);
+    owners_fini(&o);
+    return err;
+}
+
+static int cmp_member_id(const void *a, const void *b)
+{
+    return strcmp((*(kb_cg_member *const *)a)->member_id, (*(kb_cg_member *const *)b)->member_id);
+}
+
+kp_err kb_cgroup_assign_range(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
+                              int32_t ntopics)
+{
+    owners o = {0};
+    int32_t *idx = calloc((size_t)n + 1, sizeof(*idx));
+    kb_cg_member **sorted = calloc((size_t)n + 1, sizeof(*sorted));
+    kp_err err = owners_init(&o, n, topics, ntopics);
+    if (idx == NULL || sorted == NULL)
+        err = KP_ERR__NOMEM;
+    if (err == KP_ERR_NONE) {
+        memcpy(sorted, members, (size_t)n * sizeof(*sorted));
+        qsort(sorted, (size_t)n, sizeof(*sorted), cmp_member_id);
+    }
+    for (int32_t ti = 0; err == KP_ERR_NONE && ti < ntopics; ti++) {
+        int32_t k = 0;
+        for (int32_t s = 0; s < n; s++) {
+            if (!member_subscribes(sorted[s], topics[ti].name))
+                continue;
+            for (int32_t mi = 0; mi < n; mi++)
+                if (members[mi] == sorted[s])
+                    idx[k++] = mi;
+        }
+        int32_t np = topics[ti].npartitions, p = 0;
+        for (int32_t j = 0; j < k; j++) {
+            int32_t share = np / k + (j < np % k ? 1 : 0);
+            for (int32_t q = 0; q < share; q++)
+                o.own[ti][p++] = idx[j];
+        }
+    }
+    if (err == KP_ERR_NONE)
+        err = owners_emit(&o, members, n);
+    owners_fini(&o);
+    free(idx);
+    free(sorted);
+    return err;
+}
+
+const char *kb_cgroup_assignor(const kb_cgroup *cg, const kb_cgroup_env *env)
+{
+    /* The assignor most members ask for (first asked on a tie). */
+    const char *best = NULL;
+    int32_t best_n = 0;
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        const char *a = cg->members[i]->assignor;
+        int32_t k = 0;
+        for (int32_t j = 0; a != NULL && j < cg->nmembers; j++)
+            k += cg->members[j]->assignor != NULL && strcmp(cg->members[j]->assignor, a) == 0;
+        if (k > best_n) {
+            best = a;
+            best_n = k;
+        }
+    }
+    return best != NULL ? best : (env->nassignors > 0 ? env->assignors[0] : "uniform");
+}
+
+/* ---- group epoch and target assignment ---------------------------------- */
+
+/* Bumps the group epoch when membership, subscriptions or the subscribed
+ * topics changed, then recomputes the target assignment. */
+static kp_err update_group(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
+{
+    if (!cg->dirty && now < cg->meta_deadline && cg->assignment_epoch == cg->group_epoch)
+        return KP_ERR_NONE;
+    for (int32_t i = 0; i < cg->nmembers; i++)
+        if (refresh_regex(cg->members[i], env) != KP_ERR_NONE)
+            return KP_ERR__NOMEM;
+    kb_cg_topic *topics;
+    int32_t nt;
+    if (subscribed_topics(cg, env, &topics, &nt) != KP_ERR_NONE)
+        return KP_ERR__NOMEM;
+    uint64_t sig = topics_sig(topics, nt);
+    if (cg->dirty || sig != cg->meta_sig) {
+        cg->group_epoch++;
+        cg->meta_sig = sig;
+    }
+    cg->dirty = false;
+    cg->meta_deadline = now + KB_CGROUP_REFRESH_MS;
+    kp_err err = KP_ERR_NONE;
+    if (cg->group_epoch > cg->assignment_epoch) {
+        const char *a = kb_cgroup_assignor(cg, env);
+        err = strcmp(a, "range") == 0 ? kb_cgroup_assign_range(cg->members, cg->nmembers, topics, nt)
+                                      : kb_cgroup_assign_uniform(cg->members, cg->nmembers, topics,
+                                                                 nt);
+        if (err == KP_ERR_NONE)
+            cg->assignment_epoch = cg->group_epoch;
+    }
+    free(topics);
+    return err;
+}
+
+/* ---- reconciliation ----------------------------------------------------- */
+
+static bool owned_by_other(const kb_cgroup *cg, const kb_cg_member *m, const kb_cg_tp *tp)
+{
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        const kb_cg_member *o = cg->members[i];
+        if (o != m && (kb_cg_set_has(&o->assigned, &tp->topic, tp->partition) ||
+                       kb_cg_set_has(&o->revoking, &tp->topic, tp->partition)))
+            return true;
+    }
+    return false;
+}
+
+/* Kafka's CurrentAssignmentBuilder.computeNextAssignment: keep what stays,
+ * revoke what goes (epoch held), then take what is free. */
+static kp_err next_assignment(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, int64_t now)
+{
+    tpvec keep = {0}, revoke = {0}, add = {0};
+    bool unreleased = false;
+    for (int32_t i = 0; i < m->assigned.n; i++) {
+        const kb_cg_tp *tp = &m->assigned.v[i];
+        tpvec_push(kb_cg_set_has(&m->target, &tp->topic, tp->partition) ? &keep : &revoke,
+                   &tp->topic, tp->partition);
+    }
+    bool must_revoke = revoke.s.n > 0 && (owned == NULL || set_meets(owned, &revoke.s));
+    for (int32_t i = 0; !must_revoke && i < m->target.n; i++) {
+        const kb_cg_tp *tp = &m->target.v[i];
+        if (kb_cg_set_has(&m->assigned, &tp->topic, tp->partition))
+            continue;
+        if (owned_by_other(cg, m, tp))
+            unreleased = true;
+        else
+            tpvec_push(&add, &tp->topic, tp->partition);
+    }
+    for (int32_t i = 0; i < add.s.n; i++)
+        tpvec_push(&keep, &add.s.v[i].topic, add.s.v[i].partition);
+    set_free(&add.s);
+    bool ok = tpvec_seal(&keep, &m->assigned) && !add.nomem;
+    if (!must_revoke)
+        set_free(&revoke.s);
+    ok = tpvec_seal(&revoke, &m->revoking) && ok;
+    if (!ok)
+        return KP_ERR__NOMEM;
+    if (must_revoke) {
+        m->state = KB_CMS_UNREVOKED;
+        if (m->revoke_deadline == KB_CGROUP_NO_DEADLINE)
+            m->revoke_deadline = now + m->rebalance_timeout_ms;
+        return KP_ERR_NONE;
+    }
+    m->revoke_deadline = KB_CGROUP_NO_DEADLINE;
+    if (m->epoch != cg->assignment_epoch) {
+        m->prev_epoch = m->epoch;
+        m->epoch = cg->assignment_epoch;
+    }
+    m->state = unreleased ? KB_CMS_UNRELEASED : KB_CMS_STABLE;
+    return KP_ERR_NONE;
+}
+
+static kp_err reconcile(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, int64_t now)
+{
+    switch (m->state) {
+    case KB_CMS_STABLE:
+        if (m->epoch == cg->assignment_epoch)
+            return KP_ERR_NONE;
+        return next_assignment(cg, m, owned, now);
+    case KB_CMS_UNRELEASED:
+        return next_assignment(cg, m, owned, now);
+    case KB_CMS_UNREVOKED:
+        if (owned == NULL || set_meets(owned, &m->revoking))
+            return KP_ERR_NONE;
+        set_free(&m->revoking);
+        return next_assignment(cg, m, owned, now);
+    }
+    return KP_ERR_NONE;
+}
+
+/* ---- heartbeat ---------------------------------------------------------- */
+
+static kp_err fail(kb_cgroup_result *res, kp_err err, const char *msg)
+{
+    res->err = err;
+    res->message = msg;
+    return KP_ERR_NONE;
+}
+
+static bool assignor_known(const kb_cgroup_env *env, kp_str name)
+{
+    for (int32_t i = 0; i < env->nassignors; i++)
+        if (kp_cstr_is(env->assignors[i], name))
+            return true;
+    return false;
+}
+
+/* Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid. */
+static const char *invalid_request(const kp_consumer_group_heartbeat_req *rq, int16_t version)
+{
+    bool join = rq->member_epoch == 0;
+    if (rq->member_epoch < KB_CGROUP_STATIC_LEAVE_EPOCH)
+        return "MemberEpoch is invalid.";
+    if ((version >= 1 || rq->member_epoch != 0) && rq->member_id.len <= 0)
+        return "MemberId can't be empty.";
+    if (rq->instance_id.len == 0)
+        return "InstanceId can't be empty.";
+    if (rq->rack_id.len == 0)
+        return "RackId can't be empty.";
+    if (rq->member_epoch == KB_CGROUP_STATIC_LEAVE_EPOCH && rq->instance_id.len < 0)
+        return "InstanceId can't be null.";
+    if (join && rq->rebalance_timeout_ms == -1)
+        return "RebalanceTimeoutMs must be provided in first request.";
+    if (join && rq->topic_partitions.n != 0)
+        return "TopicPartitions must be empty when (re-)joining.";
+    if (join && rq->subscribed_topic_names.n < 0 && rq->subscribed_topic_regex.len < 0)
+        return "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.";
+    if (rq->subscribed_topic_names.n > KB_CGROUP_MAX_TOPICS)
+        return "SubscribedTopicNames has too many topics.";
+    return NULL;
+}
+
+/* The request's owned partitions as a set (NULL when not sent). */
+static kp_err owned_set(const kp_consumer_group_heartbeat_req *rq, kb_cg_set *out, bool *present)
+{
+    *present = rq->topic_partitions.n >= 0;
+    int64_t total = 0;
+    for (int32_t i = 0; i < rq->topic_partitions.n; i++)
+        total += rq->topic_partitions.v[i].partitions.n > 0 ? rq->topic_partitions.v[i].partitions.n
+                                                            : 0;
+    if (total > KB_CGROUP_MAX_OWNED)
+        return KP_ERR_INVALID_REQUEST;
+    tpvec t = {0};
+    for (int32_t i = 0; i < rq->topic_partitions.n; i++)
+        for (int32_t j = 0; j < rq->topic_partitions.v[i].partitions.n; j++)
+            tpvec_push(&t, &rq->topic_partitions.v[i].topic_id,
+                       rq->topic_partitions.v[i].partitions.v[j]);
+    return tpvec_seal(&t, out) ? KP_ERR_NONE : KP_ERR__NOMEM;
+}
+
+/* Epoch -1 (leave) or -2 (static member's temporary leave). */
+static kp_err leave(kb_cgroup *cg, const kb_cgroup_env *env,
+                    const kp_consumer_group_heartbeat_req *rq, int64_t now, kb_cgroup_result *res)
+{
+    kb_cg_member *m = rq->instance_id.len > 0 ? instance_find(cg, rq->instance_id)
+                                               : kb_cgroup_member_find(cg, rq->member_id);
+    if (m == NULL)
+        return fail(res, KP_ERR_UNKNOWN_MEMBER_ID, NULL);
+    if (!kp_cstr_is(m->member_id, rq->member_id))
+        return fail(res, KP_ERR_FENCED_INSTANCE_ID, NULL);
+    res->member_id = m->member_id;
+    res->epoch = rq->member_epoch;
+    if (rq->member_epoch == KB_CGROUP_STATIC_LEAVE_EPOCH) {
+        m->prev_epoch = m->epoch;
+        m->epoch = KB_CGROUP_STATIC_LEAVE_EPOCH;
+        m->session_deadline = now + env->session_timeout_ms; /* until a replacement joins */
+        return KP_ERR_NONE;
+    }
+    member_remove(cg, m);
+    res->member_id = NULL; /* freed: the handler echoes the request's */
+    return KP_ERR_NONE;
+}
+
+/* A static member joining: itself again, or replacing one that left with
+ * epoch -2 (it inherits the assignment). */
+static kp_err join_static(kb_cgroup *cg, const kp_consumer_group_heartbeat_req *rq,
+                          kb_cg_member **out, kb_cgroup_result *res)
+{
+    kb_cg_member *m = instance_find(cg, rq->instance_id);
+    *out = m;
+    if (m == NULL || kp_cstr_is(m->member_id, rq->member_id))
+        return KP_ERR_NONE;
+    if (m->epoch != KB_CGROUP_STATIC_LEAVE_EPOCH)
+        return fail(res, KP_ERR_UNRELEASED_INSTANCE_ID, NULL);
+    char *id = kp_str_cdup(rq->member_id);
+    if (id == NULL)
+        return KP_ERR__NOMEM;
+    free(m->member_id);
+    m->member_id = id;
+    m->epoch = m->prev_epoch = 0;
+    m->state = KB_CMS_STABLE;
+    return KP_ERR_NONE;
+}
+
+static kp_err join(kb_cgroup *cg, const kb_cgroup_env *env,
+                   const kp_consumer_group_heartbeat_req *rq, kb_cg_member **out,
+                   kb_cgroup_result *res)
+{
+    kp_err e = rq->instance_id.len > 0 ? join_static(cg, rq, out, res) : KP_ERR_NONE;
+    if (e != KP_ERR_NONE || res->err != KP_ERR_NONE || *out != NULL)
+        return e;
+    *out = rq->member_id.len > 0 ? kb_cgroup_member_find(cg, rq->member_id) : NULL;
+    if (*out != NULL)
+        return KP_ERR_NONE;
+    int32_t cap = env->max_size < KB_CGROUP_MAX_MEMBERS ? env->max_size : KB_CGROUP_MAX_MEMBERS;
+    if (cg->nmembers >= cap)
+        return fail(res, KP_ERR_GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity.");
+    char fresh[37];
+    kp_str id = rq->member_id;
+    if (id.len <= 0) {
+        env->member_id(fresh, env->ctx);
+        id = kp_str_from(fresh);
+    }
+    bool nomem = false;
+    if (member_add(cg, id, out) != KP_ERR_NONE)
+        return KP_ERR__NOMEM;
+    set_str(&(*out)->instance_id, rq->instance_id, &nomem);
+    return nomem ? KP_ERR__NOMEM : KP_ERR_NONE;
+}
+
+/* Kafka's throwIfMemberEpochIsInvalid. */
+static kp_err check_epoch(const kb_cg_member *m, int32_t epoch, const kb_cg_set *owned,
+                          bool has_owned)
+{
+    if (epoch > m->epoch)
+        return KP_ERR_FENCED_MEMBER_EPOCH;
+    if (epoch < m->epoch &&
+        (epoch != m->prev_epoch || !has_owned || !set_subset(owned, &m->assigned)))
+        return KP_ERR_FENCED_MEMBER_EPOCH;
+    return KP_ERR_NONE;
+}
+
+static kp_err find_member(kb_cgroup *cg, const kp_consumer_group_heartbeat_req *rq,
+                          const kb_cg_set *owned, bool has_owned, kb_cg_member **out,
+                          kb_cgroup_result *res)
+{
+    kb_cg_member *m = kb_cgroup_member_find(cg, rq->member_id);
+    *out = m;
+    if (m == NULL)
+        return fail(res, KP_ERR_UNKNOWN_MEMBER_ID, NULL);
+    if (rq->instance_id.len > 0 && !kp_cstr_is(m->instance_id, rq->instance_id))
+        return fail(res, KP_ERR_FENCED_INSTANCE_ID, NULL);
+    kp_err e = check_epoch(m, rq->member_epoch, owned, has_owned);
+    return e != KP_ERR_NONE ? fail(res, e, NULL) : KP_ERR_NONE;
+}
+
+/* Applies the subscription fields the request carries. */
+static kp_err update_member(kb_cgroup *cg, kb_cg_member *m,
+                            const kp_consumer_group_heartbeat_req *rq, const kb_cgroup_client *cl,
+                            kb_cgroup_result *res)
+{
+    bool changed = false, nomem = false;
+    kp_err e = KP_ERR_NONE;
+    if (rq->subscribed_topic_names.n >= 0)
+        e = member_set_topics(m, rq, &changed);
+    if (e == KP_ERR_NONE)
+        e = member_set_regex(m, rq->subscribed_topic_regex, &changed);
+    if (e == KP_ERR_INVALID_REGULAR_EXPRESSION)
+        return fail(res, e, "SubscribedTopicRegex is not a valid regular expression.");
+    if (e != KP_ERR_NONE)
+        return e;
+    if (rq->server_assignor.len >= 0)
+        changed |= set_str(&m->assignor, rq->server_assignor, &nomem);
+    set_str(&m->rack_id, rq->rack_id, &nomem);
+    set_str(&m->client_id, cl->client_id, &nomem);
+    set_str(&m->client_host, cl->client_host, &nomem);
+    if (rq->rebalance_timeout_ms >= 0)
+        m->rebalance_timeout_ms = rq->rebalance_timeout_ms;
+    if (changed)
+        cg->dirty = true;
+    return nomem ? KP_ERR__NOMEM : KP_ERR_NONE;
+}
+
+static kp_err heartbeat_member(kb_cgroup *cg, const kb_cgroup_env *env,
+                               const kp_consumer_group_heartbeat_req *rq,
+                               const kb_cgroup_client *cl, const kb_cg_set *owned, bool has_owned,
+                               int64_t now, kb_cgroup_result *res)
+{
+    kb_cg_member *m = NULL;
+    kp_err e = rq->member_epoch == 0 ? join(cg, env, rq, &m, res)
+                                     : find_member(cg, rq, owned, has_owned, &m, res);
+    if (e != KP_ERR_NONE || res->err != KP_ERR_NONE)
+        return e;
+    bool fresh = m->ntopics == 0 && m->regex == NULL && m->epoch == 0;
+    if ((e = update_member(cg, m, rq, cl, res)) != KP_ERR_NONE || res->err != KP_ERR_NONE) {
+        if (fresh && m->ntopics == 0 && m->regex == NULL)
+            member_remove(cg, m);
+        return e;
+    }
+    m->session_deadline = now + env->session_timeout_ms;
+    kb_cg_set before = {0};
+    tpvec copy = {0};
+    for (int32_t i = 0; i < m->assigned.n; i++)
+        tpvec_push(&copy, &m->assigned.v[i].topic, m->assigned.v[i].partition);
+    if (!tpvec_seal(&copy, &before))
+        return KP_ERR__NOMEM;
+    if ((e = update_group(cg, env, now)) == KP_ERR_NONE)
+        e = reconcile(cg, m, has_owned ? owned : NULL, now);
+    bool full = rq->rebalance_timeout_ms != -1 &&
+                (rq->subscribed_topic_names.n >= 0 || rq->subscribed_topic_regex.len >= 0) &&
+                has_owned;
+    res->with_assignment = rq->member_epoch == 0 || full || !set_eq(&before, &m->assigned);
+    set_free(&before);
+    res->member_id = m->member_id;
+    res->epoch = m->epoch;
+    res->assignment = &m->assigned;
+    return e;
+}
+
+kp_err kb_cgroup_check_request(const kb_cgroup_env *env,
+                               const kp_consumer_group_heartbeat_req *rq, int16_t version,
+                               const char **message)
+{
+    *message = invalid_request(rq, version);
+    if (*message != NULL)
+        return KP_ERR_INVALID_REQUEST;
+    if (rq->server_assignor.len >= 0 && !assignor_known(env, rq->server_assignor)) {
+        *message = "ServerAssignor is not supported.";
+        return KP_ERR_UNSUPPORTED_ASSIGNOR;
+    }
+    return KP_ERR_NONE;
+}
+
+kp_err kb_cgroup_heartbeat(kb_cgroup *cg, const kb_cgroup_env *env,
+                           const kp_consumer_group_heartbeat_req *rq, const kb_cgroup_client *cl,
+                           int64_t now, kb_cgroup_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    res->heartbeat_interval_ms = env->heartbeat_interval_ms;
+    const char *msg;
+    kp_err bad = kb_cgroup_check_request(env, rq, cl->version, &msg);
+    if (bad != KP_ERR_NONE)
+        return fail(res, bad, msg);
+    if (rq->member_epoch < 0) {
+        kp_err e = leave(cg, env, rq, now, res);
+        return e == KP_ERR_NONE && res->err == KP_ERR_NONE ? update_group(cg, env, now) : e;
+    }
+    kb_cg_set owned = {0};
+    bool has_owned;
+    kp_err e = owned_set(rq, &owned, &has_owned);
+    if (e == KP_ERR_INVALID_REQUEST)
+        return fail(res, e, "TopicPartitions has too many partitions.");
+    if (e == KP_ERR_NONE)
+        e = heartbeat_member(cg, env, rq, cl, &owned, has_owned, now, res);
+    set_free(&owned);
+    return e;
+}
+
+/* ---- time --------------------------------------------------------------- */
+
+void kb_cgroup_tick(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
+{
+    bool removed = false;
+    for (int32_t i = 0; i < cg->nmembers;) {
+        kb_cg_member *m = cg->members[i];
+        if (m->session_deadline <= now || m->revoke_deadline <= now) {
+            member_remove(cg, m);
+            removed = true;
+        } else {
+            i++;
+        }
+    }
+    if (removed)
+        (void)update_group(cg, env, now);
+}
+
+int64_t kb_cgroup_next_deadline(const kb_cgroup *cg)
+{
+    int64_t d = KB_CGROUP_NO_DEADLINE;
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        const kb_cg_member *m = cg->members[i];
+        if (m->session_deadline < d)
+            d = m->session_deadline;
+        if (m->revoke_deadline < d)
+            d = m->revoke_deadline;
+    }
+    return d;
+}
+
+kb_cgroup_state kb_cgroup_state_of(const kb_cgroup *cg)
+{
+    if (cg->nmembers == 0)
+        return KB_CGS_EMPTY;
+    if (cg->group_epoch > cg->assignment_epoch)
+        return KB_CGS_ASSIGNING;
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        const kb_cg_member *m = cg->members[i];
+        if (m->state != KB_CMS_STABLE ||
+            (m->epoch != cg->assignment_epoch && m->epoch != KB_CGROUP_STATIC_LEAVE_EPOCH))
+            return KB_CGS_RECONCILING;
+    }
+    return KB_CGS_STABLE;
+}
+
+/* ---- offsets ------------------------------------------------------------ */
+
+kp_err kb_cgroup_check_commit(const kb_cgroup *cg, kp_str member_id, int32_t epoch,
+                              int16_t version, bool transactional)
+{
+    if (epoch < 0 && cg->nmembers == 0)
+        return KP_ERR_NONE;
+    const kb_cg_member *m = kb_cgroup_member_find(cg, member_id);
+    if (m == NULL)
+        return KP_ERR_UNKNOWN_MEMBER_ID;
+    if (!transactional && version < 9)
+        return KP_ERR_UNSUPPORTED_VERSION;
+    return epoch != m->epoch ? KP_ERR_STALE_MEMBER_EPOCH : KP_ERR_NONE;
+}
+
+kp_err kb_cgroup_check_fetch(const kb_cgroup *cg, kp_str member_id, int32_t epoch)
+{
+    if (member_id.len < 0 && epoch < 0)
+        return KP_ERR_NONE;
+    const kb_cg_member *m = kb_cgroup_member_find(cg, member_id);
+    if (m == NULL)
+        return KP_ERR_UNKNOWN_MEMBER_ID;
+    return epoch != m->epoch ? KP_ERR_STALE_MEMBER_EPOCH : KP_ERR_NONE;
+}

@@ -1,0 +1,200 @@
+/*
+ * kb_cgroup: consumer groups of the KIP-848 protocol (group.protocol=consumer,
+ * ConsumerGroupHeartbeat): members, their subscriptions, the server-side
+ * assignors and the incremental reconciliation of each member towards its
+ * target assignment.
+ *
+ * Job: for each heartbeat (or the clock passing a deadline) decide the
+ * member's next epoch and assignment and the error Kafka gives, as Kafka's
+ * group coordinator does: the group epoch grows on every change of
+ * membership, subscriptions or subscribed topic metadata; the target
+ * assignment is recomputed (assignor "uniform" or "range") when the group
+ * epoch passed the assignment epoch; a member first revokes what it must
+ * give up, and only then gets partitions another member still holds. It
+ * never touches sockets, timers or disks: time comes in as an argument and
+ * topics are seen through env callbacks, so a test drives it on a fake clock.
+ *
+ * Invariants:
+ *   1. No partition is in two members' (assigned + revoking) sets at once.
+ *   2. assignment_epoch <= group_epoch; after a heartbeat or a tick they are
+ *      equal (the target is recomputed at once).
+ *   3. A member's epoch is at most assignment_epoch; it reaches it only when
+ *      the member holds nothing it must revoke.
+ *   4. A member id appears once; an instance id maps to at most one member.
+ *   5. Members <= min(env.max_size, KB_CGROUP_MAX_MEMBERS); a subscription
+ *      holds <= KB_CGROUP_MAX_TOPICS names and a regex <= KB_CGROUP_MAX_REGEX
+ *      bytes; owned partitions in a request <= KB_CGROUP_MAX_OWNED.
+ *   6. Every set (kb_cg_set) is sorted by (topic id, partition), no repeats.
+ *
+ * Regular expressions: Kafka uses RE2/J; we use POSIX extended regexes
+ * (regcomp REG_EXTENDED), matched against the whole topic name. The common
+ * subset (literals, ., *, +, ?, [], (), |, {m,n}, anchors) behaves alike;
+ * RE2-only syntax such as \d or (?i) is refused as INVALID_REGULAR_EXPRESSION
+ * or matches differently.
+ *
+ * Ownership: a kb_cgroup owns its members and every string and set in them;
+ * requests are borrowed only during a call. Pointers in a result stay valid
+ * until the next event on the group.
+ *
+ * Threading: loop thread only.
+ *
+ * Errors: Kafka codes (INVALID_REQUEST, UNKNOWN_MEMBER_ID,
+ * FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID,
+ * UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, GROUP_MAX_SIZE_REACHED,
+ * STALE_MEMBER_EPOCH, UNSUPPORTED_VERSION) and KP_ERR__NOMEM.
+ */
+#ifndef KB_CGROUP_H
+#define KB_CGROUP_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kp_msg.h"
+#include "kp_types.h"
+
+#define KB_CGROUP_MAX_MEMBERS      10000
+#define KB_CGROUP_MAX_TOPICS       10000
+#define KB_CGROUP_MAX_REGEX        1024
+#define KB_CGROUP_MAX_OWNED        200000
+#define KB_CGROUP_REFRESH_MS       1000 /* subscribed topic metadata re-read at most this often */
+#define KB_CGROUP_NO_DEADLINE      INT64_MAX
+#define KB_CGROUP_LEAVE_EPOCH      (-1)
+#define KB_CGROUP_STATIC_LEAVE_EPOCH (-2)
+
+typedef enum kb_cgroup_state {
+    KB_CGS_EMPTY,
+    KB_CGS_ASSIGNING,
+    KB_CGS_RECONCILING,
+    KB_CGS_STABLE,
+} kb_cgroup_state;
+
+typedef enum kb_cg_member_state {
+    KB_CMS_STABLE,
+    KB_CMS_UNREVOKED,   /* waits for the member to give partitions up */
+    KB_CMS_UNRELEASED,  /* waits for other members to give partitions up */
+} kb_cg_member_state;
+
+typedef struct kb_cg_tp {
+    kp_uuid topic;
+    int32_t partition;
+} kb_cg_tp;
+
+typedef struct kb_cg_set {
+    kb_cg_tp *v;
+    int32_t n;
+} kb_cg_set;
+
+typedef struct kb_cg_member {
+    char *member_id;
+    char *instance_id; /* NULL: dynamic */
+    char *rack_id;
+    char *client_id;
+    char *client_host;
+    char **topics; /* subscribed names, sorted, unique */
+    int32_t ntopics;
+    char *regex;   /* NULL: none */
+    regex_t re;
+    char **rx_topics; /* the regex's matches at the last refresh, sorted */
+    int32_t nrx_topics;
+    char *assignor; /* server assignor asked for; NULL: the group's default */
+    int32_t rebalance_timeout_ms;
+    int32_t epoch;
+    int32_t prev_epoch;
+    kb_cg_member_state state;
+    kb_cg_set assigned;
+    kb_cg_set revoking;
+    kb_cg_set target;
+    int64_t session_deadline;
+    int64_t revoke_deadline; /* KB_CGROUP_NO_DEADLINE unless UNREVOKED */
+} kb_cg_member;
+
+/* A topic as the group sees it (name borrowed from the registry). */
+typedef struct kb_cg_topic {
+    const char *name;
+    kp_uuid id;
+    int32_t npartitions;
+} kb_cg_topic;
+
+typedef struct kb_cgroup_env {
+    bool (*topic_by_name)(void *ctx, const char *name, kb_cg_topic *out);
+    /* The i-th topic of the registry; false past the last. */
+    bool (*topic_at)(void *ctx, size_t i, kb_cg_topic *out);
+    /* A new member id (v0 requests only). */
+    void (*member_id)(char out[37], void *ctx);
+    void *ctx;
+    int32_t heartbeat_interval_ms;
+    int32_t session_timeout_ms;
+    int32_t max_size;
+    const char *const *assignors; /* short names; the first is the default */
+    int32_t nassignors;
+} kb_cgroup_env;
+
+typedef struct kb_cgroup {
+    int32_t group_epoch;
+    int32_t assignment_epoch;
+    kb_cg_member **members; /* in join order */
+    int32_t nmembers;
+    int32_t members_cap;
+    uint64_t meta_sig;     /* subscribed topics (names, ids, partitions) at group_epoch */
+    int64_t meta_deadline; /* when the metadata is read again */
+    bool dirty;            /* a subscription changed since meta_sig */
+} kb_cgroup;
+
+/* The answer to a heartbeat. Pointers borrow from the group. */
+typedef struct kb_cgroup_result {
+    kp_err err;
+    const char *message; /* NULL: none */
+    const char *member_id;
+    int32_t epoch;
+    int32_t heartbeat_interval_ms;
+    bool with_assignment;
+    const kb_cg_set *assignment;
+} kb_cgroup_result;
+
+typedef struct kb_cgroup_client {
+    kp_str client_id;
+    kp_str client_host;
+    int16_t version;
+} kb_cgroup_client;
+
+kb_cgroup *kb_cgroup_new(void);
+void kb_cgroup_free(kb_cgroup *cg);
+
+/* The checks Kafka makes of a ConsumerGroupHeartbeat before it looks at
+ * the group: INVALID_REQUEST or UNSUPPORTED_ASSIGNOR with a message. */
+kp_err kb_cgroup_check_request(const kb_cgroup_env *env,
+                               const kp_consumer_group_heartbeat_req *rq, int16_t version,
+                               const char **message);
+/* A ConsumerGroupHeartbeat (group id checked by the caller). res->err is
+ * the Kafka error; the return value is KP_ERR__NOMEM or NONE. */
+kp_err kb_cgroup_heartbeat(kb_cgroup *cg, const kb_cgroup_env *env,
+                           const kp_consumer_group_heartbeat_req *rq, const kb_cgroup_client *cl,
+                           int64_t now, kb_cgroup_result *res);
+/* Fences members whose session or revocation deadline passed. */
+void kb_cgroup_tick(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now);
+int64_t kb_cgroup_next_deadline(const kb_cgroup *cg);
+
+kb_cgroup_state kb_cgroup_state_of(const kb_cgroup *cg);
+const char *kb_cgroup_state_name(kb_cgroup_state s);
+kb_cg_member *kb_cgroup_member_find(const kb_cgroup *cg, kp_str member_id);
+/* The assignor in use: the first asked for by a member, else the default. */
+const char *kb_cgroup_assignor(const kb_cgroup *cg, const kb_cgroup_env *env);
+/* Whether any member subscribes to topic (by name or regex). */
+bool kb_cgroup_subscribed_to(const kb_cgroup *cg, kp_str topic);
+
+/* OffsetCommit/TxnOffsetCommit checks (Kafka's validateOffsetCommit). */
+kp_err kb_cgroup_check_commit(const kb_cgroup *cg, kp_str member_id, int32_t epoch,
+                              int16_t version, bool transactional);
+/* OffsetFetch v9+ checks (member_id null and epoch < 0: no check). */
+kp_err kb_cgroup_check_fetch(const kb_cgroup *cg, kp_str member_id, int32_t epoch);
+
+/* Assignors, exposed for tests: fill each member's target from the topics
+ * (sorted by name) they subscribe to. */
+kp_err kb_cgroup_assign_uniform(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
+                                int32_t ntopics);
+kp_err kb_cgroup_assign_range(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
+                              int32_t ntopics);
+bool kb_cg_set_has(const kb_cg_set *s, const kp_uuid *topic, int32_t partition);
+
+#endif
