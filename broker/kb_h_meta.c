@@ -120,7 +120,9 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
                            kp_metadata_resp_metadata_response_topic *out)
 {
     kb_broker *b = req->broker;
-    if (want->name.len < 0) {
+    /* By topic id (KIP-516), as the KIP-848 consumer asks for the topics of
+     * an assignment it cannot name: the name is null or "" then. */
+    if (want->name.len < 0 || (want->name.len == 0 && !kp_uuid_is_zero(&want->topic_id))) {
         kb_topic *t = kb_topics_find_id(b->topics, &want->topic_id);
         out->topic_id = want->topic_id;
         if (t == NULL) {
