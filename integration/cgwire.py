@@ -166,3 +166,97 @@ def find_coordinator(sock, group, timeout=30.0):
         if err == 0 or time.monotonic() > deadline:
             return err
         time.sleep(0.2)
+
+
+def offset_commit(sock, group, member_id, epoch, topic, partition, offset):
+    """OffsetCommit v9: the partition's error code."""
+    part = struct.pack(">iqi", partition, offset, -1) + _cstr("") + b"\x00"
+    body = (_cstr(group) + struct.pack(">i", epoch) + _cstr(member_id) + _cstr(None)
+            + _carray([topic], lambda t: _cstr(t) + _carray([part], lambda p: p) + b"\x00")
+            + b"\x00")
+    r = _call(sock, 8, 9, body)
+    r.take(">i")
+
+    def partition_(x):
+        x.take(">i")
+        err = x.take(">h")
+        x.tags()
+        return err
+
+    def topic_(x):
+        x.cstr()
+        errs = x.carray(partition_)
+        x.tags()
+        return errs
+
+    return r.carray(topic_)[0][0]
+
+
+def offset_fetch(sock, group, member_id, epoch, topic, partition):
+    """OffsetFetch v9 for one partition: (error, committed offset); the
+    group's error when it has one."""
+    topics = _carray([topic], lambda t: _cstr(t) + _carray([partition],
+                                                          lambda p: struct.pack(">i", p))
+                     + b"\x00")
+    body = (_carray([group], lambda g: _cstr(g) + _cstr(member_id) + struct.pack(">i", epoch)
+                    + topics + b"\x00") + b"\x00" + b"\x00")
+    r = _call(sock, 9, 9, body)
+    r.take(">i")
+
+    def part(x):
+        x.take(">i")
+        off = x.take(">q")
+        x.take(">i")
+        x.cstr()
+        err = x.take(">h")
+        x.tags()
+        return err, off
+
+    def topic_(x):
+        x.cstr()
+        parts = x.carray(part)
+        x.tags()
+        return parts
+
+    def group_(x):
+        x.cstr()
+        topics_ = x.carray(topic_)
+        err = x.take(">h")
+        x.tags()
+        return err, topics_
+
+    err, topics_ = r.carray(group_)[0]
+    if err != 0:
+        return err, -1
+    return topics_[0][0]
+
+
+def finalized_features(host, port):
+    """ApiVersions v3: {feature: (max level, min level)} finalized."""
+    with wire.connect(host, port) as sock:
+        corr = next(_corr)
+        hdr = struct.pack(">hhih", 18, 3, corr, 4) + b"test" + b"\x00"
+        sock.sendall(wire.frame(hdr + _cstr("runnel-it") + _cstr("1.0") + b"\x00"))
+        r = _R(wire.recv_frame(sock))
+    assert r.take(">i") == corr  # response header v0
+    assert r.take(">h") == 0
+
+    def api(x):
+        x.take(">hhh")
+        x.tags()
+
+    r.carray(api)
+    r.take(">i")
+    out = {}
+    for _ in range(r.uvarint()):
+        tag = r.uvarint()
+        end = r.uvarint() + r.o
+        if tag == 2:
+            def feature(x):
+                name = x.cstr()
+                levels = x.take(">hh")
+                x.tags()
+                out[name] = levels
+            r.carray(feature)
+        r.o = end
+    return out
