@@ -451,19 +451,22 @@ static kp_err owners_init(owners *o, int32_t nmembers, const kb_cg_topic *topics
     return KP_ERR_NONE;
 }
 
-/* Writes every member's target from the owners table. */
+/* Writes every member's target from the owners table (one pass over the
+ * partitions). */
 static kp_err owners_emit(const owners *o, kb_cg_member **members, int32_t n)
 {
+    tpvec *t = calloc((size_t)n + 1, sizeof(*t));
+    if (t == NULL)
+        return KP_ERR__NOMEM;
+    for (int32_t ti = 0; ti < o->ntopics; ti++)
+        for (int32_t p = 0; p < o->topics[ti].npartitions; p++)
+            if (o->own[ti][p] >= 0)
+                tpvec_push(&t[o->own[ti][p]], &o->topics[ti].id, p);
     kp_err err = KP_ERR_NONE;
-    for (int32_t mi = 0; mi < n; mi++) {
-        tpvec t = {0};
-        for (int32_t ti = 0; ti < o->ntopics; ti++)
-            for (int32_t p = 0; p < o->topics[ti].npartitions; p++)
-                if (o->own[ti][p] == mi)
-                    tpvec_push(&t, &o->topics[ti].id, p);
-        if (!tpvec_seal(&t, &members[mi]->target))
+    for (int32_t mi = 0; mi < n; mi++)
+        if (!tpvec_seal(&t[mi], &members[mi]->target))
             err = KP_ERR__NOMEM;
-    }
+    free(t);
     return err;
 }
 
@@ -781,6 +784,9 @@ static const char *invalid_request(const kp_consumer_group_heartbeat_req *rq, in
         return "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.";
     if (rq->subscribed_topic_names.n > KB_CGROUP_MAX_TOPICS)
         return "SubscribedTopicNames has too many topics.";
+    for (int32_t i = 0; i < rq->subscribed_topic_names.n; i++)
+        if (rq->subscribed_topic_names.v[i].len > KB_CGROUP_TOPIC_NAME_MAX)
+            return "SubscribedTopicNames has a name no topic can have.";
     return NULL;
 }
 
