@@ -142,6 +142,7 @@ typedef struct kb_cgroup {
     uint64_t meta_sig;     /* subscribed topics (names, ids, partitions) at group_epoch */
     int64_t meta_deadline; /* when the metadata is read again */
     bool dirty;            /* a subscription changed since meta_sig */
+    int32_t stored_epoch;  /* the epoch of the last ConsumerGroupMetadata record (kb_gcoord) */
 } kb_cgroup;
 
 /* The answer to a heartbeat. Pointers borrow from the group. */

@@ -273,6 +273,34 @@ static kp_err env_store(kb_group *g, void *ctx)
     return e == KP_ERR_NONE ? KP_ERR_NONE : KP_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
+/* A KIP-848 group's ConsumerGroupMetadata record (its epoch), or its
+ * tombstone. */
+static void add_cgroup(gbatch *gb, const kb_group *g, bool tombstone)
+{
+    kp_writer k, v;
+    kp_writer_init(&k, 64);
+    kb_offsets_write_cgroup_key(&k, kp_str_from(g->id));
+    if (!tombstone) {
+        kp_writer_init(&v, 16);
+        kb_offsets_write_cgroup_value(&v, g->cg->group_epoch);
+    }
+    gbatch_add(gb, &k, tombstone ? NULL : &v);
+}
+
+/* Records a consumer group's new epoch (after the event that bumped it:
+ * the members themselves are not persisted, so a restart brings the group
+ * back empty at that epoch and its members rejoin). */
+static void store_cgroup(kb_broker *b, kb_group *g)
+{
+    if (g->cg == NULL || g->cg->group_epoch == g->cg->stored_epoch)
+        return;
+    gbatch gb;
+    gbatch_init(&gb, kb_gcoord_wall(b), -1, -1);
+    add_cgroup(&gb, g, false);
+    if (gbatch_append(b, g, &gb) == KP_ERR_NONE)
+        g->cg->stored_epoch = g->cg->group_epoch;
+}
+
 /* Writes commits (or their tombstones), then changes the map to match. */
 static kp_err write_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n,
                             bool tombstones)
@@ -309,6 +337,8 @@ kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g)
     for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &cur)) != NULL;)
         add_commit(&gb, g, o, true);
     add_group(&gb, g, true);
+    if (g->cg != NULL)
+        add_cgroup(&gb, g, true);
     kp_err e = gbatch_append(b, g, &gb);
     if (e != KP_ERR_NONE)
         return e;
@@ -443,6 +473,7 @@ static void on_group_timer(kb_loop *loop, void *arg)
 
 void kb_gcoord_touch(kb_broker *b, kb_group *g)
 {
+    store_cgroup(b, g);
     g->host = b->gcoord;
     g->timer.cb = on_group_timer;
     g->timer.arg = g;
@@ -574,7 +605,32 @@ static kp_err load_group(loader *ld, const kb_offsets_key *k, kp_slice value, kp
     if ((e = kb_groups_get(ld->c->groups, k->group, &g)) != KP_ERR_NONE)
         return e;
     g->persisted = value.len >= 0;
+    kb_cgroup_free(g->cg); /* the later record wins: a classic group now */
+    g->cg = NULL;
     return kb_group_from_record(g, &v, ld->now);
+}
+
+/* A KIP-848 group's epoch: the group comes back empty at that epoch. */
+static kp_err load_cgroup(loader *ld, const kb_offsets_key *k, kp_slice value, kp_arena *a)
+{
+    kb_group *g = kb_groups_find(ld->c->groups, k->group);
+    int32_t epoch;
+    if (value.len < 0) {
+        if (g != NULL) {
+            kb_cgroup_free(g->cg);
+            g->cg = NULL;
+        }
+        return KP_ERR_NONE;
+    }
+    kp_err e = kb_offsets_read_cgroup_value(value, a, &epoch);
+    if (e == KP_ERR_NONE && g == NULL)
+        e = kb_groups_get(ld->c->groups, k->group, &g);
+    if (e == KP_ERR_NONE && g->cg == NULL && (g->cg = kb_cgroup_new()) == NULL)
+        e = KP_ERR__NOMEM;
+    if (e != KP_ERR_NONE)
+        return e;
+    g->cg->group_epoch = g->cg->assignment_epoch = g->cg->stored_epoch = epoch;
+    return KP_ERR_NONE;
 }
 
 static kp_err load_record(void *arg, const kp_record *rec, kp_arena *a)
@@ -587,6 +643,8 @@ static kp_err load_record(void *arg, const kp_record *rec, kp_arena *a)
     if (e == KP_ERR_NONE && ld->producer_id >= 0)
         e = k.type == KB_OFFSETS_KEY_COMMIT ? load_txn_commit(ld, &k, rec->value, a)
                                             : KP_ERR__CORRUPT;
+    else if (e == KP_ERR_NONE && k.type == KB_OFFSETS_KEY_CGROUP)
+        e = load_cgroup(ld, &k, rec->value, a);
     else if (e == KP_ERR_NONE)
         e = k.type == KB_OFFSETS_KEY_COMMIT ? load_commit(ld, &k, rec->value, a)
                                             : load_group(ld, &k, rec->value, a);
@@ -623,7 +681,7 @@ static void load_finish(kb_gcoord *c)
     size_t cur = 0;
     kb_group *g;
     while ((g = kb_groups_next(c->groups, &cur)) != NULL) {
-        if (g->nmembers == 0 && !g->persisted && g->offsets.n == 0)
+        if (g->nmembers == 0 && !g->persisted && g->offsets.n == 0 && g->cg == NULL)
             kb_groups_remove(c->groups, g);
         else
             kb_gcoord_touch(c->b, g);

@@ -12,7 +12,11 @@
  * Invariants:
  *   1. A group's in-memory offsets and metadata change only after the
  *      records saying so were appended (page-cache durable) to its partition
- *      kafka-style: partition = kb_offsets_partition_for(group id).
+ *      kafka-style: partition = kb_offsets_partition_for(group id). The
+ *      exception: a KIP-848 group's epoch (ConsumerGroupMetadata record) is
+ *      written by kb_gcoord_touch right after the event that bumped it; its
+ *      members and assignments are not persisted (they rejoin after a
+ *      restart, getting UNKNOWN_MEMBER_ID).
  *   2. A group's timer is armed exactly when kb_group_next_deadline() is
  *      finite, at that deadline (kb_gcoord_touch after every event).
  *   3. __consumer_offsets exists once any group state was written, with
@@ -67,7 +71,8 @@ int64_t kb_gcoord_wall(kb_broker *b); /* wall clock ms */
 /* __consumer_offsets, created on first use. */
 kp_err kb_gcoord_offsets_topic(kb_broker *b, kb_topic **out);
 
-/* Re-arms g's timer after an event changed its deadlines. */
+/* Re-arms g's timer after an event changed its deadlines (and records a
+ * consumer group's new epoch). */
 void kb_gcoord_touch(kb_broker *b, kb_group *g);
 
 /* Writes the commits then applies them to g->offsets. */

@@ -211,6 +211,20 @@ void kb_offsets_write_group_value(kp_writer *w, const kp_group_metadata_value *v
     kp_group_metadata_value_encode(w, v, KB_OFFSETS_GROUP_VALUE_VERSION);
 }
 
+void kb_offsets_write_cgroup_key(kp_writer *w, kp_str group)
+{
+    kp_consumer_group_metadata_key k = {.group_id = group};
+    kp_write_i16(w, KB_OFFSETS_CGROUP_KEY_VERSION);
+    kp_consumer_group_metadata_key_encode(w, &k, KB_OFFSETS_CGROUP_KEY_VERSION);
+}
+
+void kb_offsets_write_cgroup_value(kp_writer *w, int32_t epoch)
+{
+    kp_consumer_group_metadata_value v = {.epoch = epoch};
+    kp_write_i16(w, 0);
+    kp_consumer_group_metadata_value_encode(w, &v, 0);
+}
+
 /* A reader over the struct after the version; false if too short. */
 static bool read_version(kp_slice s, kp_reader *r, int16_t *version)
 {
@@ -247,7 +261,29 @@ kp_err kb_offsets_read_key(kp_slice key, kp_arena *a, kb_offsets_key *out)
         out->group = k.group;
         return KP_ERR_NONE;
     }
+    if (version == KB_OFFSETS_CGROUP_KEY_VERSION) {
+        kp_consumer_group_metadata_key k;
+        if (kp_consumer_group_metadata_key_decode(&r, a, &k, version) != KP_ERR_NONE ||
+            k.group_id.len < 0)
+            return KP_ERR__CORRUPT;
+        out->type = KB_OFFSETS_KEY_CGROUP;
+        out->group = k.group_id;
+        return KP_ERR_NONE;
+    }
     return version > 2 ? KP_ERR__NOENT : KP_ERR__CORRUPT;
+}
+
+kp_err kb_offsets_read_cgroup_value(kp_slice value, kp_arena *a, int32_t *epoch)
+{
+    kp_reader r;
+    int16_t version;
+    kp_consumer_group_metadata_value v;
+    kp_consumer_group_metadata_value_defaults(&v);
+    if (!read_version(value, &r, &version) || version != 0 ||
+        kp_consumer_group_metadata_value_decode(&r, a, &v, version) != KP_ERR_NONE)
+        return KP_ERR__CORRUPT;
+    *epoch = v.epoch;
+    return KP_ERR_NONE;
 }
 
 kp_err kb_offsets_read_commit_value(kp_slice value, kp_arena *a, kb_offset *o)

@@ -16,7 +16,9 @@
  *   0 or 1       OffsetCommitKey     OffsetCommitValue v3 (v1 when an expire
  *                (we write 1)        timestamp is set); null value: deleted
  *   2            GroupMetadataKey    GroupMetadataValue v3; null: deleted
- *   3 and up     consumer/share group records of the new protocol: skipped
+ *   3            ConsumerGroupMetadataKey  ConsumerGroupMetadataValue v0 (the
+ *                group epoch of a KIP-848 group); null: deleted
+ *   4 and up     the other consumer/share group records: skipped
  *
  * Invariants:
  *   1. A map holds at most one entry per (topic, partition); its load factor
@@ -50,6 +52,7 @@
 #define KB_OFFSETS_COMMIT_VALUE_VERSION   3
 #define KB_OFFSETS_COMMIT_VALUE_EXPIRE_V  1
 #define KB_OFFSETS_GROUP_VALUE_VERSION    3
+#define KB_OFFSETS_CGROUP_KEY_VERSION     3
 
 /* Kafka's offset.metadata.max.bytes default. */
 #define KB_OFFSETS_METADATA_MAX 4096
@@ -92,10 +95,13 @@ void kb_offsets_write_commit_key(kp_writer *w, kp_str group, kp_str topic, int32
 void kb_offsets_write_commit_value(kp_writer *w, const kb_offset *o);
 void kb_offsets_write_group_key(kp_writer *w, kp_str group);
 void kb_offsets_write_group_value(kp_writer *w, const kp_group_metadata_value *v);
+void kb_offsets_write_cgroup_key(kp_writer *w, kp_str group);
+void kb_offsets_write_cgroup_value(kp_writer *w, int32_t epoch);
 
 typedef enum kb_offsets_key_type {
     KB_OFFSETS_KEY_COMMIT,
     KB_OFFSETS_KEY_GROUP,
+    KB_OFFSETS_KEY_CGROUP,
 } kb_offsets_key_type;
 
 typedef struct kb_offsets_key {
@@ -111,5 +117,6 @@ kp_err kb_offsets_read_key(kp_slice key, kp_arena *a, kb_offsets_key *out);
  * left NULL and metadata points into the arena). */
 kp_err kb_offsets_read_commit_value(kp_slice value, kp_arena *a, kb_offset *o);
 kp_err kb_offsets_read_group_value(kp_slice value, kp_arena *a, kp_group_metadata_value *out);
+kp_err kb_offsets_read_cgroup_value(kp_slice value, kp_arena *a, int32_t *epoch);
 
 #endif

@@ -247,3 +247,26 @@ def test_commit_with_member_epoch(sock, broker, topic_name):
     time.sleep(0.1)
     assert cgwire.offset_fetch(sock, group, "m1", epoch, t, 0) == (0, 5)
     assert cgwire.offset_fetch(sock, group, "m1", epoch + 1, t, 0)[0] == 113
+
+
+def test_group_survives_restart(broker, topic_name):
+    """After a clean restart the group is still a consumer group at its epoch
+    (Kafka also restores its members; Runnel keeps the group and its epoch,
+    and members rejoin), and new members join it. Last: it restarts the broker."""
+    t = topic_name()
+    group = t + "-g"
+    create_topic(broker.bootstrap, t, 2)
+    with wire.connect(broker.host, broker.port, timeout=30) as s:
+        assert cgwire.find_coordinator(s, group) == 0
+        r = join(s, group, "m1", [t])
+        assert r["error"] == 0
+        epoch = r["epoch"]
+        assert cgwire.offset_commit(s, group, "m1", epoch, t, 0, 3) == 0
+    broker.restart()
+    with wire.connect(broker.host, broker.port, timeout=30) as s:
+        assert cgwire.find_coordinator(s, group) == 0
+        (g,) = cgwire.describe(s, [group])
+        assert g["error"] == 0 and g["epoch"] >= epoch, g
+        assert cgwire.offset_fetch(s, group, None, -1, t, 0) == (0, 3)
+        r = join(s, group, "m2", [t])
+        assert r["error"] == 0 and r["epoch"] > epoch

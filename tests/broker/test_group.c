@@ -503,6 +503,27 @@ START_TEST(test_offsets_record_bytes)
     kb_offsets_write_group_key(&w, KP_STR_LIT("g"));
     assert_bytes(&w, "0002" "000167");
     kp_writer_fini(&w);
+    /* KIP-848: ConsumerGroupMetadataKey v3, ConsumerGroupMetadataValue v0
+     * (flexible: an empty tagged-field section), and back. */
+    kp_writer_init(&w, 64);
+    kb_offsets_write_cgroup_key(&w, KP_STR_LIT("g"));
+    assert_bytes(&w, "0003" "000167");
+    kp_arena a;
+    kp_arena_init(&a);
+    kb_offsets_key k;
+    ck_assert_int_eq(kb_offsets_read_key((kp_slice){w.buf, (int32_t)w.len}, &a, &k), KP_ERR_NONE);
+    ck_assert_int_eq(k.type, KB_OFFSETS_KEY_CGROUP);
+    ck_assert(kp_str_eq_c(k.group, "g"));
+    kp_writer_fini(&w);
+    kp_writer_init(&w, 64);
+    kb_offsets_write_cgroup_value(&w, 7);
+    assert_bytes(&w, "0000" "00000007" "00");
+    int32_t epoch = 0;
+    ck_assert_int_eq(kb_offsets_read_cgroup_value((kp_slice){w.buf, (int32_t)w.len}, &a, &epoch),
+                     KP_ERR_NONE);
+    ck_assert_int_eq(epoch, 7);
+    kp_writer_fini(&w);
+    kp_arena_fini(&a);
 }
 END_TEST
 
