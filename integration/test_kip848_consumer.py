@@ -265,7 +265,14 @@ def test_group_survives_restart(broker, topic_name):
     broker.restart()
     with wire.connect(broker.host, broker.port, timeout=30) as s:
         assert cgwire.find_coordinator(s, group) == 0
-        (g,) = cgwire.describe(s, [group])
+        # Kafka loads its groups after it starts: NOT_COORDINATOR (16) or
+        # COORDINATOR_LOAD_IN_PROGRESS (14) until then.
+        deadline = time.monotonic() + 60
+        while True:
+            (g,) = cgwire.describe(s, [group])
+            if g["error"] not in (14, 16) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert g["error"] == 0 and g["epoch"] >= epoch, g
         assert cgwire.offset_fetch(s, group, None, -1, t, 0) == (0, 3)
         r = join(s, group, "m2", [t])
