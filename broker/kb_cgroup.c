@@ -156,7 +156,7 @@ static kb_cg_member *instance_find(const kb_cgroup *cg, kp_str instance_id)
     if (instance_id.len < 0)
         return NULL;
     for (int32_t i = 0; i < cg->nmembers; i++)
-        if (cg->members[i]->instance_id != NULL && kp_cstr_is(cg->members[i]->instance_id, instance_id))
+        if (kp_cstr_is(cg->members[i]->instance_id, instance_id))
             return cg->members[i];
     return NULL;
 }
@@ -266,10 +266,37 @@ static kp_err member_set_topics(kb_cg_member *m, const kp_consumer_group_heartbe
     return KP_ERR_NONE;
 }
 
+/* Refuses what RE2 refuses and what would make regcomp/regexec costly:
+ * back-references, and counted repetitions whose counts multiply past
+ * 1000 (nested ones expand into that many copies). */
+static bool regex_tame(kp_str s)
+{
+    int64_t product = 1;
+    for (int32_t i = 0; i < s.len; i++) {
+        if (s.p[i] == '\\' && i + 1 < s.len) {
+            if (s.p[++i] >= '1' && s.p[i] <= '9')
+                return false;
+            continue;
+        }
+        if (s.p[i] != '{')
+            continue;
+        int64_t bound = 0;
+        for (i++; i < s.len && s.p[i] != '}'; i++)
+            if (s.p[i] >= '0' && s.p[i] <= '9')
+                bound = bound * 10 + (s.p[i] - '0') > 1000 ? 1001 : bound * 10 + (s.p[i] - '0');
+            else
+                bound = 0; /* the count after the comma is the one that counts */
+        product *= bound > 1 ? bound : 1;
+        if (product > 1000)
+            return false;
+    }
+    return true;
+}
+
 /* A whole-name POSIX extended regex ("^(re)$"). */
 static kp_err compile_regex(kp_str s, regex_t *re)
 {
-    if (s.len > KB_CGROUP_MAX_REGEX)
+    if (s.len > KB_CGROUP_MAX_REGEX || !regex_tame(s))
         return KP_ERR_INVALID_REGULAR_EXPRESSION;
     char *full = malloc((size_t)s.len + 5);
     if (full == NULL)
@@ -278,8 +305,9 @@ static kp_err compile_regex(kp_str s, regex_t *re)
     full[1] = '(';
     memcpy(full + 2, s.p, (size_t)s.len);
     memcpy(full + 2 + s.len, ")$", 3);
-    int rc = memchr(s.p, '\0', (size_t)s.len) != NULL ? REG_BADPAT
-                                                       : regcomp(re, full, REG_EXTENDED | REG_NOSUB);
+    int rc = REG_BADPAT; /* a NUL would cut the pattern short */
+    if (memchr(s.p, '\0', (size_t)s.len) == NULL)
+        rc = regcomp(re, full, REG_EXTENDED | REG_NOSUB);
     free(full);
     return rc == 0 ? KP_ERR_NONE : KP_ERR_INVALID_REGULAR_EXPRESSION;
 }
@@ -417,13 +445,25 @@ static uint64_t topics_sig(const kb_cg_topic *t, int32_t n)
 
 /* ---- assignors ---------------------------------------------------------- */
 
+/* A topic id and its index in the assignor's topic list. */
+typedef struct topic_ix {
+    kp_uuid id;
+    int32_t ti;
+} topic_ix;
+
 /* Per-topic partition owners (member index, -1 none) while assigning. */
 typedef struct owners {
     int32_t **own;
     int32_t *count; /* per member */
     const kb_cg_topic *topics;
     int32_t ntopics;
+    topic_ix *by_id; /* sorted by id */
 } owners;
+
+static int cmp_topic_ix(const void *a, const void *b)
+{
+    return memcmp(((const topic_ix *)a)->id.b, ((const topic_ix *)b)->id.b, sizeof(kp_uuid));
+}
 
 static void owners_fini(owners *o)
 {
@@ -431,6 +471,7 @@ static void owners_fini(owners *o)
         free(o->own[i]);
     free(o->own);
     free(o->count);
+    free(o->by_id);
 }
 
 static kp_err owners_init(owners *o, int32_t nmembers, const kb_cg_topic *topics, int32_t nt)
@@ -439,8 +480,13 @@ static kp_err owners_init(owners *o, int32_t nmembers, const kb_cg_topic *topics
     o->ntopics = nt;
     o->own = calloc((size_t)nt + 1, sizeof(*o->own));
     o->count = calloc((size_t)nmembers + 1, sizeof(*o->count));
-    if (o->own == NULL || o->count == NULL)
+    o->by_id = calloc((size_t)nt + 1, sizeof(*o->by_id));
+    if (o->own == NULL || o->count == NULL || o->by_id == NULL)
         return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < nt; i++)
+        o->by_id[i] = (topic_ix){topics[i].id, i};
+    if (nt > 1)
+        qsort(o->by_id, (size_t)nt, sizeof(*o->by_id), cmp_topic_ix);
     for (int32_t i = 0; i < nt; i++) {
         int32_t np = topics[i].npartitions > 0 ? topics[i].npartitions : 0;
         if ((o->own[i] = malloc(((size_t)np + 1) * sizeof(int32_t))) == NULL)
@@ -470,12 +516,13 @@ static kp_err owners_emit(const owners *o, kb_cg_member **members, int32_t n)
     return err;
 }
 
-static int32_t topic_by_id(const kb_cg_topic *t, int32_t n, const kp_uuid *id)
+static int32_t topic_by_id(const owners *o, const kp_uuid *id)
 {
-    for (int32_t i = 0; i < n; i++)
-        if (memcmp(t[i].id.b, id->b, sizeof(id->b)) == 0)
-            return i;
-    return -1;
+    topic_ix key = {*id, 0};
+    const topic_ix *x = o->ntopics > 0 ? bsearch(&key, o->by_id, (size_t)o->ntopics,
+                                                 sizeof(key), cmp_topic_ix)
+                                       : NULL;
+    return x != NULL ? x->ti : -1;
 }
 
 /* The eligible member with the fewest partitions, -1 when none. */
@@ -495,7 +542,7 @@ static void uniform_sticky(kb_cg_member **members, int32_t n, owners *o, int32_t
     for (int32_t mi = 0; mi < n; mi++) {
         const kb_cg_set *prev = &members[mi]->target;
         for (int32_t k = 0; k < prev->n; k++) {
-            int32_t ti = topic_by_id(o->topics, o->ntopics, &prev->v[k].topic);
+            int32_t ti = topic_by_id(o, &prev->v[k].topic);
             int32_t p = prev->v[k].partition;
             if (ti < 0 || p < 0 || p >= o->topics[ti].npartitions || o->own[ti][p] >= 0 ||
                 !member_subscribes(members[mi], o->topics[ti].name))
@@ -574,9 +621,15 @@ kp_err kb_cgroup_assign_uniform(kb_cg_member **members, int32_t n, const kb_cg_t
     return err;
 }
 
+/* A member and its index, to walk members in member id order. */
+typedef struct member_ix {
+    const kb_cg_member *m;
+    int32_t mi;
+} member_ix;
+
 static int cmp_member_id(const void *a, const void *b)
 {
-    return strcmp((*(kb_cg_member *const *)a)->member_id, (*(kb_cg_member *const *)b)->member_id);
+    return strcmp(((const member_ix *)a)->m->member_id, ((const member_ix *)b)->m->member_id);
 }
 
 kp_err kb_cgroup_assign_range(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
@@ -584,23 +637,19 @@ kp_err kb_cgroup_assign_range(kb_cg_member **members, int32_t n, const kb_cg_top
 {
     owners o = {0};
     int32_t *idx = calloc((size_t)n + 1, sizeof(*idx));
-    kb_cg_member **sorted = calloc((size_t)n + 1, sizeof(*sorted));
+    member_ix *sorted = calloc((size_t)n + 1, sizeof(*sorted));
     kp_err err = owners_init(&o, n, topics, ntopics);
     if (idx == NULL || sorted == NULL)
         err = KP_ERR__NOMEM;
-    if (err == KP_ERR_NONE) {
-        memcpy(sorted, members, (size_t)n * sizeof(*sorted));
+    for (int32_t mi = 0; err == KP_ERR_NONE && mi < n; mi++)
+        sorted[mi] = (member_ix){members[mi], mi};
+    if (err == KP_ERR_NONE && n > 1)
         qsort(sorted, (size_t)n, sizeof(*sorted), cmp_member_id);
-    }
     for (int32_t ti = 0; err == KP_ERR_NONE && ti < ntopics; ti++) {
         int32_t k = 0;
-        for (int32_t s = 0; s < n; s++) {
-            if (!member_subscribes(sorted[s], topics[ti].name))
-                continue;
-            for (int32_t mi = 0; mi < n; mi++)
-                if (members[mi] == sorted[s])
-                    idx[k++] = mi;
-        }
+        for (int32_t s = 0; s < n; s++)
+            if (member_subscribes(sorted[s].m, topics[ti].name))
+                idx[k++] = sorted[s].mi;
         int32_t np = topics[ti].npartitions, p = 0;
         for (int32_t j = 0; j < k; j++) {
             int32_t share = np / k + (j < np % k ? 1 : 0);
@@ -659,9 +708,10 @@ static kp_err update_group(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
     kp_err err = KP_ERR_NONE;
     if (cg->group_epoch > cg->assignment_epoch) {
         const char *a = kb_cgroup_assignor(cg, env);
-        err = strcmp(a, "range") == 0 ? kb_cgroup_assign_range(cg->members, cg->nmembers, topics, nt)
-                                      : kb_cgroup_assign_uniform(cg->members, cg->nmembers, topics,
-                                                                 nt);
+        if (strcmp(a, "range") == 0)
+            err = kb_cgroup_assign_range(cg->members, cg->nmembers, topics, nt);
+        else
+            err = kb_cgroup_assign_uniform(cg->members, cg->nmembers, topics, nt);
         if (err == KP_ERR_NONE)
             cg->assignment_epoch = cg->group_epoch;
     }
@@ -864,7 +914,7 @@ static kp_err join(kb_cgroup *cg, const kb_cgroup_env *env,
         return KP_ERR_NONE;
     int32_t cap = env->max_size < KB_CGROUP_MAX_MEMBERS ? env->max_size : KB_CGROUP_MAX_MEMBERS;
     if (cg->nmembers >= cap)
-        return fail(res, KP_ERR_GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity.");
+        return fail(res, KP_ERR_GROUP_MAX_SIZE_REACHED, "The group has reached its maximum size.");
     char fresh[37];
     kp_str id = rq->member_id;
     if (id.len <= 0) {

@@ -373,6 +373,13 @@ START_TEST(test_cgroup_request_validation)
     ck_assert_int_eq(send(h, 0).err, KP_ERR_UNSUPPORTED_ASSIGNOR);
     h = hb_join("a", NULL, "orders[");
     ck_assert_int_eq(send(h, 0).err, KP_ERR_INVALID_REGULAR_EXPRESSION);
+    h = hb_join("a", NULL, "(o)\\1");  /* back-references: not in RE2 */
+    ck_assert_int_eq(send(h, 0).err, KP_ERR_INVALID_REGULAR_EXPRESSION);
+    h = hb_join("a", NULL, "((a{1,100}){1,100})");  /* would expand 10000-fold */
+    ck_assert_int_eq(send(h, 0).err, KP_ERR_INVALID_REGULAR_EXPRESSION);
+    h = hb_join("a", NULL, "or{1,3}ders{0,1}");
+    ck_assert_int_eq(send(h, 0).err, KP_ERR_NONE);
+    ck_assert_int_eq(send(hb_new("a", -1), 0).err, KP_ERR_NONE);
     ck_assert_int_eq(cg->nmembers, 0);
     /* v0: the coordinator names the member. */
     h = hb_join("", "orders", NULL);
