@@ -86,10 +86,13 @@ static void via_kb_offsets(int which, const uint8_t *p, size_t n)
         kb_offset o;
         memset(&o, 0, sizeof(o));
         (void)kb_offsets_read_commit_value(s, &a, &o);
-    } else {
+    } else if (which == 2) {
         kp_group_metadata_value g;
         memset(&g, 0, sizeof(g));
         (void)kb_offsets_read_group_value(s, &a, &g);
+    } else {
+        int32_t epoch;
+        (void)kb_offsets_read_cgroup_value(s, &a, &epoch);
     }
     kp_arena_fini(&a);
 }
@@ -100,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     int which = data[0] & 3;
     if (data[0] & 4) {
-        via_kb_offsets(which == 3 ? 2 : which, data + 2, size - 2);
+        via_kb_offsets(which, data + 2, size - 2);
         return 0;
     }
     const codec *c = codecs[which];
