@@ -579,6 +579,44 @@ static void uniform_balance(kb_cg_member **members, int32_t n, owners *o)
     }
 }
 
+/* Every member subscribes to every topic: fill each to base, then hand the
+ * rest out one each to members still at base (sticky kept at most one
+ * extra per member), in O(partitions + members). */
+static void uniform_fill_even(owners *o, int32_t n, int32_t base)
+{
+    int32_t low = 0, extra = 0;
+    for (int32_t ti = 0; ti < o->ntopics; ti++) {
+        for (int32_t p = 0; p < o->topics[ti].npartitions; p++) {
+            if (o->own[ti][p] >= 0)
+                continue;
+            while (low < n && o->count[low] >= base)
+                low++;
+            while (low == n && extra < n && o->count[extra] != base)
+                extra++;
+            int32_t mi = low < n ? low : extra;
+            if (mi >= n)
+                return; /* cannot happen: the counts add up to the total */
+            o->own[ti][p] = mi;
+            o->count[mi]++;
+        }
+    }
+}
+
+/* Mixed subscriptions: each free partition to the least loaded member
+ * subscribing to its topic (O(partitions x members)). */
+static void uniform_fill_greedy(kb_cg_member **members, int32_t n, owners *o)
+{
+    for (int32_t ti = 0; ti < o->ntopics; ti++) {
+        for (int32_t p = 0; p < o->topics[ti].npartitions; p++) {
+            int32_t mi = o->own[ti][p] >= 0 ? -1 : least_loaded(members, n, o, o->topics[ti].name);
+            if (mi >= 0) {
+                o->own[ti][p] = mi;
+                o->count[mi]++;
+            }
+        }
+    }
+}
+
 kp_err kb_cgroup_assign_uniform(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
                                 int32_t ntopics)
 {
@@ -601,19 +639,14 @@ kp_err kb_cgroup_assign_uniform(kb_cg_member **members, int32_t n, const kb_cg_t
         subscribing += any ? 1 : 0;
     }
     if (err == KP_ERR_NONE && subscribing > 0) {
-        uniform_sticky(members, n, &o, (int32_t)(total / subscribing),
-                       (int32_t)(total % subscribing));
-        for (int32_t ti = 0; ti < ntopics; ti++) {
-            for (int32_t p = 0; p < topics[ti].npartitions; p++) {
-                int32_t mi = o.own[ti][p] >= 0 ? -1 : least_loaded(members, n, &o, topics[ti].name);
-                if (mi >= 0) {
-                    o.own[ti][p] = mi;
-                    o.count[mi]++;
-                }
-            }
-        }
-        if (!homogeneous)
+        int32_t base = (int32_t)(total / subscribing);
+        uniform_sticky(members, n, &o, base, (int32_t)(total % subscribing));
+        if (homogeneous) {
+            uniform_fill_even(&o, n, base);
+        } else {
+            uniform_fill_greedy(members, n, &o);
             uniform_balance(members, n, &o);
+        }
     }
     if (err == KP_ERR_NONE)
         err = owners_emit(&o, members, n);

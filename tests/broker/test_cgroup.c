@@ -237,6 +237,57 @@ START_TEST(test_cgroup_uniform_balances_and_sticks)
 }
 END_TEST
 
+/* Every partition count against every group size, then again with one
+ * member fewer: each partition has one owner, counts differ by at most
+ * one, and the members that stay keep all they had. */
+START_TEST(test_cgroup_uniform_property)
+{
+    for (int32_t np = 0; np <= 13; np++) {
+        for (int32_t n = 2; n <= 7; n++) {
+            kb_cg_topic t[] = {{"orders", topics[0].id, np}};
+            kb_cg_member *ms[7];
+            char id[8];
+            for (int32_t i = 0; i < n; i++) {
+                snprintf(id, sizeof(id), "m%d", i);
+                ms[i] = fake_member(id, "orders");
+            }
+            for (int32_t round = 0; round < 2; round++) {
+                int32_t k = n - round, lo = np, hi = 0, sum = 0;
+                kb_cg_set before[7];
+                for (int32_t i = 0; i < k; i++) {
+                    before[i].n = ms[i]->target.n;
+                    before[i].v = malloc(sizeof(kb_cg_tp) * (size_t)(before[i].n + 1));
+                    if (before[i].n > 0)
+                        memcpy(before[i].v, ms[i]->target.v,
+                               sizeof(kb_cg_tp) * (size_t)before[i].n);
+                }
+                ck_assert_int_eq(kb_cgroup_assign_uniform(ms, k, t, 1), KP_ERR_NONE);
+                for (int32_t i = 0; i < k; i++) {
+                    int32_t c = ms[i]->target.n;
+                    lo = c < lo ? c : lo;
+                    hi = c > hi ? c : hi;
+                    sum += c;
+                    for (int32_t j = 0; round == 1 && j < before[i].n; j++)
+                        ck_assert(kb_cg_set_has(&ms[i]->target, &before[i].v[j].topic,
+                                                before[i].v[j].partition));
+                    free(before[i].v);
+                }
+                ck_assert_int_eq(sum, np);
+                ck_assert_int_le(hi - lo, 1);
+                for (int32_t p = 0; p < np; p++) {
+                    int owners = 0;
+                    for (int32_t i = 0; i < k; i++)
+                        owners += kb_cg_set_has(&ms[i]->target, &topics[0].id, p);
+                    ck_assert_int_eq(owners, 1);
+                }
+            }
+            for (int32_t i = 0; i < n; i++)
+                fake_free(ms[i]);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_cgroup_uniform_heterogeneous)
 {
     /* a: orders only; b: orders and audit (6 + 3): a takes orders, b audit
@@ -509,6 +560,7 @@ Suite *cgroup_suite(void)
     TCase *tc = tcase_create("consumer_protocol");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_cgroup_uniform_balances_and_sticks);
+    tcase_add_test(tc, test_cgroup_uniform_property);
     tcase_add_test(tc, test_cgroup_uniform_heterogeneous);
     tcase_add_test(tc, test_cgroup_range_contiguous_by_member_id);
     tcase_add_test(tc, test_cgroup_revoke_before_assign);
