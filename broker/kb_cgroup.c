@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_cassign.h"
+
 static const char *const state_names[] = {
     [KB_CGS_EMPTY] = "Empty",
     [KB_CGS_ASSIGNING] = "Assigning",
@@ -13,91 +15,6 @@ static const char *const state_names[] = {
 const char *kb_cgroup_state_name(kb_cgroup_state s)
 {
     return state_names[s];
-}
-
-/* ---- strings and partition sets ---------------------------------------- */
-
-static int cmp_tp(const void *a, const void *b)
-{
-    const kb_cg_tp *x = a, *y = b;
-    int c = memcmp(x->topic.b, y->topic.b, sizeof(x->topic.b));
-    return c != 0 ? c : (x->partition > y->partition) - (x->partition < y->partition);
-}
-
-bool kb_cg_set_has(const kb_cg_set *s, const kp_uuid *topic, int32_t partition)
-{
-    kb_cg_tp key = {*topic, partition};
-    return s->n > 0 && bsearch(&key, s->v, (size_t)s->n, sizeof(key), cmp_tp) != NULL;
-}
-
-static void set_free(kb_cg_set *s)
-{
-    free(s->v);
-    s->v = NULL;
-    s->n = 0;
-}
-
-/* A growing set; set_seal sorts it and drops repeats. */
-typedef struct tpvec {
-    kb_cg_set s;
-    int32_t cap;
-    bool nomem;
-} tpvec;
-
-static void tpvec_push(tpvec *t, const kp_uuid *topic, int32_t partition)
-{
-    if (t->s.n == t->cap) {
-        int32_t cap = t->cap < 8 ? 8 : t->cap * 2;
-        kb_cg_tp *v = realloc(t->s.v, (size_t)cap * sizeof(*v));
-        if (v == NULL) {
-            t->nomem = true;
-            return;
-        }
-        t->s.v = v;
-        t->cap = cap;
-    }
-    t->s.v[t->s.n++] = (kb_cg_tp){*topic, partition};
-}
-
-/* Moves t's contents into *out (replacing it); false when out of memory. */
-static bool tpvec_seal(tpvec *t, kb_cg_set *out)
-{
-    if (t->nomem) {
-        set_free(&t->s);
-        return false;
-    }
-    if (t->s.n > 1)
-        qsort(t->s.v, (size_t)t->s.n, sizeof(*t->s.v), cmp_tp);
-    int32_t k = 0;
-    for (int32_t i = 0; i < t->s.n; i++)
-        if (k == 0 || cmp_tp(&t->s.v[k - 1], &t->s.v[i]) != 0)
-            t->s.v[k++] = t->s.v[i];
-    t->s.n = k;
-    set_free(out);
-    *out = t->s;
-    return true;
-}
-
-static bool set_eq(const kb_cg_set *a, const kb_cg_set *b)
-{
-    return a->n == b->n && (a->n == 0 || memcmp(a->v, b->v, (size_t)a->n * sizeof(*a->v)) == 0);
-}
-
-/* Whether a and b share an element. */
-static bool set_meets(const kb_cg_set *a, const kb_cg_set *b)
-{
-    for (int32_t i = 0; i < a->n; i++)
-        if (kb_cg_set_has(b, &a->v[i].topic, a->v[i].partition))
-            return true;
-    return false;
-}
-
-static bool set_subset(const kb_cg_set *a, const kb_cg_set *of)
-{
-    for (int32_t i = 0; i < a->n; i++)
-        if (!kb_cg_set_has(of, &a->v[i].topic, a->v[i].partition))
-            return false;
-    return true;
 }
 
 /* ---- members ------------------------------------------------------------ */
@@ -127,9 +44,9 @@ static void member_free(kb_cg_member *m)
     free(m->regex);
     strv_free(m->rx_topics, m->nrx_topics);
     free(m->assignor);
-    set_free(&m->assigned);
-    set_free(&m->revoking);
-    set_free(&m->target);
+    kb_cg_set_free(&m->assigned);
+    kb_cg_set_free(&m->revoking);
+    kb_cg_set_free(&m->target);
     free(m);
 }
 
@@ -341,7 +258,7 @@ static kp_err member_set_regex(kb_cg_member *m, kp_str s, bool *changed)
     return KP_ERR_NONE;
 }
 
-static bool member_subscribes(const kb_cg_member *m, const char *topic)
+bool kb_cg_member_subscribes(const kb_cg_member *m, const char *topic)
 {
     return strv_has(m->topics, m->ntopics, topic) || strv_has(m->rx_topics, m->nrx_topics, topic);
 }
@@ -443,261 +360,6 @@ static uint64_t topics_sig(const kb_cg_topic *t, int32_t n)
     return h;
 }
 
-/* ---- assignors ---------------------------------------------------------- */
-
-/* A topic id and its index in the assignor's topic list. */
-typedef struct topic_ix {
-    kp_uuid id;
-    int32_t ti;
-} topic_ix;
-
-/* Per-topic partition owners (member index, -1 none) while assigning. */
-typedef struct owners {
-    int32_t **own;
-    int32_t *count; /* per member */
-    const kb_cg_topic *topics;
-    int32_t ntopics;
-    topic_ix *by_id; /* sorted by id */
-} owners;
-
-static int cmp_topic_ix(const void *a, const void *b)
-{
-    return memcmp(((const topic_ix *)a)->id.b, ((const topic_ix *)b)->id.b, sizeof(kp_uuid));
-}
-
-static void owners_fini(owners *o)
-{
-    for (int32_t i = 0; o->own != NULL && i < o->ntopics; i++)
-        free(o->own[i]);
-    free(o->own);
-    free(o->count);
-    free(o->by_id);
-}
-
-static kp_err owners_init(owners *o, int32_t nmembers, const kb_cg_topic *topics, int32_t nt)
-{
-    o->topics = topics;
-    o->ntopics = nt;
-    o->own = calloc((size_t)nt + 1, sizeof(*o->own));
-    o->count = calloc((size_t)nmembers + 1, sizeof(*o->count));
-    o->by_id = calloc((size_t)nt + 1, sizeof(*o->by_id));
-    if (o->own == NULL || o->count == NULL || o->by_id == NULL)
-        return KP_ERR__NOMEM;
-    for (int32_t i = 0; i < nt; i++)
-        o->by_id[i] = (topic_ix){topics[i].id, i};
-    if (nt > 1)
-        qsort(o->by_id, (size_t)nt, sizeof(*o->by_id), cmp_topic_ix);
-    for (int32_t i = 0; i < nt; i++) {
-        int32_t np = topics[i].npartitions > 0 ? topics[i].npartitions : 0;
-        if ((o->own[i] = malloc(((size_t)np + 1) * sizeof(int32_t))) == NULL)
-            return KP_ERR__NOMEM;
-        for (int32_t p = 0; p < np; p++)
-            o->own[i][p] = -1;
-    }
-    return KP_ERR_NONE;
-}
-
-/* Writes every member's target from the owners table (one pass over the
- * partitions). */
-static kp_err owners_emit(const owners *o, kb_cg_member **members, int32_t n)
-{
-    tpvec *t = calloc((size_t)n + 1, sizeof(*t));
-    if (t == NULL)
-        return KP_ERR__NOMEM;
-    for (int32_t ti = 0; ti < o->ntopics; ti++)
-        for (int32_t p = 0; p < o->topics[ti].npartitions; p++)
-            if (o->own[ti][p] >= 0)
-                tpvec_push(&t[o->own[ti][p]], &o->topics[ti].id, p);
-    kp_err err = KP_ERR_NONE;
-    for (int32_t mi = 0; mi < n; mi++)
-        if (!tpvec_seal(&t[mi], &members[mi]->target))
-            err = KP_ERR__NOMEM;
-    free(t);
-    return err;
-}
-
-static int32_t topic_by_id(const owners *o, const kp_uuid *id)
-{
-    topic_ix key = {*id, 0};
-    const topic_ix *x = o->ntopics > 0 ? bsearch(&key, o->by_id, (size_t)o->ntopics,
-                                                 sizeof(key), cmp_topic_ix)
-                                       : NULL;
-    return x != NULL ? x->ti : -1;
-}
-
-/* The eligible member with the fewest partitions, -1 when none. */
-static int32_t least_loaded(kb_cg_member **members, int32_t n, const owners *o, const char *topic)
-{
-    int32_t best = -1;
-    for (int32_t mi = 0; mi < n; mi++)
-        if (member_subscribes(members[mi], topic) && (best < 0 || o->count[mi] < o->count[best]))
-            best = mi;
-    return best;
-}
-
-/* Keeps each member's previous target where still valid, within its share. */
-static void uniform_sticky(kb_cg_member **members, int32_t n, owners *o, int32_t base,
-                           int32_t extra)
-{
-    for (int32_t mi = 0; mi < n; mi++) {
-        const kb_cg_set *prev = &members[mi]->target;
-        for (int32_t k = 0; k < prev->n; k++) {
-            int32_t ti = topic_by_id(o, &prev->v[k].topic);
-            int32_t p = prev->v[k].partition;
-            if (ti < 0 || p < 0 || p >= o->topics[ti].npartitions || o->own[ti][p] >= 0 ||
-                !member_subscribes(members[mi], o->topics[ti].name))
-                continue;
-            if (o->count[mi] >= base && (o->count[mi] > base || extra == 0))
-                continue;
-            if (o->count[mi] == base)
-                extra--;
-            o->own[ti][p] = mi;
-            o->count[mi]++;
-        }
-    }
-}
-
-/* Moves partitions from members with two more than an eligible other. */
-static void uniform_balance(kb_cg_member **members, int32_t n, owners *o)
-{
-    for (int pass = 0; pass < 4; pass++) {
-        bool moved = false;
-        for (int32_t ti = 0; ti < o->ntopics; ti++) {
-            for (int32_t p = 0; p < o->topics[ti].npartitions; p++) {
-                int32_t a = o->own[ti][p];
-                int32_t b = least_loaded(members, n, o, o->topics[ti].name);
-                if (a < 0 || b < 0 || o->count[b] + 1 >= o->count[a])
-                    continue;
-                o->own[ti][p] = b;
-                o->count[a]--;
-                o->count[b]++;
-                moved = true;
-            }
-        }
-        if (!moved)
-            return;
-    }
-}
-
-/* Every member subscribes to every topic: fill each to base, then hand the
- * rest out one each to members still at base (sticky kept at most one
- * extra per member), in O(partitions + members). */
-static void uniform_fill_even(owners *o, int32_t n, int32_t base)
-{
-    int32_t low = 0, extra = 0;
-    for (int32_t ti = 0; ti < o->ntopics; ti++) {
-        for (int32_t p = 0; p < o->topics[ti].npartitions; p++) {
-            if (o->own[ti][p] >= 0)
-                continue;
-            while (low < n && o->count[low] >= base)
-                low++;
-            while (low == n && extra < n && o->count[extra] != base)
-                extra++;
-            int32_t mi = low < n ? low : extra;
-            if (mi >= n)
-                return; /* cannot happen: the counts add up to the total */
-            o->own[ti][p] = mi;
-            o->count[mi]++;
-        }
-    }
-}
-
-/* Mixed subscriptions: each free partition to the least loaded member
- * subscribing to its topic (O(partitions x members)). */
-static void uniform_fill_greedy(kb_cg_member **members, int32_t n, owners *o)
-{
-    for (int32_t ti = 0; ti < o->ntopics; ti++) {
-        for (int32_t p = 0; p < o->topics[ti].npartitions; p++) {
-            int32_t mi = o->own[ti][p] >= 0 ? -1 : least_loaded(members, n, o, o->topics[ti].name);
-            if (mi >= 0) {
-                o->own[ti][p] = mi;
-                o->count[mi]++;
-            }
-        }
-    }
-}
-
-kp_err kb_cgroup_assign_uniform(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
-                                int32_t ntopics)
-{
-    owners o = {0};
-    kp_err err = owners_init(&o, n, topics, ntopics);
-    int64_t total = 0;
-    int32_t subscribing = 0;
-    bool homogeneous = true;
-    for (int32_t ti = 0; err == KP_ERR_NONE && ti < ntopics; ti++) {
-        int32_t k = 0;
-        for (int32_t mi = 0; mi < n; mi++)
-            k += member_subscribes(members[mi], topics[ti].name) ? 1 : 0;
-        total += k > 0 ? topics[ti].npartitions : 0;
-        homogeneous = homogeneous && (k == n);
-    }
-    for (int32_t mi = 0; mi < n; mi++) {
-        bool any = false;
-        for (int32_t ti = 0; !any && ti < ntopics; ti++)
-            any = member_subscribes(members[mi], topics[ti].name);
-        subscribing += any ? 1 : 0;
-    }
-    if (err == KP_ERR_NONE && subscribing > 0) {
-        int32_t base = (int32_t)(total / subscribing);
-        uniform_sticky(members, n, &o, base, (int32_t)(total % subscribing));
-        if (homogeneous) {
-            uniform_fill_even(&o, n, base);
-        } else {
-            uniform_fill_greedy(members, n, &o);
-            uniform_balance(members, n, &o);
-        }
-    }
-    if (err == KP_ERR_NONE)
-        err = owners_emit(&o, members, n);
-    owners_fini(&o);
-    return err;
-}
-
-/* A member and its index, to walk members in member id order. */
-typedef struct member_ix {
-    const kb_cg_member *m;
-    int32_t mi;
-} member_ix;
-
-static int cmp_member_id(const void *a, const void *b)
-{
-    return strcmp(((const member_ix *)a)->m->member_id, ((const member_ix *)b)->m->member_id);
-}
-
-kp_err kb_cgroup_assign_range(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
-                              int32_t ntopics)
-{
-    owners o = {0};
-    int32_t *idx = calloc((size_t)n + 1, sizeof(*idx));
-    member_ix *sorted = calloc((size_t)n + 1, sizeof(*sorted));
-    kp_err err = owners_init(&o, n, topics, ntopics);
-    if (idx == NULL || sorted == NULL)
-        err = KP_ERR__NOMEM;
-    for (int32_t mi = 0; err == KP_ERR_NONE && mi < n; mi++)
-        sorted[mi] = (member_ix){members[mi], mi};
-    if (err == KP_ERR_NONE && n > 1)
-        qsort(sorted, (size_t)n, sizeof(*sorted), cmp_member_id);
-    for (int32_t ti = 0; err == KP_ERR_NONE && ti < ntopics; ti++) {
-        int32_t k = 0;
-        for (int32_t s = 0; s < n; s++)
-            if (member_subscribes(sorted[s].m, topics[ti].name))
-                idx[k++] = sorted[s].mi;
-        int32_t np = topics[ti].npartitions, p = 0;
-        for (int32_t j = 0; j < k; j++) {
-            int32_t share = np / k + (j < np % k ? 1 : 0);
-            for (int32_t q = 0; q < share; q++)
-                o.own[ti][p++] = idx[j];
-        }
-    }
-    if (err == KP_ERR_NONE)
-        err = owners_emit(&o, members, n);
-    owners_fini(&o);
-    free(idx);
-    free(sorted);
-    return err;
-}
-
 const char *kb_cgroup_assignor(const kb_cgroup *cg, const kb_cgroup_env *env)
 {
     /* The assignor most members ask for (first asked on a tie). */
@@ -742,9 +404,9 @@ static kp_err update_group(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
     if (cg->group_epoch > cg->assignment_epoch) {
         const char *a = kb_cgroup_assignor(cg, env);
         if (strcmp(a, "range") == 0)
-            err = kb_cgroup_assign_range(cg->members, cg->nmembers, topics, nt);
+            err = kb_cassign_range(cg->members, cg->nmembers, topics, nt);
         else
-            err = kb_cgroup_assign_uniform(cg->members, cg->nmembers, topics, nt);
+            err = kb_cassign_uniform(cg->members, cg->nmembers, topics, nt);
         if (err == KP_ERR_NONE)
             cg->assignment_epoch = cg->group_epoch;
     }
@@ -769,14 +431,14 @@ static bool owned_by_other(const kb_cgroup *cg, const kb_cg_member *m, const kb_
  * revoke what goes (epoch held), then take what is free. */
 static kp_err next_assignment(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, int64_t now)
 {
-    tpvec keep = {0}, revoke = {0}, add = {0};
+    kb_cg_tpvec keep = {0}, revoke = {0}, add = {0};
     bool unreleased = false;
     for (int32_t i = 0; i < m->assigned.n; i++) {
         const kb_cg_tp *tp = &m->assigned.v[i];
-        tpvec_push(kb_cg_set_has(&m->target, &tp->topic, tp->partition) ? &keep : &revoke,
+        kb_cg_tpvec_push(kb_cg_set_has(&m->target, &tp->topic, tp->partition) ? &keep : &revoke,
                    &tp->topic, tp->partition);
     }
-    bool must_revoke = revoke.s.n > 0 && (owned == NULL || set_meets(owned, &revoke.s));
+    bool must_revoke = revoke.s.n > 0 && (owned == NULL || kb_cg_set_meets(owned, &revoke.s));
     for (int32_t i = 0; !must_revoke && i < m->target.n; i++) {
         const kb_cg_tp *tp = &m->target.v[i];
         if (kb_cg_set_has(&m->assigned, &tp->topic, tp->partition))
@@ -784,15 +446,15 @@ static kp_err next_assignment(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *o
         if (owned_by_other(cg, m, tp))
             unreleased = true;
         else
-            tpvec_push(&add, &tp->topic, tp->partition);
+            kb_cg_tpvec_push(&add, &tp->topic, tp->partition);
     }
     for (int32_t i = 0; i < add.s.n; i++)
-        tpvec_push(&keep, &add.s.v[i].topic, add.s.v[i].partition);
-    set_free(&add.s);
-    bool ok = tpvec_seal(&keep, &m->assigned) && !add.nomem;
+        kb_cg_tpvec_push(&keep, &add.s.v[i].topic, add.s.v[i].partition);
+    kb_cg_set_free(&add.s);
+    bool ok = kb_cg_tpvec_seal(&keep, &m->assigned) && !add.nomem;
     if (!must_revoke)
-        set_free(&revoke.s);
-    ok = tpvec_seal(&revoke, &m->revoking) && ok;
+        kb_cg_set_free(&revoke.s);
+    ok = kb_cg_tpvec_seal(&revoke, &m->revoking) && ok;
     if (!ok)
         return KP_ERR__NOMEM;
     if (must_revoke) {
@@ -820,9 +482,9 @@ static kp_err reconcile(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, 
     case KB_CMS_UNRELEASED:
         return next_assignment(cg, m, owned, now);
     case KB_CMS_UNREVOKED:
-        if (owned == NULL || set_meets(owned, &m->revoking))
+        if (owned == NULL || kb_cg_set_meets(owned, &m->revoking))
             return KP_ERR_NONE;
-        set_free(&m->revoking);
+        kb_cg_set_free(&m->revoking);
         return next_assignment(cg, m, owned, now);
     }
     return KP_ERR_NONE;
@@ -883,12 +545,12 @@ static kp_err owned_set(const kp_consumer_group_heartbeat_req *rq, kb_cg_set *ou
                                                             : 0;
     if (total > KB_CGROUP_MAX_OWNED)
         return KP_ERR_INVALID_REQUEST;
-    tpvec t = {0};
+    kb_cg_tpvec t = {0};
     for (int32_t i = 0; i < rq->topic_partitions.n; i++)
         for (int32_t j = 0; j < rq->topic_partitions.v[i].partitions.n; j++)
-            tpvec_push(&t, &rq->topic_partitions.v[i].topic_id,
+            kb_cg_tpvec_push(&t, &rq->topic_partitions.v[i].topic_id,
                        rq->topic_partitions.v[i].partitions.v[j]);
-    return tpvec_seal(&t, out) ? KP_ERR_NONE : KP_ERR__NOMEM;
+    return kb_cg_tpvec_seal(&t, out) ? KP_ERR_NONE : KP_ERR__NOMEM;
 }
 
 /* Epoch -1 (leave) or -2 (static member's temporary leave). */
@@ -968,7 +630,7 @@ static kp_err check_epoch(const kb_cg_member *m, int32_t epoch, const kb_cg_set 
     if (epoch > m->epoch)
         return KP_ERR_FENCED_MEMBER_EPOCH;
     if (epoch < m->epoch &&
-        (epoch != m->prev_epoch || !has_owned || !set_subset(owned, &m->assigned)))
+        (epoch != m->prev_epoch || !has_owned || !kb_cg_set_subset(owned, &m->assigned)))
         return KP_ERR_FENCED_MEMBER_EPOCH;
     return KP_ERR_NONE;
 }
@@ -1032,18 +694,18 @@ static kp_err heartbeat_member(kb_cgroup *cg, const kb_cgroup_env *env,
     }
     m->session_deadline = now + env->session_timeout_ms;
     kb_cg_set before = {0};
-    tpvec copy = {0};
+    kb_cg_tpvec copy = {0};
     for (int32_t i = 0; i < m->assigned.n; i++)
-        tpvec_push(&copy, &m->assigned.v[i].topic, m->assigned.v[i].partition);
-    if (!tpvec_seal(&copy, &before))
+        kb_cg_tpvec_push(&copy, &m->assigned.v[i].topic, m->assigned.v[i].partition);
+    if (!kb_cg_tpvec_seal(&copy, &before))
         return KP_ERR__NOMEM;
     if ((e = update_group(cg, env, now)) == KP_ERR_NONE)
         e = reconcile(cg, m, has_owned ? owned : NULL, now);
     bool full = rq->rebalance_timeout_ms != -1 &&
                 (rq->subscribed_topic_names.n >= 0 || rq->subscribed_topic_regex.len >= 0) &&
                 has_owned;
-    res->with_assignment = rq->member_epoch == 0 || full || !set_eq(&before, &m->assigned);
-    set_free(&before);
+    res->with_assignment = rq->member_epoch == 0 || full || !kb_cg_set_eq(&before, &m->assigned);
+    kb_cg_set_free(&before);
     res->member_id = m->member_id;
     res->epoch = m->epoch;
     res->assignment = &m->assigned;
@@ -1085,7 +747,7 @@ kp_err kb_cgroup_heartbeat(kb_cgroup *cg, const kb_cgroup_env *env,
         return fail(res, e, "TopicPartitions has too many partitions.");
     if (e == KP_ERR_NONE)
         e = heartbeat_member(cg, env, rq, cl, &owned, has_owned, now, res);
-    set_free(&owned);
+    kb_cg_set_free(&owned);
     return e;
 }
 

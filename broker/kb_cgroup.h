@@ -52,6 +52,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kb_cgset.h"
 #include "kp_msg.h"
 #include "kp_types.h"
 
@@ -77,16 +78,6 @@ typedef enum kb_cg_member_state {
     KB_CMS_UNREVOKED,   /* waits for the member to give partitions up */
     KB_CMS_UNRELEASED,  /* waits for other members to give partitions up */
 } kb_cg_member_state;
-
-typedef struct kb_cg_tp {
-    kp_uuid topic;
-    int32_t partition;
-} kb_cg_tp;
-
-typedef struct kb_cg_set {
-    kb_cg_tp *v;
-    int32_t n;
-} kb_cg_set;
 
 typedef struct kb_cg_member {
     char *member_id;
@@ -193,12 +184,7 @@ kp_err kb_cgroup_check_commit(const kb_cgroup *cg, kp_str member_id, int32_t epo
 /* OffsetFetch v9+ checks (member_id null and epoch < 0: no check). */
 kp_err kb_cgroup_check_fetch(const kb_cgroup *cg, kp_str member_id, int32_t epoch);
 
-/* Assignors, exposed for tests: fill each member's target from the topics
- * (sorted by name) they subscribe to. */
-kp_err kb_cgroup_assign_uniform(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
-                                int32_t ntopics);
-kp_err kb_cgroup_assign_range(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
-                              int32_t ntopics);
-bool kb_cg_set_has(const kb_cg_set *s, const kp_uuid *topic, int32_t partition);
+/* Whether m subscribes to topic by name or (at the last refresh) regex. */
+bool kb_cg_member_subscribes(const kb_cg_member *m, const char *topic);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "broker_suites.h"
+#include "kb_cassign.h"
 #include "kb_cgroup.h"
 
 #define SESSION  45000
@@ -209,13 +210,13 @@ START_TEST(test_cgroup_uniform_balances_and_sticks)
     kb_cg_topic t[] = {{"orders", topics[0].id, 7}};
     kb_cg_member *ms[3] = {fake_member("c", "orders"), fake_member("a", "orders"),
                            fake_member("b", "orders")};
-    ck_assert_int_eq(kb_cgroup_assign_uniform(ms, 2, t, 1), KP_ERR_NONE);
+    ck_assert_int_eq(kb_cassign_uniform(ms, 2, t, 1), KP_ERR_NONE);
     ck_assert_int_eq(ms[0]->target.n + ms[1]->target.n, 7);
     ck_assert_int_le(abs(ms[0]->target.n - ms[1]->target.n), 1);
     kb_cg_set before0 = {malloc(sizeof(kb_cg_tp) * 8), ms[0]->target.n};
     memcpy(before0.v, ms[0]->target.v, sizeof(kb_cg_tp) * (size_t)before0.n);
     /* A third member: each keeps what it can of its share (7 = 3+2+2). */
-    ck_assert_int_eq(kb_cgroup_assign_uniform(ms, 3, t, 1), KP_ERR_NONE);
+    ck_assert_int_eq(kb_cassign_uniform(ms, 3, t, 1), KP_ERR_NONE);
     int total = 0, kept = 0;
     for (int i = 0; i < 3; i++) {
         total += ms[i]->target.n;
@@ -261,7 +262,7 @@ START_TEST(test_cgroup_uniform_property)
                         memcpy(before[i].v, ms[i]->target.v,
                                sizeof(kb_cg_tp) * (size_t)before[i].n);
                 }
-                ck_assert_int_eq(kb_cgroup_assign_uniform(ms, k, t, 1), KP_ERR_NONE);
+                ck_assert_int_eq(kb_cassign_uniform(ms, k, t, 1), KP_ERR_NONE);
                 for (int32_t i = 0; i < k; i++) {
                     int32_t c = ms[i]->target.n;
                     lo = c < lo ? c : lo;
@@ -297,7 +298,7 @@ START_TEST(test_cgroup_uniform_heterogeneous)
     ms[1]->topics = realloc(ms[1]->topics, 3 * sizeof(char *));
     ms[1]->topics[1] = strdup("orders");
     ms[1]->ntopics = 2;
-    ck_assert_int_eq(kb_cgroup_assign_uniform(ms, 2, t, 2), KP_ERR_NONE);
+    ck_assert_int_eq(kb_cassign_uniform(ms, 2, t, 2), KP_ERR_NONE);
     ck_assert_int_eq(ms[0]->target.n + ms[1]->target.n, 9);
     ck_assert_int_le(abs(ms[0]->target.n - ms[1]->target.n), 1);
     for (int i = 0; i < ms[0]->target.n; i++)
@@ -311,7 +312,7 @@ START_TEST(test_cgroup_range_contiguous_by_member_id)
 {
     kb_cg_topic t[] = {{"orders", topics[0].id, 5}};
     kb_cg_member *ms[2] = {fake_member("zed", "orders"), fake_member("amy", "orders")};
-    ck_assert_int_eq(kb_cgroup_assign_range(ms, 2, t, 1), KP_ERR_NONE);
+    ck_assert_int_eq(kb_cassign_range(ms, 2, t, 1), KP_ERR_NONE);
     ck_assert_int_eq(ms[1]->target.n, 3);
     ck_assert_int_eq(ms[0]->target.n, 2);
     for (int p = 0; p < 3; p++)

@@ -1,0 +1,53 @@
+/*
+ * kb_cgset: sets of topic partitions (topic id, partition) as the KIP-848
+ * consumer groups keep them: a member's assigned, revoking and target
+ * partitions.
+ *
+ * Invariants: a kb_cg_set is sorted by (topic id bytes, partition) with no
+ * repeats, so membership is a binary search; kb_cg_tpvec_seal makes a
+ * growing vector into such a set.
+ *
+ * Ownership: a set owns its array (kb_cg_set_free); sealing moves the
+ * vector's array into the set and frees what the set held.
+ *
+ * Threading: no shared state.
+ *
+ * Errors: out of memory only, reported as false by kb_cg_tpvec_seal.
+ */
+#ifndef KB_CGSET_H
+#define KB_CGSET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kp_types.h"
+
+typedef struct kb_cg_tp {
+    kp_uuid topic;
+    int32_t partition;
+} kb_cg_tp;
+
+typedef struct kb_cg_set {
+    kb_cg_tp *v;
+    int32_t n;
+} kb_cg_set;
+
+/* A growing set; kb_cg_tpvec_seal sorts it and drops repeats. Start it
+ * zeroed; a failed push marks it nomem. */
+typedef struct kb_cg_tpvec {
+    kb_cg_set s;
+    int32_t cap;
+    bool nomem;
+} kb_cg_tpvec;
+
+bool kb_cg_set_has(const kb_cg_set *s, const kp_uuid *topic, int32_t partition);
+void kb_cg_set_free(kb_cg_set *s);
+void kb_cg_tpvec_push(kb_cg_tpvec *t, const kp_uuid *topic, int32_t partition);
+/* Moves t's contents into *out (replacing it); false when out of memory. */
+bool kb_cg_tpvec_seal(kb_cg_tpvec *t, kb_cg_set *out);
+bool kb_cg_set_eq(const kb_cg_set *a, const kb_cg_set *b);
+/* Whether a and b share an element. */
+bool kb_cg_set_meets(const kb_cg_set *a, const kb_cg_set *b);
+bool kb_cg_set_subset(const kb_cg_set *a, const kb_cg_set *of);
+
+#endif
