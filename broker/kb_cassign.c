@@ -67,9 +67,17 @@ static kp_err owners_emit(const owners *o, kb_cg_member **members, int32_t n)
             if (o->own[ti][p] >= 0)
                 kb_cg_tpvec_push(&t[o->own[ti][p]], &o->topics[ti].id, p);
     kp_err err = KP_ERR_NONE;
-    for (int32_t mi = 0; mi < n; mi++)
-        if (!kb_cg_tpvec_seal(&t[mi], &members[mi]->target))
+    for (int32_t mi = 0; mi < n; mi++) {
+        kb_cg_set s = {0};
+        if (!kb_cg_tpvec_seal(&t[mi], &s)) {
             err = KP_ERR__NOMEM;
+            continue;
+        }
+        if (!kb_cg_set_eq(&s, &members[mi]->target))
+            members[mi]->dirty |= KB_CG_DIRTY_TARGET;
+        kb_cg_set_free(&members[mi]->target);
+        members[mi]->target = s;
+    }
     free(t);
     return err;
 }

@@ -57,6 +57,7 @@ void kb_cgroup_free(kb_cgroup *cg)
     for (int32_t i = 0; i < cg->nmembers; i++)
         member_free(cg->members[i]);
     free(cg->members);
+    strv_free(cg->gone, cg->ngone);
     free(cg);
 }
 
@@ -78,8 +79,26 @@ static kb_cg_member *instance_find(const kb_cgroup *cg, kp_str instance_id)
     return NULL;
 }
 
+/* Remembers a member id whose records need tombstones (kb_cgroup_rec);
+ * out of memory loses the tombstones only (the member expires again after
+ * a restart). */
+static void gone_add(kb_cgroup *cg, const char *member_id)
+{
+    if (cg->ngone == cg->gone_cap) {
+        int32_t cap = cg->gone_cap < 4 ? 4 : cg->gone_cap * 2;
+        char **v = realloc(cg->gone, (size_t)cap * sizeof(*v));
+        if (v == NULL)
+            return;
+        cg->gone = v;
+        cg->gone_cap = cap;
+    }
+    if ((cg->gone[cg->ngone] = strdup(member_id)) != NULL)
+        cg->ngone++;
+}
+
 static void member_remove(kb_cgroup *cg, kb_cg_member *m)
 {
+    gone_add(cg, m->member_id);
     for (int32_t i = 0; i < cg->nmembers; i++) {
         if (cg->members[i] == m) {
             memmove(&cg->members[i], &cg->members[i + 1],
@@ -108,6 +127,7 @@ static kp_err member_add(kb_cgroup *cg, kp_str member_id, kb_cg_member **out)
         return KP_ERR__NOMEM;
     }
     m->revoke_deadline = KB_CGROUP_NO_DEADLINE;
+    m->dirty = KB_CG_DIRTY_META | KB_CG_DIRTY_CURRENT;
     cg->members[cg->nmembers++] = m;
     cg->dirty = true;
     *out = m;
@@ -155,15 +175,13 @@ static int32_t strv_unique(char **v, int32_t n)
 }
 
 /* Replaces m's topic names with the request's; true when they changed. */
-static kp_err member_set_topics(kb_cg_member *m, const kp_consumer_group_heartbeat_req *rq,
-                                bool *changed)
+static kp_err member_set_topics(kb_cg_member *m, const kp_str *names, int32_t n, bool *changed)
 {
-    int32_t n = rq->subscribed_topic_names.n;
     char **v = calloc((size_t)n + 1, sizeof(*v));
     if (v == NULL)
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < n; i++) {
-        if ((v[i] = kp_str_cdup(rq->subscribed_topic_names.v[i])) == NULL) {
+        if ((v[i] = kp_str_cdup(names[i])) == NULL) {
             strv_free(v, i);
             return KP_ERR__NOMEM;
         }
@@ -458,6 +476,7 @@ static kp_err next_assignment(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *o
     if (!ok)
         return KP_ERR__NOMEM;
     if (must_revoke) {
+        m->prev_epoch = m->epoch; /* as Kafka records it while revoking */
         m->state = KB_CMS_UNREVOKED;
         if (m->revoke_deadline == KB_CGROUP_NO_DEADLINE)
             m->revoke_deadline = now + m->rebalance_timeout_ms;
@@ -472,7 +491,8 @@ static kp_err next_assignment(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *o
     return KP_ERR_NONE;
 }
 
-static kp_err reconcile(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, int64_t now)
+static kp_err reconcile_step(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned,
+                             int64_t now)
 {
     switch (m->state) {
     case KB_CMS_STABLE:
@@ -488,6 +508,18 @@ static kp_err reconcile(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, 
         return next_assignment(cg, m, owned, now);
     }
     return KP_ERR_NONE;
+}
+
+/* Reconciles m, marking its current assignment record stale on a change. */
+static kp_err reconcile(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, int64_t now)
+{
+    int32_t epoch = m->epoch, prev = m->prev_epoch, na = m->assigned.n, nr = m->revoking.n;
+    kb_cg_member_state state = m->state;
+    kp_err e = reconcile_step(cg, m, owned, now);
+    if (epoch != m->epoch || prev != m->prev_epoch || state != m->state || na != m->assigned.n ||
+        nr != m->revoking.n)
+        m->dirty |= KB_CG_DIRTY_CURRENT;
+    return e;
 }
 
 /* ---- heartbeat ---------------------------------------------------------- */
@@ -568,6 +600,7 @@ static kp_err leave(kb_cgroup *cg, const kb_cgroup_env *env,
     if (rq->member_epoch == KB_CGROUP_STATIC_LEAVE_EPOCH) {
         m->prev_epoch = m->epoch;
         m->epoch = KB_CGROUP_STATIC_LEAVE_EPOCH;
+        m->dirty |= KB_CG_DIRTY_CURRENT;
         m->session_deadline = now + env->session_timeout_ms; /* until a replacement joins */
         return KP_ERR_NONE;
     }
@@ -590,8 +623,10 @@ static kp_err join_static(kb_cgroup *cg, const kp_consumer_group_heartbeat_req *
     char *id = kp_str_cdup(rq->member_id);
     if (id == NULL)
         return KP_ERR__NOMEM;
+    gone_add(cg, m->member_id);
     free(m->member_id);
     m->member_id = id;
+    m->dirty = KB_CG_DIRTY_META | KB_CG_DIRTY_TARGET | KB_CG_DIRTY_CURRENT;
     m->epoch = m->prev_epoch = 0;
     m->state = KB_CMS_STABLE;
     return KP_ERR_NONE;
@@ -657,7 +692,8 @@ static kp_err update_member(kb_cgroup *cg, kb_cg_member *m,
     bool changed = false, nomem = false;
     kp_err e = KP_ERR_NONE;
     if (rq->subscribed_topic_names.n >= 0)
-        e = member_set_topics(m, rq, &changed);
+        e = member_set_topics(m, rq->subscribed_topic_names.v, rq->subscribed_topic_names.n,
+                              &changed);
     if (e == KP_ERR_NONE)
         e = member_set_regex(m, rq->subscribed_topic_regex, &changed);
     if (e == KP_ERR_INVALID_REGULAR_EXPRESSION)
@@ -666,13 +702,17 @@ static kp_err update_member(kb_cgroup *cg, kb_cg_member *m,
         return e;
     if (rq->server_assignor.len >= 0)
         changed |= set_str(&m->assignor, rq->server_assignor, &nomem);
-    set_str(&m->rack_id, rq->rack_id, &nomem);
-    set_str(&m->client_id, cl->client_id, &nomem);
-    set_str(&m->client_host, cl->client_host, &nomem);
-    if (rq->rebalance_timeout_ms >= 0)
+    bool other = set_str(&m->rack_id, rq->rack_id, &nomem);
+    other |= set_str(&m->client_id, cl->client_id, &nomem);
+    other |= set_str(&m->client_host, cl->client_host, &nomem);
+    if (rq->rebalance_timeout_ms >= 0 && m->rebalance_timeout_ms != rq->rebalance_timeout_ms) {
         m->rebalance_timeout_ms = rq->rebalance_timeout_ms;
+        other = true;
+    }
     if (changed)
         cg->dirty = true;
+    if (changed || other)
+        m->dirty |= KB_CG_DIRTY_META;
     return nomem ? KP_ERR__NOMEM : KP_ERR_NONE;
 }
 
@@ -795,6 +835,68 @@ kb_cgroup_state kb_cgroup_state_of(const kb_cgroup *cg)
             return KB_CGS_RECONCILING;
     }
     return KB_CGS_STABLE;
+}
+
+/* ---- restoring ---------------------------------------------------------- */
+
+kp_err kb_cgroup_restore_member(kb_cgroup *cg, kp_str member_id,
+                                const kp_consumer_group_member_metadata_value *v)
+{
+    kb_cg_member *m = kb_cgroup_member_find(cg, member_id);
+    if (m == NULL && (cg->nmembers >= KB_CGROUP_MAX_MEMBERS || member_id.len <= 0 ||
+                      v->subscribed_topic_names.n > KB_CGROUP_MAX_TOPICS))
+        return KP_ERR__CORRUPT;
+    if (m == NULL && member_add(cg, member_id, &m) != KP_ERR_NONE)
+        return KP_ERR__NOMEM;
+    bool changed = false, nomem = false;
+    kp_err e = member_set_topics(m, v->subscribed_topic_names.v,
+                                 v->subscribed_topic_names.n > 0 ? v->subscribed_topic_names.n : 0,
+                                 &changed);
+    if (e == KP_ERR_NONE)
+        e = member_set_regex(m, v->subscribed_topic_regex, &changed);
+    if (e == KP_ERR_INVALID_REGULAR_EXPRESSION)
+        e = KP_ERR_NONE; /* not ours to judge again: it matches nothing */
+    set_str(&m->instance_id, v->instance_id, &nomem);
+    set_str(&m->rack_id, v->rack_id, &nomem);
+    set_str(&m->client_id, v->client_id, &nomem);
+    set_str(&m->client_host, v->client_host, &nomem);
+    set_str(&m->assignor, v->server_assignor, &nomem);
+    m->rebalance_timeout_ms = v->rebalance_timeout_ms;
+    return e != KP_ERR_NONE ? e : nomem ? KP_ERR__NOMEM : KP_ERR_NONE;
+}
+
+void kb_cgroup_restore_remove(kb_cgroup *cg, kp_str member_id)
+{
+    kb_cg_member *m = kb_cgroup_member_find(cg, member_id);
+    if (m != NULL)
+        member_remove(cg, m);
+}
+
+kp_err kb_cgroup_restored(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
+{
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        kb_cg_member *m = cg->members[i];
+        m->session_deadline = now + env->session_timeout_ms;
+        m->revoke_deadline = m->state == KB_CMS_UNREVOKED ? now + m->rebalance_timeout_ms
+                                                           : KB_CGROUP_NO_DEADLINE;
+        m->dirty = 0;
+        if (refresh_regex(m, env) != KP_ERR_NONE)
+            return KP_ERR__NOMEM;
+    }
+    strv_free(cg->gone, cg->ngone);
+    cg->gone = NULL;
+    cg->ngone = cg->gone_cap = 0;
+    kb_cg_topic *topics;
+    int32_t nt;
+    if (subscribed_topics(cg, env, &topics, &nt) != KP_ERR_NONE)
+        return KP_ERR__NOMEM;
+    cg->meta_sig = topics_sig(topics, nt);
+    free(topics);
+    cg->dirty = false;
+    cg->meta_deadline = now + KB_CGROUP_REFRESH_MS;
+    cg->stored_epoch = cg->group_epoch;
+    cg->stored_assignment_epoch = cg->assignment_epoch;
+    return KP_ERR_NONE;
 }
 
 /* ---- offsets ------------------------------------------------------------ */

@@ -79,6 +79,11 @@ typedef enum kb_cg_member_state {
     KB_CMS_UNRELEASED,  /* waits for other members to give partitions up */
 } kb_cg_member_state;
 
+/* Which of a member's records (kb_cgroup_rec) no longer match it. */
+#define KB_CG_DIRTY_META    1 /* ConsumerGroupMemberMetadata */
+#define KB_CG_DIRTY_TARGET  2 /* ConsumerGroupTargetAssignmentMember */
+#define KB_CG_DIRTY_CURRENT 4 /* ConsumerGroupCurrentMemberAssignment */
+
 typedef struct kb_cg_member {
     char *member_id;
     char *instance_id; /* NULL: dynamic */
@@ -101,6 +106,7 @@ typedef struct kb_cg_member {
     kb_cg_set target;
     int64_t session_deadline;
     int64_t revoke_deadline; /* KB_CGROUP_NO_DEADLINE unless UNREVOKED */
+    unsigned dirty;          /* KB_CG_DIRTY_* */
 } kb_cg_member;
 
 /* A topic as the group sees it (name borrowed from the registry). */
@@ -133,7 +139,11 @@ typedef struct kb_cgroup {
     uint64_t meta_sig;     /* subscribed topics (names, ids, partitions) at group_epoch */
     int64_t meta_deadline; /* when the metadata is read again */
     bool dirty;            /* a subscription changed since meta_sig */
-    int32_t stored_epoch;  /* the epoch of the last ConsumerGroupMetadata record (kb_gcoord) */
+    int32_t stored_epoch;  /* the epoch of the last ConsumerGroupMetadata record */
+    int32_t stored_assignment_epoch; /* of the last TargetAssignmentMetadata record */
+    char **gone;           /* ids of members removed since the records were written */
+    int32_t ngone;
+    int32_t gone_cap;
 } kb_cgroup;
 
 /* The answer to a heartbeat. Pointers borrow from the group. */
@@ -177,6 +187,17 @@ kb_cg_member *kb_cgroup_member_find(const kb_cgroup *cg, kp_str member_id);
 const char *kb_cgroup_assignor(const kb_cgroup *cg, const kb_cgroup_env *env);
 /* Whether any member subscribes to topic (by name or regex). */
 bool kb_cgroup_subscribed_to(const kb_cgroup *cg, kp_str topic);
+
+/* ---- restoring from records (kb_cgroup_rec) ----------------------------- */
+
+/* Creates or updates member_id from its ConsumerGroupMemberMetadata. */
+kp_err kb_cgroup_restore_member(kb_cgroup *cg, kp_str member_id,
+                                const kp_consumer_group_member_metadata_value *v);
+/* Drops member_id (its metadata tombstone), without writing anything. */
+void kb_cgroup_restore_remove(kb_cgroup *cg, kp_str member_id);
+/* After the last record: sessions start at now, the topic signature is
+ * taken as it is (no epoch bump for what did not change), nothing is dirty. */
+kp_err kb_cgroup_restored(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now);
 
 /* OffsetCommit/TxnOffsetCommit checks (Kafka's validateOffsetCommit). */
 kp_err kb_cgroup_check_commit(const kb_cgroup *cg, kp_str member_id, int32_t epoch,

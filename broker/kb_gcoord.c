@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "kb_cgroup.h"
+#include "kb_cgroup_rec.h"
 #include "kb_log.h"
 #include "kb_logscan.h"
 #include "kb_plog.h"
@@ -273,32 +274,23 @@ static kp_err env_store(kb_group *g, void *ctx)
     return e == KP_ERR_NONE ? KP_ERR_NONE : KP_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
-/* A KIP-848 group's ConsumerGroupMetadata record (its epoch), or its
- * tombstone. */
-static void add_cgroup(gbatch *gb, const kb_group *g, bool tombstone)
+static void cg_emit(void *arg, kp_writer *key, kp_writer *value)
 {
-    kp_writer k, v;
-    kp_writer_init(&k, 64);
-    kb_offsets_write_cgroup_key(&k, kp_str_from(g->id));
-    if (!tombstone) {
-        kp_writer_init(&v, 16);
-        kb_offsets_write_cgroup_value(&v, g->cg->group_epoch);
-    }
-    gbatch_add(gb, &k, tombstone ? NULL : &v);
+    gbatch_add(arg, key, value);
 }
 
-/* Records a consumer group's new epoch (after the event that bumped it:
- * the members themselves are not persisted, so a restart brings the group
- * back empty at that epoch and its members rejoin). */
+/* Writes what changed in a KIP-848 group since its last records (after
+ * the event that changed it: see invariant 1). A failed write is retried
+ * after the next event. */
 static void store_cgroup(kb_broker *b, kb_group *g)
 {
-    if (g->cg == NULL || g->cg->group_epoch == g->cg->stored_epoch)
-        return;
     gbatch gb;
     gbatch_init(&gb, kb_gcoord_wall(b), -1, -1);
-    add_cgroup(&gb, g, false);
-    if (gbatch_append(b, g, &gb) == KP_ERR_NONE)
-        g->cg->stored_epoch = g->cg->group_epoch;
+    if (kb_cgroup_rec_changes(g->cg, kp_str_from(g->id), cg_emit, &gb) != KP_ERR_NONE)
+        gb.err = KP_ERR__NOMEM;
+    bool any = gb.n > 0;
+    if (gbatch_append(b, g, &gb) == KP_ERR_NONE && any)
+        kb_cgroup_rec_written(g->cg);
 }
 
 /* Writes commits (or their tombstones), then changes the map to match. */
@@ -338,7 +330,7 @@ kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g)
         add_commit(&gb, g, o, true);
     add_group(&gb, g, true);
     if (g->cg != NULL)
-        add_cgroup(&gb, g, true);
+        kb_cgroup_rec_delete(g->cg, kp_str_from(g->id), cg_emit, &gb);
     kp_err e = gbatch_append(b, g, &gb);
     if (e != KP_ERR_NONE)
         return e;
@@ -473,7 +465,8 @@ static void on_group_timer(kb_loop *loop, void *arg)
 
 void kb_gcoord_touch(kb_broker *b, kb_group *g)
 {
-    store_cgroup(b, g);
+    if (g->cg != NULL)
+        store_cgroup(b, g);
     g->host = b->gcoord;
     g->timer.cb = on_group_timer;
     g->timer.arg = g;
@@ -610,27 +603,24 @@ static kp_err load_group(loader *ld, const kb_offsets_key *k, kp_slice value, kp
     return kb_group_from_record(g, &v, ld->now);
 }
 
-/* A KIP-848 group's epoch: the group comes back empty at that epoch. */
+/* A KIP-848 group record: the group (and its consumer part) comes into
+ * being at its first record; a ConsumerGroupMetadata tombstone ends it. */
 static kp_err load_cgroup(loader *ld, const kb_offsets_key *k, kp_slice value, kp_arena *a)
 {
     kb_group *g = kb_groups_find(ld->c->groups, k->group);
-    int32_t epoch;
-    if (value.len < 0) {
+    if (value.len < 0 && k->cg_type == KB_OFFSETS_CGROUP_KEY_VERSION) {
         if (g != NULL) {
             kb_cgroup_free(g->cg);
             g->cg = NULL;
         }
         return KP_ERR_NONE;
     }
-    kp_err e = kb_offsets_read_cgroup_value(value, a, &epoch);
-    if (e == KP_ERR_NONE && g == NULL)
-        e = kb_groups_get(ld->c->groups, k->group, &g);
+    if (value.len < 0 && (g == NULL || g->cg == NULL))
+        return KP_ERR_NONE;
+    kp_err e = g == NULL ? kb_groups_get(ld->c->groups, k->group, &g) : KP_ERR_NONE;
     if (e == KP_ERR_NONE && g->cg == NULL && (g->cg = kb_cgroup_new()) == NULL)
         e = KP_ERR__NOMEM;
-    if (e != KP_ERR_NONE)
-        return e;
-    g->cg->group_epoch = g->cg->assignment_epoch = g->cg->stored_epoch = epoch;
-    return KP_ERR_NONE;
+    return e == KP_ERR_NONE ? kb_cgroup_rec_load(g->cg, k, value, a) : e;
 }
 
 static kp_err load_record(void *arg, const kp_record *rec, kp_arena *a)
@@ -678,11 +668,15 @@ static kp_err load_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch,
 /* Drops groups the log left with nothing; arms the timers of the rest. */
 static void load_finish(kb_gcoord *c)
 {
+    int64_t now = kb_loop_now_ms(c->b->loop);
     size_t cur = 0;
     kb_group *g;
     while ((g = kb_groups_next(c->groups, &cur)) != NULL) {
         if (g->nmembers == 0 && !g->persisted && g->offsets.n == 0 && g->cg == NULL)
             kb_groups_remove(c->groups, g);
+        else if (g->cg != NULL && kb_cgroup_restored(g->cg, &c->cenv, now) != KP_ERR_NONE)
+            KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory restoring group\" group=%s",
+                   g->id);
         else
             kb_gcoord_touch(c->b, g);
     }

@@ -13,10 +13,11 @@
  *   1. A group's in-memory offsets and metadata change only after the
  *      records saying so were appended (page-cache durable) to its partition
  *      kafka-style: partition = kb_offsets_partition_for(group id). The
- *      exception: a KIP-848 group's epoch (ConsumerGroupMetadata record) is
- *      written by kb_gcoord_touch right after the event that bumped it; its
- *      members and assignments are not persisted (they rejoin after a
- *      restart, getting UNKNOWN_MEMBER_ID).
+ *      exception: a KIP-848 group's records (kb_cgroup_rec: epochs,
+ *      members, target and current assignments) are written by
+ *      kb_gcoord_touch right after the event that changed them; a failed
+ *      write is retried after the next event, and a crash in between loses
+ *      that last change only (the members' heartbeats redo it).
  *   2. A group's timer is armed exactly when kb_group_next_deadline() is
  *      finite, at that deadline (kb_gcoord_touch after every event).
  *   3. __consumer_offsets exists once any group state was written, with

@@ -213,9 +213,19 @@ void kb_offsets_write_group_value(kp_writer *w, const kp_group_metadata_value *v
 
 void kb_offsets_write_cgroup_key(kp_writer *w, kp_str group)
 {
-    kp_consumer_group_metadata_key k = {.group_id = group};
-    kp_write_i16(w, KB_OFFSETS_CGROUP_KEY_VERSION);
-    kp_consumer_group_metadata_key_encode(w, &k, KB_OFFSETS_CGROUP_KEY_VERSION);
+    kb_offsets_write_cg_key(w, KB_OFFSETS_CGROUP_KEY_VERSION, group, KP_STR_NULL);
+}
+
+void kb_offsets_write_cg_key(kp_writer *w, int16_t type, kp_str group, kp_str member)
+{
+    kp_write_i16(w, type);
+    if (type == KB_OFFSETS_CGROUP_KEY_VERSION || type == KB_OFFSETS_CG_TARGET_EPOCH_KEY) {
+        kp_consumer_group_metadata_key k = {.group_id = group};
+        kp_consumer_group_metadata_key_encode(w, &k, KB_OFFSETS_CGROUP_KEY_VERSION);
+    } else {
+        kp_consumer_group_member_metadata_key k = {.group_id = group, .member_id = member};
+        kp_consumer_group_member_metadata_key_encode(w, &k, KB_OFFSETS_CG_MEMBER_KEY);
+    }
 }
 
 void kb_offsets_write_cgroup_value(kp_writer *w, int32_t epoch)
@@ -233,6 +243,32 @@ static bool read_version(kp_slice s, kp_reader *r, int16_t *version)
     *r = kp_reader_make(s.p, (size_t)s.len);
     *version = kp_read_i16(r);
     return true;
+}
+
+/* The KIP-848 group keys (versions 3, 5-8; 4 is skipped): group and member. */
+static kp_err read_cgroup_key(kp_reader *r, kp_arena *a, int16_t version, kb_offsets_key *out)
+{
+    kp_err e = KP_ERR__NOENT;
+    out->member = KP_STR_NULL;
+    if (version == KB_OFFSETS_CGROUP_KEY_VERSION || version == KB_OFFSETS_CG_TARGET_EPOCH_KEY) {
+        kp_consumer_group_metadata_key k; /* both are {GroupId} */
+        e = kp_consumer_group_metadata_key_decode(r, a, &k, KB_OFFSETS_CGROUP_KEY_VERSION);
+        out->group = k.group_id;
+    } else if (version != 4) {
+        kp_consumer_group_member_metadata_key k; /* 5, 7, 8 are {GroupId, MemberId} */
+        e = kp_consumer_group_member_metadata_key_decode(r, a, &k, KB_OFFSETS_CG_MEMBER_KEY);
+        out->group = k.group_id;
+        out->member = k.member_id;
+        if (e == KP_ERR_NONE && k.member_id.len <= 0)
+            e = KP_ERR__CORRUPT;
+    }
+    if (e != KP_ERR_NONE)
+        return e == KP_ERR__NOENT ? e : KP_ERR__CORRUPT;
+    if (out->group.len < 0)
+        return KP_ERR__CORRUPT;
+    out->type = KB_OFFSETS_KEY_CGROUP;
+    out->cg_type = version;
+    return KP_ERR_NONE;
 }
 
 kp_err kb_offsets_read_key(kp_slice key, kp_arena *a, kb_offsets_key *out)
@@ -261,15 +297,8 @@ kp_err kb_offsets_read_key(kp_slice key, kp_arena *a, kb_offsets_key *out)
         out->group = k.group;
         return KP_ERR_NONE;
     }
-    if (version == KB_OFFSETS_CGROUP_KEY_VERSION) {
-        kp_consumer_group_metadata_key k;
-        if (kp_consumer_group_metadata_key_decode(&r, a, &k, version) != KP_ERR_NONE ||
-            k.group_id.len < 0)
-            return KP_ERR__CORRUPT;
-        out->type = KB_OFFSETS_KEY_CGROUP;
-        out->group = k.group_id;
-        return KP_ERR_NONE;
-    }
+    if (version >= KB_OFFSETS_CGROUP_KEY_VERSION && version <= KB_OFFSETS_CG_CURRENT_KEY)
+        return read_cgroup_key(&r, a, version, out);
     return version > 2 ? KP_ERR__NOENT : KP_ERR__CORRUPT;
 }
 

@@ -18,7 +18,12 @@
  *   2            GroupMetadataKey    GroupMetadataValue v3; null: deleted
  *   3            ConsumerGroupMetadataKey  ConsumerGroupMetadataValue v0 (the
  *                group epoch of a KIP-848 group); null: deleted
- *   4 and up     the other consumer/share group records: skipped
+ *   5            ConsumerGroupMemberMetadataKey           ...MemberMetadataValue v0
+ *   6            ConsumerGroupTargetAssignmentMetadataKey ...MetadataValue v0
+ *   7            ConsumerGroupTargetAssignmentMemberKey   ...MemberValue v0
+ *   8            ConsumerGroupCurrentMemberAssignmentKey  ...AssignmentValue v0
+ *                (5-8: kb_cgroup_rec reads and writes the values)
+ *   4, 9 and up  the other consumer/share group records: skipped
  *
  * Invariants:
  *   1. A map holds at most one entry per (topic, partition); its load factor
@@ -53,6 +58,10 @@
 #define KB_OFFSETS_COMMIT_VALUE_EXPIRE_V  1
 #define KB_OFFSETS_GROUP_VALUE_VERSION    3
 #define KB_OFFSETS_CGROUP_KEY_VERSION     3
+#define KB_OFFSETS_CG_MEMBER_KEY          5
+#define KB_OFFSETS_CG_TARGET_EPOCH_KEY    6
+#define KB_OFFSETS_CG_TARGET_KEY          7
+#define KB_OFFSETS_CG_CURRENT_KEY         8
 
 /* Kafka's offset.metadata.max.bytes default. */
 #define KB_OFFSETS_METADATA_MAX 4096
@@ -96,6 +105,8 @@ void kb_offsets_write_commit_value(kp_writer *w, const kb_offset *o);
 void kb_offsets_write_group_key(kp_writer *w, kp_str group);
 void kb_offsets_write_group_value(kp_writer *w, const kp_group_metadata_value *v);
 void kb_offsets_write_cgroup_key(kp_writer *w, kp_str group);
+/* A KIP-848 group record key: type 3 or 6 (group only), 5, 7 or 8. */
+void kb_offsets_write_cg_key(kp_writer *w, int16_t type, kp_str group, kp_str member);
 void kb_offsets_write_cgroup_value(kp_writer *w, int32_t epoch);
 
 typedef enum kb_offsets_key_type {
@@ -109,6 +120,8 @@ typedef struct kb_offsets_key {
     kp_str group;
     kp_str topic;      /* commit keys only */
     int32_t partition; /* commit keys only */
+    int16_t cg_type;   /* KB_OFFSETS_KEY_CGROUP: the key version (3, 5-8) */
+    kp_str member;     /* KB_OFFSETS_KEY_CGROUP types 5, 7, 8 */
 } kb_offsets_key;
 
 /* Decodes a record key; KP_ERR__NOENT for record types we skip. */

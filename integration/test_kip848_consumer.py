@@ -249,10 +249,33 @@ def test_commit_with_member_epoch(sock, broker, topic_name):
     assert cgwire.offset_fetch(sock, group, "m1", epoch + 1, t, 0)[0] == 113
 
 
+def test_records_readable_by_kafka_tools(broker, java_runner, topic_name):
+    """The group's records in __consumer_offsets are Kafka's own: its
+    DumpLogSegments --offsets-decoder reads every KIP-848 record type."""
+    t = topic_name()
+    group = t + "-g"
+    create_topic(broker.bootstrap, t, 4)
+    with wire.connect(broker.host, broker.port, timeout=30) as s:
+        assert cgwire.find_coordinator(s, group) == 0
+        assert join(s, group, "ra", [t])["error"] == 0
+        assert join(s, group, "rb", [t])["error"] == 0
+        assert cgwire.heartbeat(s, group, member_id="ra", epoch=1)["error"] == 0  # revoking
+    logs = sorted(str(p) for p in broker.datadir.glob("__consumer_offsets-*/*.log"))
+    res = java_runner("kafka.tools.DumpLogSegments", "--offsets-decoder", "--files",
+                      ",".join(logs), timeout=120)
+    assert res.returncode == 0, procs.describe(res)
+    mine = [ln for ln in res.stdout.splitlines() if '"groupId":"%s"' % group in ln]
+    types = {ln.split('"type":"')[1].split('"')[0] for ln in mine}
+    assert {"3", "5", "6", "7", "8"} <= types, mine
+    revoking = [ln for ln in mine if '"type":"8"' in ln and '"memberId":"ra"' in ln][-1]
+    assert '"memberEpoch":1' in revoking and '"state":1' in revoking, revoking
+    assert '"partitionsPendingRevocation":[{' in revoking, revoking
+
+
 def test_group_survives_restart(broker, topic_name):
-    """After a clean restart the group is still a consumer group at its epoch
-    (Kafka also restores its members; Runnel keeps the group and its epoch,
-    and members rejoin), and new members join it. Last: it restarts the broker."""
+    """After a clean restart the group, its members, epochs and assignments
+    are back: a member goes on heartbeating at its epoch, new members join.
+    Last: it restarts the broker."""
     t = topic_name()
     group = t + "-g"
     create_topic(broker.bootstrap, t, 2)
@@ -273,7 +296,10 @@ def test_group_survives_restart(broker, topic_name):
             if g["error"] not in (14, 16) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
-        assert g["error"] == 0 and g["epoch"] >= epoch, g
+        assert g["error"] == 0 and g["epoch"] == epoch, g
+        assert [m["member_id"] for m in g["members"]] == ["m1"]
+        r = cgwire.heartbeat(s, group, member_id="m1", epoch=epoch)
+        assert r["error"] == 0 and r["epoch"] == epoch
         assert cgwire.offset_fetch(s, group, None, -1, t, 0) == (0, 3)
         r = join(s, group, "m2", [t])
         assert r["error"] == 0 and r["epoch"] > epoch

@@ -10,6 +10,7 @@
 #include "broker_suites.h"
 #include "kb_cassign.h"
 #include "kb_cgroup.h"
+#include "kb_cgroup_rec.h"
 
 #define SESSION  45000
 #define INTERVAL 5000
@@ -555,6 +556,122 @@ START_TEST(test_cgroup_offset_checks)
 }
 END_TEST
 
+/* ---- records ------------------------------------------------------------ */
+
+/* Records emitted so far: (key, value) bytes, value NULL for a tombstone. */
+typedef struct rec {
+    uint8_t *key, *value;
+    size_t klen, vlen;
+} rec;
+
+static rec recs[256];
+static int nrecs;
+
+static void collect(void *arg, kp_writer *key, kp_writer *value)
+{
+    (void)arg;
+    ck_assert_int_lt(nrecs, 256);
+    rec *r = &recs[nrecs++];
+    r->klen = key->len;
+    r->key = malloc(key->len);
+    memcpy(r->key, key->buf, key->len);
+    r->value = NULL;
+    if (value != NULL) {
+        r->vlen = value->len;
+        r->value = malloc(value->len);
+        memcpy(r->value, value->buf, value->len);
+        kp_writer_fini(value);
+    }
+    kp_writer_fini(key);
+}
+
+static void flush_records(void)
+{
+    ck_assert_int_eq(kb_cgroup_rec_changes(cg, KP_STR_LIT("g"), collect, NULL), KP_ERR_NONE);
+    kb_cgroup_rec_written(cg);
+}
+
+/* A new group from every record so far, as the coordinator loads it. */
+static kb_cgroup *replay(int64_t now)
+{
+    kb_cgroup *r = kb_cgroup_new();
+    kp_arena a;
+    kp_arena_init(&a);
+    for (int i = 0; i < nrecs; i++) {
+        kb_offsets_key k;
+        ck_assert_int_eq(kb_offsets_read_key((kp_slice){recs[i].key, (int32_t)recs[i].klen}, &a,
+                                             &k),
+                         KP_ERR_NONE);
+        ck_assert_int_eq(k.type, KB_OFFSETS_KEY_CGROUP);
+        kp_slice v = recs[i].value != NULL ? (kp_slice){recs[i].value, (int32_t)recs[i].vlen}
+                                           : (kp_slice){NULL, -1};
+        ck_assert_int_eq(kb_cgroup_rec_load(r, &k, v, &a), KP_ERR_NONE);
+    }
+    kp_arena_fini(&a);
+    ck_assert_int_eq(kb_cgroup_restored(r, &env, now), KP_ERR_NONE);
+    return r;
+}
+
+static void assert_same_member(const kb_cg_member *x, const kb_cg_member *y)
+{
+    ck_assert_str_eq(x->member_id, y->member_id);
+    ck_assert_int_eq(x->epoch, y->epoch);
+    ck_assert_int_eq(x->prev_epoch, y->prev_epoch);
+    ck_assert_int_eq(x->state, y->state);
+    ck_assert(kb_cg_set_eq(&x->assigned, &y->assigned));
+    ck_assert(kb_cg_set_eq(&x->revoking, &y->revoking));
+    ck_assert(kb_cg_set_eq(&x->target, &y->target));
+    ck_assert_int_eq(x->ntopics, y->ntopics);
+    ck_assert_int_eq(x->rebalance_timeout_ms, y->rebalance_timeout_ms);
+    ck_assert((x->instance_id == NULL) == (y->instance_id == NULL));
+}
+
+START_TEST(test_cgroup_records_replay)
+{
+    nrecs = 0;
+    hb *h = hb_join("a", "orders", NULL);
+    h->rq.instance_id = KP_STR_LIT("ia");
+    send(h, 0);
+    flush_records();
+    int first = nrecs;
+    ck_assert_int_eq(first, 5); /* member, group epoch, target, target epoch, current */
+    flush_records();
+    ck_assert_int_eq(nrecs, first); /* nothing changed: nothing written */
+    send(hb_join("b", "orders", NULL), 1);
+    send(hb_new("a", 1), 2); /* a revoking */
+    send(hb_join("c", NULL, "aud.*"), 3);
+    send(hb_new("c", KB_CGROUP_LEAVE_EPOCH), 4); /* tombstones */
+    flush_records();
+    kb_cgroup *r = replay(100);
+    ck_assert_int_eq(r->group_epoch, cg->group_epoch);
+    ck_assert_int_eq(r->assignment_epoch, cg->assignment_epoch);
+    ck_assert_int_eq(r->nmembers, cg->nmembers);
+    for (int i = 0; i < cg->nmembers; i++)
+        assert_same_member(cg->members[i],
+                           kb_cgroup_member_find(r, kp_str_from(cg->members[i]->member_id)));
+    ck_assert_ptr_null(kb_cgroup_member_find(r, KP_STR_LIT("c")));
+    ck_assert_int_eq(kb_cgroup_state_of(r), KB_CGS_RECONCILING);
+    ck_assert_int_eq(kb_cgroup_next_deadline(r), 100 + 30000); /* a's revocation */
+    /* The restored group goes on: a acknowledges, b gets its partitions. */
+    kb_cgroup *live = cg;
+    int32_t epoch = r->group_epoch;
+    cg = r;
+    hb *ack = hb_new("a", 1);
+    own_all(ack, "a", 0);
+    ck_assert_int_eq(send(ack, 101).epoch, epoch);
+    kb_cgroup_result res = send(hb_new("b", kb_cgroup_member_find(r, KP_STR_LIT("b"))->epoch), 102);
+    ck_assert_int_eq(res.err, KP_ERR_NONE);
+    ck_assert_int_eq(res.assignment->n, 3);
+    ck_assert_int_eq(r->group_epoch, epoch); /* no bump for an unchanged group */
+    cg = live;
+    kb_cgroup_free(r);
+    for (int i = 0; i < nrecs; i++) {
+        free(recs[i].key);
+        free(recs[i].value);
+    }
+}
+END_TEST
+
 Suite *cgroup_suite(void)
 {
     Suite *s = suite_create("cgroup");
@@ -572,6 +689,7 @@ Suite *cgroup_suite(void)
     tcase_add_test(tc, test_cgroup_static_member_replacement);
     tcase_add_test(tc, test_cgroup_regex_subscription);
     tcase_add_test(tc, test_cgroup_offset_checks);
+    tcase_add_test(tc, test_cgroup_records_replay);
     suite_add_tcase(s, tc);
     return s;
 }

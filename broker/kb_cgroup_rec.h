@@ -1,0 +1,47 @@
+/*
+ * kb_cgroup_rec: a KIP-848 consumer group as Kafka keeps it in
+ * __consumer_offsets: ConsumerGroupMetadata (3, the group epoch),
+ * ConsumerGroupMemberMetadata (5), ConsumerGroupTargetAssignmentMetadata
+ * (6, the assignment epoch), ConsumerGroupTargetAssignmentMember (7) and
+ * ConsumerGroupCurrentMemberAssignment (8), key versions in parentheses,
+ * every value at version 0, member states as Kafka numbers them (0 stable,
+ * 1 unrevoked partitions, 2 unreleased partitions).
+ *
+ * Job: turn what changed in a group since its records were last written
+ * (the members' KB_CG_DIRTY_* marks, removed members, the two epochs) into
+ * records in Kafka's order; apply loaded records back to a group.
+ *
+ * Invariants:
+ *   1. After kb_cgroup_rec_written, replaying every record emitted so far
+ *      (then kb_cgroup_restored) rebuilds the group's members, epochs,
+ *      targets and current assignments.
+ *   2. A removed member's records are tombstoned (8, 7, 5).
+ *
+ * Ownership: emit takes the key and value writers (value NULL: tombstone)
+ * and must fini them. Loaded records are borrowed during the call.
+ *
+ * Threading: loop thread only.
+ *
+ * Errors: KP_ERR__NOMEM; KP_ERR__CORRUPT for a record that does not parse.
+ */
+#ifndef KB_CGROUP_REC_H
+#define KB_CGROUP_REC_H
+
+#include "kb_cgroup.h"
+#include "kb_offsets.h"
+
+typedef void kb_cgroup_rec_emit(void *arg, kp_writer *key, kp_writer *value);
+
+/* The records g's changes need; nothing is marked written. */
+kp_err kb_cgroup_rec_changes(const kb_cgroup *cg, kp_str group, kb_cgroup_rec_emit *emit,
+                             void *arg);
+/* Marks everything kb_cgroup_rec_changes emitted as written. */
+void kb_cgroup_rec_written(kb_cgroup *cg);
+/* Tombstones for every member record and both metadata records. */
+void kb_cgroup_rec_delete(const kb_cgroup *cg, kp_str group, kb_cgroup_rec_emit *emit,
+                          void *arg);
+/* Applies one loaded record (key type KB_OFFSETS_KEY_CGROUP, cg_type 5-8,
+ * or 3 with a value); value.len < 0 is a tombstone. */
+kp_err kb_cgroup_rec_load(kb_cgroup *cg, const kb_offsets_key *k, kp_slice value, kp_arena *a);
+
+#endif
