@@ -763,7 +763,16 @@ kp_err kb_cgroup_check_request(const kb_cgroup_env *env,
         *message = "ServerAssignor is not supported.";
         return KP_ERR_UNSUPPORTED_ASSIGNOR;
     }
-    return KP_ERR_NONE;
+    regex_t re;
+    kp_err e = rq->subscribed_topic_regex.len > 0 ? compile_regex(rq->subscribed_topic_regex, &re)
+                                                   : KP_ERR_NONE;
+    if (e == KP_ERR_INVALID_REGULAR_EXPRESSION) {
+        *message = "SubscribedTopicRegex is not a valid regular expression.";
+        return e;
+    }
+    if (e == KP_ERR_NONE && rq->subscribed_topic_regex.len > 0)
+        regfree(&re);
+    return e;
 }
 
 kp_err kb_cgroup_heartbeat(kb_cgroup *cg, const kb_cgroup_env *env,
@@ -774,6 +783,8 @@ kp_err kb_cgroup_heartbeat(kb_cgroup *cg, const kb_cgroup_env *env,
     res->heartbeat_interval_ms = env->heartbeat_interval_ms;
     const char *msg;
     kp_err bad = kb_cgroup_check_request(env, rq, cl->version, &msg);
+    if (bad == KP_ERR__NOMEM)
+        return bad;
     if (bad != KP_ERR_NONE)
         return fail(res, bad, msg);
     if (rq->member_epoch < 0) {

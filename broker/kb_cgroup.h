@@ -167,7 +167,8 @@ kb_cgroup *kb_cgroup_new(void);
 void kb_cgroup_free(kb_cgroup *cg);
 
 /* The checks Kafka makes of a ConsumerGroupHeartbeat before it looks at
- * the group: INVALID_REQUEST or UNSUPPORTED_ASSIGNOR with a message. */
+ * the group: INVALID_REQUEST, UNSUPPORTED_ASSIGNOR or
+ * INVALID_REGULAR_EXPRESSION with a message (or KP_ERR__NOMEM). */
 kp_err kb_cgroup_check_request(const kb_cgroup_env *env,
                                const kp_consumer_group_heartbeat_req *rq, int16_t version,
                                const char **message);

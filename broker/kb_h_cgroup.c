@@ -104,6 +104,8 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
     }
     kp_err bad = kb_cgroup_check_request(kb_gcoord_cgroup_env(req->broker), rq,
                                          req->api_version, &msg);
+    if (bad == KP_ERR__NOMEM)
+        return bad;
     if (bad != KP_ERR_NONE) {
         hb_error(req, rs, bad, msg);
         return KP_ERR_NONE;

@@ -430,6 +430,7 @@ START_TEST(test_cgroup_request_validation)
     ck_assert_int_eq(send(h, 0).err, KP_ERR_INVALID_REGULAR_EXPRESSION);
     h = hb_join("a", NULL, "((a{1,100}){1,100})");  /* would expand 10000-fold */
     ck_assert_int_eq(send(h, 0).err, KP_ERR_INVALID_REGULAR_EXPRESSION);
+    ck_assert_int_eq(cg->group_epoch, 0); /* refused before any member was made */
     h = hb_join("a", NULL, "or{1,3}ders{0,1}");
     ck_assert_int_eq(send(h, 0).err, KP_ERR_NONE);
     ck_assert_int_eq(send(hb_new("a", -1), 0).err, KP_ERR_NONE);
