@@ -47,6 +47,10 @@
  *   ListGroups           CLUSTER DESCRIBE, else each        groups left out
  *                        group's GROUP DESCRIBE
  *   DeleteGroups         GROUP DELETE [group]               GROUP_AUTHORIZATION_FAILED
+ *   ConsumerGroup-       GROUP READ [group], then TOPIC     GROUP_ / TOPIC_AUTHORIZATION_
+ *   Heartbeat            DESCRIBE [each subscribed name]    FAILED
+ *   ConsumerGroup-       GROUP DESCRIBE [group]             GROUP_AUTHORIZATION_FAILED
+ *   Describe
  *   InitProducerId       transactional: TRANSACTIONAL_ID    TRANSACTIONAL_ID_AUTHORIZATION_
  *                        WRITE [txn id]; idempotent:        FAILED / CLUSTER_AUTHORIZATION_
  *                        CLUSTER IDEMPOTENT_WRITE or WRITE  FAILED

@@ -47,11 +47,6 @@
 
 #define KB_GCOORD_OFFSETS_TOPIC "__consumer_offsets"
 
-/* Kafka's AclOperation codes READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS and
- * ALTER_CONFIGS (3, 6, 8, 10, 11) as a mask: what DescribeGroups and
- * ConsumerGroupDescribe report as a group's authorized operations. */
-#define KB_GROUP_OPERATIONS ((1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11))
-
 /* What a handler hands kb_group_join/kb_group_sync as the waiter: the
  * coordinator's env forwards the answer to these. */
 typedef struct kb_gwaiter kb_gwaiter;

@@ -464,6 +464,35 @@ def consume_one(ck, b, user, topic, group):
         c.close()
 
 
+def test_kip848_heartbeat_needs_group_read_and_topic_describe(authz, ck, clean_acls, topic_name):
+    """ConsumerGroupHeartbeat: GROUP READ, then TOPIC DESCRIBE on each
+    subscribed name; ConsumerGroupDescribe: GROUP DESCRIBE (READ implies it)."""
+    import cgwire
+
+    t = topic_name()
+    group = "g848-" + t
+    create_topic(ck, authz, t)
+    with wire.connect(authz.host, authz.port) as s:  # ANONYMOUS: super user
+        assert cgwire.find_coordinator(s, group) == 0
+
+    def beat():
+        with sasl_login(authz, "bob") as s:
+            return cgwire.heartbeat(s, group, member_id="m1", epoch=0, rebalance=30000,
+                                    topics=[t], owned=[])["error"]
+
+    def describe():
+        with sasl_login(authz, "bob") as s:
+            return cgwire.describe(s, [group])[0]["error"]
+
+    assert beat() == GROUP_AUTHORIZATION_FAILED
+    assert describe() == GROUP_AUTHORIZATION_FAILED
+    add_acls(ck, authz, binding(ck, "GROUP", group, "User:bob", "READ"))
+    assert beat() == TOPIC_AUTHORIZATION_FAILED
+    add_acls(ck, authz, binding(ck, "TOPIC", t, "User:bob", "DESCRIBE"))
+    assert beat() == 0
+    assert describe() == 0
+
+
 def test_consumer_group_needs_group_read(authz, ck, clean_acls, topic_name):
     t = topic_name()
     group = "g-" + t
