@@ -9,70 +9,11 @@ import wire
 _corr = itertools.count(1000)
 
 
-def _uvarint(n):
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def _cstr(s):
-    if s is None:
-        return b"\x00"
-    b = s.encode()
-    return _uvarint(len(b) + 1) + b
+_cstr = wire.compact_string  # a short name for the dense builders below
 
 
 def _carray(items, enc):
-    if items is None:
-        return b"\x00"
-    return _uvarint(len(items) + 1) + b"".join(enc(i) for i in items)
-
-
-class _R:
-    def __init__(self, data):
-        self.d, self.o = data, 0
-
-    def take(self, fmt):
-        v = struct.unpack_from(fmt, self.d, self.o)
-        self.o += struct.calcsize(fmt)
-        return v[0] if len(v) == 1 else v
-
-    def uvarint(self):
-        r = s = 0
-        while True:
-            c = self.d[self.o]
-            self.o += 1
-            r |= (c & 0x7F) << s
-            s += 7
-            if not c & 0x80:
-                return r
-
-    def cstr(self):
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        v = self.d[self.o:self.o + n].decode()
-        self.o += n
-        return v
-
-    def carray(self, item):
-        n = self.uvarint() - 1
-        return None if n < 0 else [item(self) for _ in range(n)]
-
-    def uuid(self):
-        v = self.d[self.o:self.o + 16]
-        self.o += 16
-        return v
-
-    def tags(self):
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.o += self.uvarint()
+    return wire.compact_array(None if items is None else [enc(i) for i in items])
 
 
 def _call(sock, api_key, version, body):
@@ -80,9 +21,9 @@ def _call(sock, api_key, version, body):
     hdr = struct.pack(">hhih", api_key, version, corr, 4) + b"test" + b"\x00"
     sock.sendall(wire.frame(hdr + body))
     resp = wire.recv_frame(sock)
-    r = _R(resp)
+    r = wire.FlexReader(resp)
     assert r.take(">i") == corr
-    r.tags()
+    r.skip_tags()
     return r
 
 
@@ -98,18 +39,18 @@ def heartbeat(sock, group, member_id="", epoch=0, instance=None, rack=None, reba
                     + b"\x00")
     body += b"\x00"
     r = _call(sock, 68, version, body)
-    out = {"throttle": r.take(">i"), "error": r.take(">h"), "message": r.cstr(),
-           "member_id": r.cstr(), "epoch": r.take(">i"), "interval": r.take(">i")}
+    out = {"throttle": r.take(">i"), "error": r.take(">h"), "message": r.string(),
+           "member_id": r.string(), "epoch": r.take(">i"), "interval": r.take(">i")}
     present = r.take(">b")
     out["assignment"] = None
     if present >= 0:
         def tp(x):
             tid = x.uuid()
-            parts = x.carray(lambda y: y.take(">i"))
-            x.tags()
+            parts = x.array(lambda y: y.take(">i"))
+            x.skip_tags()
             return (tid, parts)
-        out["assignment"] = {tid: sorted(ps) for tid, ps in r.carray(tp)}
-        r.tags()
+        out["assignment"] = {tid: sorted(ps) for tid, ps in r.array(tp)}
+        r.skip_tags()
     return out
 
 
@@ -120,34 +61,34 @@ def describe(sock, groups, version=0):
 
     def tps(x):
         tid = x.uuid()
-        name = x.cstr()
-        parts = x.carray(lambda y: y.take(">i"))
-        x.tags()
+        name = x.string()
+        parts = x.array(lambda y: y.take(">i"))
+        x.skip_tags()
         return (name, sorted(parts))
 
     def assignment(x):
-        v = dict(x.carray(tps))
-        x.tags()
+        v = dict(x.array(tps))
+        x.skip_tags()
         return v
 
     def member(x):
-        m = {"member_id": x.cstr(), "instance_id": x.cstr(), "rack_id": x.cstr(),
-             "epoch": x.take(">i"), "client_id": x.cstr(), "client_host": x.cstr(),
-             "topics": x.carray(lambda y: y.cstr()), "regex": x.cstr(),
+        m = {"member_id": x.string(), "instance_id": x.string(), "rack_id": x.string(),
+             "epoch": x.take(">i"), "client_id": x.string(), "client_host": x.string(),
+             "topics": x.array(lambda y: y.string()), "regex": x.string(),
              "assignment": assignment(x), "target": assignment(x)}
         if version >= 1:
             m["type"] = x.take(">b")
-        x.tags()
+        x.skip_tags()
         return m
 
     def group(x):
-        g = {"error": x.take(">h"), "message": x.cstr(), "group_id": x.cstr(),
-             "state": x.cstr(), "epoch": x.take(">i"), "assignment_epoch": x.take(">i"),
-             "assignor": x.cstr(), "members": x.carray(member), "ops": x.take(">i")}
-        x.tags()
+        g = {"error": x.take(">h"), "message": x.string(), "group_id": x.string(),
+             "state": x.string(), "epoch": x.take(">i"), "assignment_epoch": x.take(">i"),
+             "assignor": x.string(), "members": x.array(member), "ops": x.take(">i")}
+        x.skip_tags()
         return g
 
-    return r.carray(group)
+    return r.array(group)
 
 
 def find_coordinator(sock, group, timeout=30.0):
@@ -160,7 +101,7 @@ def find_coordinator(sock, group, timeout=30.0):
         hdr = struct.pack(">hhih", 10, 0, corr, 4) + b"test"
         g = group.encode()
         sock.sendall(wire.frame(hdr + struct.pack(">h", len(g)) + g))
-        r = _R(wire.recv_frame(sock))
+        r = wire.FlexReader(wire.recv_frame(sock))
         assert r.take(">i") == corr
         err = r.take(">h")
         if err == 0 or time.monotonic() > deadline:
@@ -180,16 +121,16 @@ def offset_commit(sock, group, member_id, epoch, topic, partition, offset):
     def partition_(x):
         x.take(">i")
         err = x.take(">h")
-        x.tags()
+        x.skip_tags()
         return err
 
     def topic_(x):
-        x.cstr()
-        errs = x.carray(partition_)
-        x.tags()
+        x.string()
+        errs = x.array(partition_)
+        x.skip_tags()
         return errs
 
-    return r.carray(topic_)[0][0]
+    return r.array(topic_)[0][0]
 
 
 def offset_fetch(sock, group, member_id, epoch, topic, partition):
@@ -207,25 +148,25 @@ def offset_fetch(sock, group, member_id, epoch, topic, partition):
         x.take(">i")
         off = x.take(">q")
         x.take(">i")
-        x.cstr()
+        x.string()
         err = x.take(">h")
-        x.tags()
+        x.skip_tags()
         return err, off
 
     def topic_(x):
-        x.cstr()
-        parts = x.carray(part)
-        x.tags()
+        x.string()
+        parts = x.array(part)
+        x.skip_tags()
         return parts
 
     def group_(x):
-        x.cstr()
-        topics_ = x.carray(topic_)
+        x.string()
+        topics_ = x.array(topic_)
         err = x.take(">h")
-        x.tags()
+        x.skip_tags()
         return err, topics_
 
-    err, topics_ = r.carray(group_)[0]
+    err, topics_ = r.array(group_)[0]
     if err != 0:
         return err, -1
     return topics_[0][0]
@@ -237,26 +178,26 @@ def finalized_features(host, port):
         corr = next(_corr)
         hdr = struct.pack(">hhih", 18, 3, corr, 4) + b"test" + b"\x00"
         sock.sendall(wire.frame(hdr + _cstr("runnel-it") + _cstr("1.0") + b"\x00"))
-        r = _R(wire.recv_frame(sock))
+        r = wire.FlexReader(wire.recv_frame(sock))
     assert r.take(">i") == corr  # response header v0
     assert r.take(">h") == 0
 
     def api(x):
         x.take(">hhh")
-        x.tags()
+        x.skip_tags()
 
-    r.carray(api)
+    r.array(api)
     r.take(">i")
     out = {}
     for _ in range(r.uvarint()):
         tag = r.uvarint()
-        end = r.uvarint() + r.o
+        end = r.uvarint() + r.off
         if tag == 2:
             def feature(x):
-                name = x.cstr()
+                name = x.string()
                 levels = x.take(">hh")
-                x.tags()
+                x.skip_tags()
                 out[name] = levels
-            r.carray(feature)
-        r.o = end
+            r.array(feature)
+        r.off = end
     return out

@@ -39,26 +39,15 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 # ---- wire encoding for the three ACL APIs ------------------------------------------
 
 
-def uvarint(n):
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
 def enc_str(s, flexible):
     if s is None:
-        return uvarint(0) if flexible else struct.pack(">h", -1)
+        return wire.uvarint(0) if flexible else struct.pack(">h", -1)
     b = s.encode()
-    return (uvarint(len(b) + 1) if flexible else struct.pack(">h", len(b))) + b
+    return (wire.uvarint(len(b) + 1) if flexible else struct.pack(">h", len(b))) + b
 
 
 def enc_array(items, flexible):
-    head = uvarint(len(items) + 1) if flexible else struct.pack(">i", len(items))
+    head = wire.uvarint(len(items) + 1) if flexible else struct.pack(">i", len(items))
     return head + b"".join(items)
 
 
@@ -101,42 +90,12 @@ def describe_acls(sock, version, f, corr=1):
     return acl_request(sock, DESCRIBE_ACLS, version, body, corr)
 
 
-class FlexReader(wire.Reader):
-    """wire.Reader for flexible versions: compact strings and arrays."""
-
-    def uvarint(self):
-        n, shift = 0, 0
-        while True:
-            b = self.take(">B")
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return n
-
-    def string(self):
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        s = self.data[self.off:self.off + n].decode()
-        self.off += n
-        return s
-
-    def array(self, item):
-        n = self.uvarint() - 1
-        return None if n < 0 else [item(self) for _ in range(n)]
-
-    def skip_tags(self):
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.off += self.uvarint()
-
-
 def reader(resp, version):
-    return FlexReader(resp) if version >= 2 else wire.Reader(resp)
+    return wire.FlexReader(resp) if version >= 2 else wire.Reader(resp)
 
 
 def end_struct(r):
-    if isinstance(r, FlexReader):
+    if isinstance(r, wire.FlexReader):
         r.skip_tags()
 
 

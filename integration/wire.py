@@ -139,6 +139,67 @@ class Reader:
         return None if n < 0 else [item(self) for _ in range(n)]
 
 
+def uvarint(n):
+    """n as an unsigned varint (flexible versions' lengths and counts)."""
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if not n:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
+def compact_string(s):
+    """A compact nullable string: length + 1 as a varint, 0 for None."""
+    if s is None:
+        return b"\x00"
+    b = s.encode()
+    return uvarint(len(b) + 1) + b
+
+
+def compact_array(items):
+    """A compact nullable array of already encoded items, 0 for None."""
+    if items is None:
+        return b"\x00"
+    return uvarint(len(items) + 1) + b"".join(items)
+
+
+class FlexReader(Reader):
+    """Reader for flexible versions: compact strings and arrays, tags."""
+
+    def uvarint(self):
+        n, shift = 0, 0
+        while True:
+            b = self.take(">B")
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return n
+
+    def string(self):
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        if self.off + n > len(self.data):
+            raise ValueError("response too short")
+        s = self.data[self.off:self.off + n].decode()
+        self.off += n
+        return s
+
+    def array(self, item):
+        n = self.uvarint() - 1
+        return None if n < 0 else [item(self) for _ in range(n)]
+
+    def uuid(self):
+        return self.take(">16s")
+
+    def skip_tags(self):
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.off += self.uvarint()
+
+
 def metadata_request(version, topics, correlation_id, allow_auto_create=True):
     """Metadata v0..v8 (non-flexible). topics=None asks for all topics (v1+)."""
     assert 0 <= version <= 8
