@@ -17,8 +17,26 @@
 typedef kp_offset_commit_req_offset_commit_request_partition commit_part;
 typedef kp_offset_commit_resp_offset_commit_response_partition commit_result;
 
-/* The group a commit goes to: an existing one that accepts the member and
- * generation, or a new "simple" group for generation -1. */
+/* The group a commit (plain or transactional) from member at generation
+ * goes to: an existing one whose checks accept the member, or a new "simple"
+ * group for a generation below 0. */
+static kp_err group_for_commit(kb_req *req, kp_str group_id, kp_str member_id, kp_str instance_id,
+                               int32_t generation, bool transactional, kb_group **out)
+{
+    kb_groups *gs = kb_gcoord_groups(req->broker);
+    *out = kb_groups_find(gs, group_id);
+    if (*out == NULL) {
+        if (generation >= 0)
+            return KP_ERR_ILLEGAL_GENERATION;
+        return kb_groups_get(gs, group_id, out) == KP_ERR_NONE ? KP_ERR_NONE
+                                                                : KP_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    if ((*out)->cg != NULL)
+        return kb_cgroup_check_commit((*out)->cg, member_id, generation, req->api_version,
+                                      transactional);
+    return kb_group_check_commit(*out, member_id, instance_id, generation);
+}
+
 static kp_err commit_group(kb_req *req, const kp_offset_commit_req *rq, kb_group **out)
 {
     kb_topic *t;
@@ -26,19 +44,8 @@ static kp_err commit_group(kb_req *req, const kp_offset_commit_req *rq, kb_group
         return KP_ERR_INVALID_GROUP_ID;
     if (kb_gcoord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
-    kb_groups *gs = kb_gcoord_groups(req->broker);
-    *out = kb_groups_find(gs, rq->group_id);
-    if (*out == NULL) {
-        if (rq->generation_id_or_member_epoch >= 0)
-            return KP_ERR_ILLEGAL_GENERATION;
-        return kb_groups_get(gs, rq->group_id, out) == KP_ERR_NONE ? KP_ERR_NONE
-                                                                    : KP_ERR_UNKNOWN_SERVER_ERROR;
-    }
-    if ((*out)->cg != NULL)
-        return kb_cgroup_check_commit((*out)->cg, rq->member_id, rq->generation_id_or_member_epoch,
-                                      req->api_version, false);
-    return kb_group_check_commit(*out, rq->member_id, rq->group_instance_id,
-                                 rq->generation_id_or_member_epoch);
+    return group_for_commit(req, rq->group_id, rq->member_id, rq->group_instance_id,
+                            rq->generation_id_or_member_epoch, false, out);
 }
 
 /* When the commit expires: v1 per-partition timestamps, v2-v4 retention. */
@@ -187,19 +194,11 @@ static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, 
         return e;
     if (!kb_txn_has_partition(txn, t->name, kb_offsets_partition_for(rq->group_id, t->npartitions)))
         return KP_ERR_INVALID_TXN_STATE;
-    kb_groups *gs = kb_gcoord_groups(req->broker);
-    *g = kb_groups_find(gs, rq->group_id);
-    if (*g == NULL) {
-        if (rq->generation_id >= 0)
-            return KP_ERR_ILLEGAL_GENERATION;
-        return kb_groups_get(gs, rq->group_id, g) == KP_ERR_NONE ? KP_ERR_NONE
-                                                                 : KP_ERR_UNKNOWN_SERVER_ERROR;
-    }
-    if ((*g)->cg != NULL)
-        return kb_cgroup_check_commit((*g)->cg, rq->member_id, rq->generation_id,
-                                      req->api_version, true);
-    e = kb_group_check_commit(*g, rq->member_id, rq->group_instance_id, rq->generation_id);
-    return e == KP_ERR_REBALANCE_IN_PROGRESS ? KP_ERR_NONE : e; /* allowed in a transaction */
+    e = group_for_commit(req, rq->group_id, rq->member_id, rq->group_instance_id,
+                         rq->generation_id, true, g);
+    /* A classic group's rebalance does not stop a transactional commit (the
+     * consumer protocol's checks never answer REBALANCE_IN_PROGRESS). */
+    return e == KP_ERR_REBALANCE_IN_PROGRESS ? KP_ERR_NONE : e;
 }
 
 /* Shapes the response like the request; every partition gets err. */

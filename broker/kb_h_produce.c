@@ -428,14 +428,16 @@ static void part_init(kb_req *req, kb_topic *t, int16_t terr, bool acks_ok,
     p->codec = topic_codec(req->broker->cfg, t);
 }
 
-/* Whether any partition carries a transactional batch (attributes bit 4 of
- * a magic 2 batch; Kafka's RequestUtils.hasTransactionalRecords). */
+/* Whether any partition carries a transactional batch (the attribute bit in
+ * the low byte of a magic 2 batch's big-endian attributes; Kafka's
+ * RequestUtils.hasTransactionalRecords). */
 static bool has_transactional(const kp_produce_req *rq)
 {
     for (int32_t i = 0; i < rq->topic_data.n; i++)
         for (int32_t j = 0; j < rq->topic_data.v[i].partition_data.n; j++) {
             kp_records r = rq->topic_data.v[i].partition_data.v[j].records;
-            if (r.len > 22 && r.p[16] == 2 && (r.p[22] & 0x10) != 0)
+            if (r.len > KP_BATCH_OFF_ATTRIBUTES + 1 && r.p[KP_BATCH_OFF_MAGIC] == 2 &&
+                (r.p[KP_BATCH_OFF_ATTRIBUTES + 1] & KP_BATCH_ATTR_TRANSACTIONAL) != 0)
                 return true;
         }
     return false;
