@@ -24,7 +24,8 @@
  *   5. Members <= min(env.max_size, KB_CGROUP_MAX_MEMBERS); a subscription
  *      holds <= KB_CGROUP_MAX_TOPICS names of <= KB_CGROUP_TOPIC_NAME_MAX bytes
  *      (INVALID_REQUEST beyond; Kafka has no such caps) and a regex <=
- *      KB_CGROUP_MAX_REGEX bytes; owned partitions in a request <=
+ *      KB_CGROUP_MAX_REGEX bytes that expand to <= KB_CGROUP_REGEX_EXPANSION
+ *      through counted repetitions; owned partitions in a request <=
  *      KB_CGROUP_MAX_OWNED.
  *   6. Every set (kb_cg_set) is sorted by (topic id, partition), no repeats.
  *
@@ -59,6 +60,7 @@
 #define KB_CGROUP_MAX_MEMBERS      10000
 #define KB_CGROUP_MAX_TOPICS       10000
 #define KB_CGROUP_MAX_REGEX        1024
+#define KB_CGROUP_REGEX_EXPANSION  16384 /* regex bytes x repetition counts */
 #define KB_CGROUP_TOPIC_NAME_MAX   249 /* a longer subscribed name is refused */
 #define KB_CGROUP_MAX_OWNED        200000
 #define KB_CGROUP_REFRESH_MS       1000 /* subscribed topic metadata re-read at most this often */

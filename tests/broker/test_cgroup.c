@@ -430,6 +430,14 @@ START_TEST(test_cgroup_request_validation)
     ck_assert_int_eq(send(h, 0).err, KP_ERR_INVALID_REGULAR_EXPRESSION);
     h = hb_join("a", NULL, "((a{1,100}){1,100})");  /* would expand 10000-fold */
     ck_assert_int_eq(send(h, 0).err, KP_ERR_INVALID_REGULAR_EXPRESSION);
+    /* 513 bytes repeated {1000}: half a second and 570 MB in regcomp */
+    static char wide[600];
+    size_t n = (size_t)snprintf(wide, sizeof(wide), "((");
+    for (int i = 0; i < 250; i++)
+        n += (size_t)snprintf(wide + n, sizeof(wide) - n, "a|");
+    snprintf(wide + n, sizeof(wide) - n, "b){1000})");
+    h = hb_join("a", NULL, wide);
+    ck_assert_int_eq(send(h, 0).err, KP_ERR_INVALID_REGULAR_EXPRESSION);
     ck_assert_int_eq(cg->group_epoch, 0); /* refused before any member was made */
     h = hb_join("a", NULL, "or{1,3}ders{0,1}");
     ck_assert_int_eq(send(h, 0).err, KP_ERR_NONE);
