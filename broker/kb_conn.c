@@ -347,6 +347,11 @@ static void conn_flush(kb_conn *c)
         out_free(o);
     }
     c->write_blocked = false;
+    if (c->out_head == NULL) { /* all sent: an idle connection keeps no copy buffer */
+        free(c->copy_buf);
+        c->copy_buf = NULL;
+        c->copy_len = c->copy_off = 0;
+    }
     if (c->close_after_send && c->out_head == NULL && !c->closing) {
         kb_conn_close(c, "closed after the last response");
         return;

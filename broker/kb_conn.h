@@ -94,7 +94,8 @@ struct kb_conn {
     /* Copy path: bytes read from the current file chunk and not yet taken
      * by the socket. They stay at one address until taken, because a TLS
      * write retried over kernel TLS resends from its first pointer
-     * (kb_tls.h invariant 3). Allocated on first use, freed with c. */
+     * (kb_tls.h invariant 3). Allocated on first use, freed whenever the
+     * output queue drains (its bytes are all sent then). */
     uint8_t *copy_buf;
     size_t copy_len; /* bytes read into copy_buf */
     size_t copy_off; /* of those, bytes already sent */
