@@ -5,7 +5,7 @@
  * ftruncate it appends an undo record (the bytes and file size the call is
  * about to replace) to the journal $POWERLOSS_LOG, and after each
  * successful fdatasync/fsync a sync record. After the process is killed,
- * integration/powerloss.py replays the journal backwards and undoes every
+ * integration/test_powerloss.py replays the journal backwards and undoes every
  * write that no completed sync covered: the files are left as a disk would
  * hold them after losing power at the moment of the kill.
  *
@@ -18,6 +18,8 @@
  * the sequence number taken when the sync started, so writes racing with a
  * sync are never counted as covered by it. Directory entries (create,
  * rename, unlink) are not journaled: only file contents are simulated.
+ * A record takes several write calls, so the kill can cut the last one
+ * short; the reader drops such a tail (its write or sync never happened).
  *
  * Threading: the journal is guarded by a mutex (the broker syncs on a
  * helper thread). Errors: journaling failures abort the process, so a test
