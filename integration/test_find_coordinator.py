@@ -17,25 +17,6 @@ NONE = 0
 RETRIABLE = (14, 15)
 
 
-def uvarint(r):
-    shift = n = 0
-    while True:
-        b = r.take(">B")
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return n
-        shift += 7
-
-
-def compact_string(r):
-    n = uvarint(r) - 1
-    if n < 0:
-        return None
-    s = r.data[r.off:r.off + n].decode()
-    r.off += n
-    return s
-
-
 def find_v1(sock, group, key_type=0):
     """-> (error code, error message) of FindCoordinator v1 for a group."""
     g = group.encode()
@@ -54,20 +35,22 @@ def find_v4(sock, groups):
         body += bytes([len(g) + 1]) + g.encode()
     body += b"\x00"
     sock.sendall(wire.frame(wire.request_header(FIND_COORDINATOR, 4, 2, flexible=True) + body))
-    r = wire.Reader(wire.recv_frame(sock))
+    r = wire.FlexReader(wire.recv_frame(sock))
     assert r.take(">i") == 2
-    assert uvarint(r) == 0  # response header tags
+    r.skip_tags()  # response header
     r.take(">i")  # throttle
-    out = []
-    for _ in range(uvarint(r) - 1):
-        key = compact_string(r)
+
+    def coordinator(r):
+        key = r.string()
         r.take(">i")  # node id
-        compact_string(r)  # host
+        r.string()  # host
         r.take(">i")  # port
         code = r.take(">h")
-        out.append((key, code, compact_string(r)))
-        assert uvarint(r) == 0
-    return out
+        message = r.string()
+        r.skip_tags()
+        return key, code, message
+
+    return r.array(coordinator)
 
 
 def test_find_coordinator_error_message(broker):
