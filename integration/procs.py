@@ -188,6 +188,17 @@ def wait_until(predicate, timeout, interval=0.05, what="condition"):
         time.sleep(interval)
 
 
+def serving(broker):
+    """For a module fixture: starts broker, yields it, and at the end stops it
+    with SIGTERM (clean exit asserted) if it is still running."""
+    broker.start()
+    try:
+        yield broker
+    finally:
+        if broker.alive():
+            broker.stop()
+
+
 class BrokerProcess:
     """A broker child process with a fixed address and data directory.
 

@@ -1,11 +1,19 @@
-"""Test certificates (made with the openssl CLI) and a multi-listener Runnel
-broker for the TLS and SASL integration tests (test_security.py)."""
+"""Test certificates (made with the openssl CLI), a multi-listener Runnel
+broker for the TLS and SASL integration tests (test_security.py), and a
+PLAINTEXT + SASL_PLAINTEXT (PLAIN) broker for either target with the raw
+SASL exchanges that log in to it (test_acls.py, test_delegation_tokens.py)."""
 
+import struct
 import subprocess
 from pathlib import Path
 
 import procs
-from runnel_broker import RunnelBroker
+import wire
+from kafka_real import KafkaReal
+from runnel_broker import RunnelBroker, runnel_bin
+
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
 
 KEY_PASSWORD = "keystore-pass"
 PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-plain"}
@@ -108,3 +116,82 @@ class SecureBroker(RunnelBroker):
 
     def addr(self, listener):
         return "127.0.0.1:%d" % self.ports[listener]
+
+
+# ---- PLAIN over SASL_PLAINTEXT, on either target ----------------------------------------------
+
+
+def _sasl_plain_props(users, props):
+    p = {"sasl.enabled.mechanisms": "PLAIN",
+         "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(users)}
+    p.update(props or {})
+    return p
+
+
+class SaslPlainRunnel(RunnelBroker):
+    """Runnel with a PLAINTEXT listener (the harness's readiness port) and a
+    SASL_PLAINTEXT listener offering PLAIN to users {name: password}."""
+
+    def __init__(self, datadir, users, props=None):
+        self.ports = {"PLAINTEXT": procs.free_port(), "SASL_PLAINTEXT": procs.free_port()}
+        listeners = ",".join("%s://127.0.0.1:%d" % kv for kv in self.ports.items())
+        overrides = dict(_sasl_plain_props(users, props), listeners=listeners, **{
+            "advertised.listeners": listeners,
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"})
+        super().__init__(datadir, port=self.ports["PLAINTEXT"], binary=runnel_bin(),
+                         overrides=overrides)
+        self.sasl_port = self.ports["SASL_PLAINTEXT"]
+
+    def addr(self, listener):
+        return "127.0.0.1:%d" % self.ports[listener]
+
+
+class SaslPlainKafka(KafkaReal):
+    """Apache Kafka with the same two listeners as SaslPlainRunnel."""
+
+    def __init__(self, datadir, users, props=None):
+        self.sasl_port = procs.free_port()
+        super().__init__(datadir, extra_props=_sasl_plain_props(users, props),
+                         extra_listeners={"SASL_PLAINTEXT": ("SASL_PLAINTEXT", self.sasl_port)})
+        self.ports = {"PLAINTEXT": self.port, "SASL_PLAINTEXT": self.sasl_port}
+
+    def addr(self, listener):
+        return "127.0.0.1:%d" % self.ports[listener]
+
+
+def sasl_plain_broker(target, datadir, users, props=None):
+    """An unstarted SaslPlainRunnel or SaslPlainKafka, as the target says."""
+    cls = SaslPlainKafka if target == "kafka" else SaslPlainRunnel
+    return cls(datadir, users, props)
+
+
+def _str(s):
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def handshake(sock, mechanism, version=1, corr=1):
+    """SaslHandshake by hand: -> (error code, mechanisms offered)."""
+    sock.sendall(wire.frame(wire.request_header(SASL_HANDSHAKE, version, corr) + _str(mechanism)))
+    r = wire.Reader(wire.recv_frame(sock))
+    assert r.take(">i") == corr
+    err = r.take(">h")
+    return err, r.array(wire.Reader.string)
+
+
+def authenticate(sock, token, corr=2):
+    """SaslAuthenticate v1 by hand: -> (error code, error message)."""
+    body = struct.pack(">i", len(token)) + token
+    sock.sendall(wire.frame(wire.request_header(SASL_AUTHENTICATE, 1, corr) + body))
+    r = wire.Reader(wire.recv_frame(sock))
+    assert r.take(">i") == corr
+    err = r.take(">h")
+    return err, r.string()
+
+
+def plain_login(b, user, password):
+    """A socket to b's SASL_PLAINTEXT listener, logged in with PLAIN."""
+    s = wire.connect(b.host, b.sasl_port)
+    assert handshake(s, "PLAIN") == (0, ["PLAIN"])
+    assert authenticate(s, b"\0%s\0%s" % (user.encode(), password.encode()))[0] == 0
+    return s

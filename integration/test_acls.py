@@ -19,10 +19,8 @@ import pytest
 import procs
 import wire
 from conftest import missing, require_exe, require_module
-from kafka_real import KafkaReal, jars_present
-from runnel_broker import RunnelBroker, runnel_bin
-from security import plain_jaas
-from test_security import authenticate, handshake
+from kafka_real import jars_present
+from security import plain_login, sasl_plain_broker
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -161,33 +159,12 @@ def test_kafka_acls_list_without_authorizer(broker, kafka_jars):
 # ---- with the StandardAuthorizer -------------------------------------------------
 
 
-class RunnelAuthz(RunnelBroker):
-    def __init__(self, datadir, props):
-        self.sasl_port = procs.free_port()
-        port = procs.free_port()
-        listeners = "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d" % (
-            port, self.sasl_port)
-        overrides = dict(props, listeners=listeners, **{
-            "advertised.listeners": listeners,
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"})
-        super().__init__(datadir, port=port, binary=runnel_bin(), overrides=overrides)
-
-
-class KafkaAuthz(KafkaReal):
-    def __init__(self, datadir, props):
-        self.sasl_port = procs.free_port()
-        super().__init__(datadir, extra_props=props,
-                         extra_listeners={"SASL_PLAINTEXT": ("SASL_PLAINTEXT", self.sasl_port)})
-
-
 def authz_props():
     return {
         "authorizer.class.name": AUTHORIZER,
         # ANONYMOUS: the PLAINTEXT listener (Kafka's own controller and broker
         # talk there) and the raw-protocol probes.
         "super.users": "User:admin;User:ANONYMOUS",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(USERS),
     }
 
 
@@ -198,15 +175,7 @@ def authz(target, tmp_path_factory):
         require_exe("java")
         if not jars_present():
             missing("Kafka jars in %s" % procs.JARS)
-        b = KafkaAuthz(base / "data", authz_props())
-    else:
-        b = RunnelAuthz(base / "data", authz_props())
-    b.start()
-    try:
-        yield b
-    finally:
-        if b.alive():
-            b.stop()
+    yield from procs.serving(sasl_plain_broker(target, base / "data", USERS, authz_props()))
 
 
 @pytest.fixture(scope="module")
@@ -356,10 +325,7 @@ def test_unknown_code_closes_connection(authz, api):
 
 
 def sasl_login(b, user):
-    s = wire.connect(b.host, b.sasl_port)
-    assert handshake(s, "PLAIN") == (0, ["PLAIN"])
-    assert authenticate(s, b"\0%s\0%s" % (user.encode(), USERS[user].encode()))[0] == 0
-    return s
+    return plain_login(b, user, USERS[user])
 
 
 def test_acl_apis_need_cluster_permissions(authz, ck, clean_acls):

@@ -38,12 +38,7 @@ def broker(target, tmp_path_factory):
         b = KafkaReal(base / "data", extra_props=OVERRIDES)
     else:
         b = RunnelBroker(base / "data", binary=runnel_bin(), overrides=OVERRIDES)
-    b.start()
-    try:
-        yield b
-    finally:
-        if b.alive():
-            b.stop()
+    yield from procs.serving(b)
 
 
 @pytest.fixture(scope="module")

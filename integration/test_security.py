@@ -26,10 +26,9 @@ import wire
 from conftest import require_exe, require_module
 from kafka_real import KafkaReal, jars_present
 from runnel_broker import runnel_bin
-from security import PLAIN_USERS, Certs, SecureBroker, plain_jaas
+from security import (PLAIN_USERS, SASL_AUTHENTICATE, SASL_HANDSHAKE, Certs, SaslPlainKafka,
+                      SecureBroker, authenticate, handshake)
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
 UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
 SASL_AUTHENTICATION_FAILED = 58
@@ -47,12 +46,7 @@ def _running(tmp_path_factory, name, certs, extra=None):
     """Yields a started SecureBroker and stops it (clean exit asserted)."""
     b = SecureBroker(tmp_path_factory.mktemp(name) / "data", certs, extra=extra,
                      binary=runnel_bin())
-    b.start()
-    try:
-        yield b
-    finally:
-        if b.alive():
-            b.stop()
+    yield from procs.serving(b)
 
 
 @pytest.fixture(scope="module")
@@ -318,50 +312,6 @@ def test_scram_user_survives_restart(sec, certs, node_runner, scram_user, topic_
 # --- SASL: the exchange by hand ---------------------------------------------------------------
 
 
-def _str(s):
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
-
-
-def handshake(sock, mechanism, version=1, corr=1):
-    sock.sendall(wire.frame(wire.request_header(SASL_HANDSHAKE, version, corr) + _str(mechanism)))
-    r = wire.Reader(wire.recv_frame(sock))
-    assert r.take(">i") == corr
-    err = r.take(">h")
-    return err, r.array(wire.Reader.string)
-
-
-def authenticate(sock, token, corr=2):
-    body = struct.pack(">i", len(token)) + token
-    sock.sendall(wire.frame(wire.request_header(SASL_AUTHENTICATE, 1, corr) + body))
-    r = wire.Reader(wire.recv_frame(sock))
-    assert r.take(">i") == corr
-    err = r.take(">h")
-    return err, r.string()
-
-
-class KafkaSasl(KafkaReal):
-    """Apache Kafka with a SASL_PLAINTEXT listener offering PLAIN, as the
-    Runnel broker's SASL_PLAINTEXT listener does."""
-
-    def __init__(self, datadir):
-        super().__init__(datadir)
-        self.ports = {"PLAINTEXT": self.port, "SASL_PLAINTEXT": procs.free_port()}
-
-    def properties(self):
-        p = super().properties()
-        sasl = "SASL_PLAINTEXT://127.0.0.1:%d" % self.ports["SASL_PLAINTEXT"]
-        p["listeners"] += "," + sasl
-        p["advertised.listeners"] += "," + sasl
-        p["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
-        p["sasl.enabled.mechanisms"] = "PLAIN"
-        p["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = plain_jaas(PLAIN_USERS)
-        return p
-
-    def addr(self, listener):
-        return "127.0.0.1:%d" % self.ports[listener]
-
-
 @pytest.fixture(scope="module")
 def sasl_broker(target, tmp_path_factory, request):
     """The broker the raw exchanges talk to: Runnel's SecureBroker, or Kafka."""
@@ -371,12 +321,8 @@ def sasl_broker(target, tmp_path_factory, request):
     require_exe("java")
     if not jars_present():
         pytest.skip("Kafka jars missing")
-    b = KafkaSasl(tmp_path_factory.mktemp("security-kafka") / "data")
-    b.start()
-    try:
-        yield b
-    finally:
-        b.stop()
+    yield from procs.serving(
+        SaslPlainKafka(tmp_path_factory.mktemp("security-kafka") / "data", PLAIN_USERS))
 
 
 @pytest.fixture
