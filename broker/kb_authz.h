@@ -85,6 +85,7 @@
  *   CreateAcls,          CLUSTER ALTER                      CLUSTER_AUTHORIZATION_FAILED
  *   DeleteAcls                                              per entry
  *   ApiVersions, SASL    none
+ *   Delegation tokens    none: tokens are off (kb_h_tokens.c)
  *
  * Invariants:
  *   1. With no authorizer every check allows and no ACL code runs.
