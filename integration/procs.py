@@ -13,7 +13,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEPS = REPO / "integration" / ".deps"
-JARS = DEPS / "jars"
+# The Kafka jars: the clients and tools the Java tests run, and the broker
+# --target=kafka starts. RUNNEL_KAFKA_JARS points at another release's jars
+# (e.g. fetched with integration/java/pom.xml and -Dkafka.version=...).
+JARS = Path(os.environ.get("RUNNEL_KAFKA_JARS") or DEPS / "jars")
 # Go: GOPATH (module cache, build cache), a toolchain when the machine's go is
 # too old (both from .ci/install-deps --test), and the built goclients.
 GO_DEPS = DEPS / "go"
