@@ -125,21 +125,29 @@ public class Kip848Tool {
         }
     }
 
-    /** Waits until n records were read and the live members own every partition once. */
-    static void await(List<Member> live, AtomicInteger consumed, int n, int partitions)
-            throws Exception {
+    /** Waits until n records were read, the live members own every partition once and
+     *  each owns some (the first to join may briefly own all); returns what each member
+     *  owned at that moment (member id to partitions). */
+    static Map<Integer, Set<Integer>> await(List<Member> live, AtomicInteger consumed, int n,
+                                            int partitions) throws Exception {
         long deadline = System.currentTimeMillis() + WAIT_MS;
         while (true) {
+            Map<Integer, Set<Integer>> owners = new TreeMap<>();
             Set<Integer> all = new HashSet<>();
             int total = 0;
+            boolean everyoneOwns = true;
             for (Member m : live) {
                 if (m.failure != null)
                     throw new RuntimeException("member " + m.id + " failed", m.failure);
-                all.addAll(m.owned);
-                total += m.owned.size();
+                Set<Integer> owned = m.owned;
+                owners.put(m.id, owned);
+                all.addAll(owned);
+                total += owned.size();
+                everyoneOwns &= !owned.isEmpty();
             }
-            if (consumed.get() >= n && all.size() == partitions && total == partitions)
-                return;
+            if (consumed.get() >= n && all.size() == partitions && total == partitions
+                && everyoneOwns)
+                return owners;
             if (System.currentTimeMillis() > deadline)
                 throw new RuntimeException("timed out: consumed=" + consumed.get() + " owned="
                                            + total + "/" + all.size());
@@ -147,12 +155,12 @@ public class Kip848Tool {
         }
     }
 
-    static void printMembers(List<Member> live) {
-        for (Member m : live) {
+    static void printMembers(Map<Integer, Set<Integer>> owners) {
+        for (Map.Entry<Integer, Set<Integer>> e : owners.entrySet()) {
             StringBuilder sb = new StringBuilder();
-            for (int p : m.owned)
+            for (int p : e.getValue())
                 sb.append(sb.length() > 0 ? "," : "").append(p);
-            System.out.println("member " + m.id + " " + sb);
+            System.out.println("member " + e.getKey() + " " + sb);
         }
     }
 
@@ -206,17 +214,17 @@ public class Kip848Tool {
             live.add(m);
             m.thread.start();
         }
-        await(live, consumed, perPhase, partitions);
+        Map<Integer, Set<Integer>> owners = await(live, consumed, perPhase, partitions);
         System.out.println("phase1 consumed=" + consumed.get() + " dupes=" + dupes.get());
         describe(bootstrap, group);
-        printMembers(live);
+        printMembers(owners);
         Member leaving = live.remove(0);
         leaving.stop.set(true);
         leaving.thread.join(WAIT_MS);
         produce(bootstrap, topic, partitions, perPhase, perPhase);
-        await(live, consumed, 2 * perPhase, partitions);
+        owners = await(live, consumed, 2 * perPhase, partitions);
         System.out.println("phase2 consumed=" + consumed.get() + " dupes=" + dupes.get());
-        printMembers(live);
+        printMembers(owners);
         for (Member m : live)
             m.stop.set(true);
         for (Member m : live)
