@@ -13,6 +13,7 @@ The jars come from `.ci/install-deps --test` (integration/java/pom.xml).
 """
 
 import base64
+import itertools
 import signal
 import time
 import uuid
@@ -124,26 +125,14 @@ class KafkaReal(BrokerProcess):
         super().wait_ready()  # the port accepts
         # Kafka's listener accepts before the broker serves requests: wait until
         # Metadata shows this broker registered and a controller elected.
-        deadline = time.monotonic() + self.start_timeout
-        corr = 1
-        last = None
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError("kafka exited with %s during start-up\n%s"
-                                   % (self.proc.returncode, self.log_tail()))
-            try:
-                with wire.connect(self.host, self.port, timeout=5) as s:
-                    brokers, controller = wire.metadata_v1_brokers(s, corr)
-                if brokers and controller >= 0:
-                    return
-                last = (brokers, controller)
-            except (OSError, ValueError) as e:
-                last = e
-            corr += 1
-            if time.monotonic() >= deadline:
-                raise TimeoutError("kafka not ready within %.0fs (last: %r)\n%s"
-                                   % (self.start_timeout, last, self.log_tail()))
-            time.sleep(0.2)
+        corr = itertools.count(1)
+
+        def registered():
+            with wire.connect(self.host, self.port, timeout=5) as s:
+                brokers, controller = wire.metadata_v1_brokers(s, next(corr))
+            return bool(brokers) and controller >= 0, (brokers, controller)
+
+        self.wait_serving(registered, "kafka")
 
 
 def main(argv=None):

@@ -277,6 +277,28 @@ class BrokerProcess:
                                    % (self.bootstrap, self.start_timeout, self.log_tail()))
             time.sleep(0.02)
 
+    def wait_serving(self, probe, what, interval=0.2):
+        """For wait_ready after the port accepts: call probe() until it says the
+        process serves, within start_timeout. probe returns (ready, state),
+        state being shown if time runs out; OSError and ValueError count as
+        not ready."""
+        deadline = time.monotonic() + self.start_timeout
+        last = None
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError("%s exited with %s during start-up\n%s"
+                                   % (what, self.proc.returncode, self.log_tail()))
+            try:
+                ready, last = probe()
+                if ready:
+                    return
+            except (OSError, ValueError) as e:
+                last = e
+            if time.monotonic() >= deadline:
+                raise TimeoutError("%s not ready within %.0fs (last: %r)\n%s"
+                                   % (what, self.start_timeout, last, self.log_tail()))
+            time.sleep(interval)
+
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
