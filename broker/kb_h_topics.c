@@ -120,6 +120,7 @@ static kp_err create_one(kb_req *req, const kp_create_topics_req *rq, const crea
 {
     kb_msgbuf msg = {{0}};
     out->name = ct->name;
+    out->error_message = KP_STR_NULL; /* Kafka: null unless the topic failed */
     int32_t partitions = -1;
     int16_t replication = -1;
     kp_err e;
@@ -144,6 +145,8 @@ static kp_err create_one(kb_req *req, const kp_create_topics_req *rq, const crea
                 out->topic_id = t->id;
                 KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic created\" topic=%s partitions=%d",
                        t->name, t->npartitions);
+            } else {
+                kb_uuid_random(&out->topic_id); /* validate_only: a fresh id, as Kafka */
             }
             /* Configs only for a principal that may DESCRIBE_CONFIGS (Kafka). */
             if (!kb_authz(req, KB_OP_DESCRIBE_CONFIGS, KB_RES_TOPIC, ct->name)) {

@@ -61,7 +61,7 @@ void kb_uuid_format(const kp_uuid *u, char out[23])
     out[o] = '\0';
 }
 
-static void uuid_random(kp_uuid *u)
+void kb_uuid_random(kp_uuid *u)
 {
     do {
         if (getrandom(u->b, sizeof(u->b), 0) != (ssize_t)sizeof(u->b)) {
@@ -72,7 +72,9 @@ static void uuid_random(kp_uuid *u)
         }
         u->b[6] = (uint8_t)((u->b[6] & 0x0f) | 0x40); /* version 4 */
         u->b[8] = (uint8_t)((u->b[8] & 0x3f) | 0x80);
-    } while (kp_uuid_is_zero(u));
+        /* Kafka's Uuid.randomUuid(): never zero, never printed with a leading
+         * '-' (62 in base64url), which command lines would take for an option. */
+    } while (kp_uuid_is_zero(u) || u->b[0] >> 2 == 62);
 }
 
 static void uuid_hex(const kp_uuid *u, char out[33])
@@ -558,7 +560,7 @@ kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
 
     kp_uuid id;
     do
-        uuid_random(&id);
+        kb_uuid_random(&id);
     while (kb_topics_find_id(ts, &id) != NULL);
     kb_topic *t = topic_new(name.p, (size_t)name.len, &id, partitions);
     if (t == NULL)
@@ -612,12 +614,12 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
                                 kb_msgbuf *msg)
 {
     if (total < t->npartitions) {
-        kb_msgf(msg, "Topic currently has %d partitions, which is higher than the requested %d.",
-             t->npartitions, total);
+        kb_msgf(msg, "The topic %s currently has %d partition(s); %d would not be an increase.",
+                t->name, t->npartitions, total);
         return KP_ERR_INVALID_PARTITIONS;
     }
     if (total == t->npartitions) {
-        kb_msgf(msg, "Topic already has %d partitions.", t->npartitions);
+        kb_msgf(msg, "Topic already has %d partition(s).", t->npartitions);
         return KP_ERR_INVALID_PARTITIONS;
     }
     if (total > KB_TOPIC_MAX_PARTITIONS) {
@@ -719,11 +721,11 @@ static kp_err meta_load_or_create(kb_topics *ts, char *err, size_t errlen)
         snprintf(ts->cluster_id, sizeof(ts->cluster_id), "%.63s", ts->cfg->cluster_id);
     } else {
         kp_uuid u;
-        uuid_random(&u);
+        kb_uuid_random(&u);
         kb_uuid_format(&u, ts->cluster_id);
     }
     kp_uuid dir_id;
-    uuid_random(&dir_id);
+    kb_uuid_random(&dir_id);
     char dir_id_s[23], body[512];
     kb_uuid_format(&dir_id, dir_id_s);
     int len = snprintf(body, sizeof(body),

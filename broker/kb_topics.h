@@ -130,5 +130,8 @@ void kb_value_unescape(char *v);
 
 /* Formats a uuid the way Kafka prints one (base64url, no padding). */
 void kb_uuid_format(const kp_uuid *u, char out[23]);
+/* A random (version 4) uuid as Kafka's Uuid.randomUuid() makes one: never
+ * zero and never formatted with a leading '-'. */
+void kb_uuid_random(kp_uuid *u);
 
 #endif

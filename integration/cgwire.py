@@ -17,14 +17,7 @@ def _carray(items, enc):
 
 
 def _call(sock, api_key, version, body):
-    corr = next(_corr)
-    hdr = struct.pack(">hhih", api_key, version, corr, 4) + b"test" + b"\x00"
-    sock.sendall(wire.frame(hdr + body))
-    resp = wire.recv_frame(sock)
-    r = wire.FlexReader(resp)
-    assert r.take(">i") == corr
-    r.skip_tags()
-    return r
+    return wire.flex_call(sock, api_key, version, body, next(_corr))
 
 
 def heartbeat(sock, group, member_id="", epoch=0, instance=None, rack=None, rebalance=-1,

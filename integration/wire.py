@@ -200,6 +200,18 @@ class FlexReader(Reader):
             self.off += self.uvarint()
 
 
+def flex_call(sock, api_key, version, body, correlation_id, client_id="test"):
+    """Send a request of a flexible version (header v2) with body already
+    encoded, and return a FlexReader past the response header (v1)."""
+    cid = client_id.encode()
+    hdr = struct.pack(">hhih", api_key, version, correlation_id, len(cid)) + cid + b"\x00"
+    sock.sendall(frame(hdr + body))
+    r = FlexReader(recv_frame(sock))
+    assert r.take(">i") == correlation_id
+    r.skip_tags()
+    return r
+
+
 def metadata_request(version, topics, correlation_id, allow_auto_create=True):
     """Metadata v0..v8 (non-flexible). topics=None asks for all topics (v1+)."""
     assert 0 <= version <= 8

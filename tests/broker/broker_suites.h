@@ -13,6 +13,7 @@ Suite *log_suite(void);
 Suite *props_suite(void);
 Suite *pidstate_suite(void);
 Suite *sasl_suite(void);
+Suite *topics_suite(void);
 Suite *txn_suite(void);
 
 /* Runs fn with stderr sent to a temporary file; returns what it wrote

@@ -14,6 +14,7 @@ int main(void)
     srunner_add_suite(sr, pidstate_suite());
     srunner_add_suite(sr, admin_suite());
     srunner_add_suite(sr, sasl_suite());
+    srunner_add_suite(sr, topics_suite());
     srunner_add_suite(sr, txn_suite());
     srunner_add_suite(sr, acl_suite());
     srunner_run_all(sr, CK_NORMAL);
