@@ -217,6 +217,8 @@ typedef struct kb_config {
     int64_t log_cleaner_backoff_ms;         /* pause between cleaner passes */
     int64_t log_cleaner_dedupe_buffer_size; /* bytes for the cleaner's offset map */
     kb_timestamp_type log_message_timestamp_type;
+    int64_t log_message_timestamp_after_max_ms;  /* how far ahead of the broker's clock */
+    int64_t log_message_timestamp_before_max_ms; /* how far behind it */
     kb_compression compression_type;
 
     /* coordinators */

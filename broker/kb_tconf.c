@@ -8,9 +8,22 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum cfg_type { T_LONG, T_INT, T_BOOL, T_DOUBLE, T_STRING, T_POLICY, T_TSTYPE, T_COMP } cfg_type;
+typedef enum cfg_type {
+    T_LONG,
+    T_INT,
+    T_BOOL,
+    T_DOUBLE,
+    T_STRING,
+    T_LIST,
+    T_POLICY,
+    T_TSTYPE,
+    T_COMP
+} cfg_type;
 
-/* Sorted by key. dflt is Kafka's default, used when no broker key derives it. */
+/* Kafka 4.1's topic configs (LogConfig), sorted by key. dflt is Kafka's
+ * default, used when no broker key derives it. Kafka 4.0 removed
+ * message.format.version, message.downconversion.enable and
+ * message.timestamp.difference.max.ms: they are unknown keys, as there. */
 static const struct {
     const char *key;
     cfg_type type;
@@ -26,18 +39,15 @@ static const struct {
     {"file.delete.delay.ms", T_LONG, 0, "60000"},
     {"flush.messages", T_LONG, 1, "9223372036854775807"},
     {"flush.ms", T_LONG, 0, "9223372036854775807"},
-    {"follower.replication.throttled.replicas", T_STRING, 0, ""},
+    {"follower.replication.throttled.replicas", T_LIST, 0, ""},
     {"index.interval.bytes", T_INT, 0, "4096"},
-    {"leader.replication.throttled.replicas", T_STRING, 0, ""},
+    {"leader.replication.throttled.replicas", T_LIST, 0, ""},
     {"local.retention.bytes", T_LONG, -2, "-2"},
     {"local.retention.ms", T_LONG, -2, "-2"},
     {"max.compaction.lag.ms", T_LONG, 1, "9223372036854775807"},
     {"max.message.bytes", T_INT, 0, "1048588"},
-    {"message.downconversion.enable", T_BOOL, 0, "true"},
-    {"message.format.version", T_STRING, 0, "3.0-IV1"},
-    {"message.timestamp.after.max.ms", T_LONG, 0, "9223372036854775807"},
+    {"message.timestamp.after.max.ms", T_LONG, 0, "3600000"},
     {"message.timestamp.before.max.ms", T_LONG, 0, "9223372036854775807"},
-    {"message.timestamp.difference.max.ms", T_LONG, 0, "9223372036854775807"},
     {"message.timestamp.type", T_TSTYPE, 0, "CreateTime"},
     {"min.cleanable.dirty.ratio", T_DOUBLE, 0, "0.5"},
     {"min.compaction.lag.ms", T_LONG, 0, "0"},
@@ -97,6 +107,7 @@ static bool value_ok(cfg_type t, int64_t min, const char *v, const char **expect
                strcmp(v, "lz4") == 0 || strcmp(v, "snappy") == 0 || strcmp(v, "gzip") == 0 ||
                strcmp(v, "producer") == 0;
     case T_STRING:
+    case T_LIST:
         *expected = "a string";
         return true;
     }
@@ -159,8 +170,8 @@ int8_t kb_tconf_type(size_t i)
 {
     static const int8_t wire[] = {
         [T_LONG] = KB_CT_LONG,     [T_INT] = KB_CT_INT,    [T_BOOL] = KB_CT_BOOLEAN,
-        [T_DOUBLE] = KB_CT_DOUBLE, [T_STRING] = KB_CT_STRING, [T_POLICY] = KB_CT_LIST,
-        [T_TSTYPE] = KB_CT_STRING, [T_COMP] = KB_CT_STRING,
+        [T_DOUBLE] = KB_CT_DOUBLE, [T_STRING] = KB_CT_STRING, [T_LIST] = KB_CT_LIST,
+        [T_POLICY] = KB_CT_LIST,   [T_TSTYPE] = KB_CT_STRING, [T_COMP] = KB_CT_STRING,
     };
     return wire[topic_keys[i].type];
 }

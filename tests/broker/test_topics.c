@@ -1,4 +1,5 @@
-/* kb_topics: the topic registry's answers, as Kafka 4.1 gives them. */
+/* kb_topics and kb_tconf: the topic registry's answers and the topic config
+ * keys, as Kafka 4.1 gives them. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "broker_suites.h"
 #include "kb_config.h"
+#include "kb_tconf.h"
 #include "kb_topics.h"
 
 static char tmpdir[64];
@@ -78,6 +80,83 @@ START_TEST(test_topics_ids_never_print_with_a_dash_first)
 }
 END_TEST
 
+START_TEST(test_topics_removed_config_keys_refused)
+{
+    static const char *const removed[] = {"message.format.version",
+                                          "message.downconversion.enable",
+                                          "message.timestamp.difference.max.ms"};
+    open_with(NULL);
+    for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++) {
+        kb_msgbuf msg = {{0}}, want = {{0}};
+        kb_topic_config c = {(char *)removed[i], "1"};
+        kb_topic *t = NULL;
+        kb_msgf(&want, "Unknown topic config name: %s", removed[i]);
+        ck_assert_int_eq(kb_topics_create(topics, kp_str_from("t"), 1, &c, 1, true, &t, &msg),
+                         KP_ERR_INVALID_CONFIG);
+        ck_assert_str_eq(msg.text, want.text);
+    }
+}
+END_TEST
+
+/* LogConfig's names in Kafka 4.1.1, less the internal internal.segment.bytes. */
+static const char *const kafka_keys[] = {
+    "cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
+    "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages",
+    "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
+    "leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms",
+    "max.compaction.lag.ms", "max.message.bytes", "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms", "message.timestamp.type", "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms", "min.insync.replicas", "preallocate", "remote.log.copy.disable",
+    "remote.log.delete.on.disable", "remote.storage.enable", "retention.bytes", "retention.ms",
+    "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
+    "unclean.leader.election.enable",
+};
+
+START_TEST(test_tconf_keys_types_and_defaults_as_kafka)
+{
+    size_t n = sizeof kafka_keys / sizeof kafka_keys[0];
+    ck_assert_uint_eq(kb_tconf_count(), n);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_str_eq(kb_tconf_key(i), kafka_keys[i]);
+        bool list = strcmp(kafka_keys[i], "cleanup.policy") == 0 ||
+                    strstr(kafka_keys[i], ".throttled.replicas") != NULL;
+        if (list)
+            ck_assert_int_eq(kb_tconf_type(i), KB_CT_LIST);
+        else
+            ck_assert_int_ne(kb_tconf_type(i), KB_CT_LIST);
+    }
+    ck_assert_str_eq(kb_tconf_default("message.timestamp.after.max.ms"), "3600000");
+    ck_assert_str_eq(kb_tconf_default("message.timestamp.before.max.ms"), "9223372036854775807");
+}
+END_TEST
+
+START_TEST(test_tconf_timestamp_bounds_default_to_kafkas)
+{
+    int8_t source = 0;
+    open_with(NULL);
+    ck_assert_str_eq(kb_tconf_effective(cfg, NULL, "message.timestamp.after.max.ms", &source),
+                     "3600000");
+    ck_assert_int_eq(source, KB_CS_DEFAULT);
+    ck_assert_int_eq(kb_tconf_long(cfg, NULL, "message.timestamp.before.max.ms", 0), INT64_MAX);
+}
+END_TEST
+
+START_TEST(test_tconf_timestamp_bounds_from_server_properties)
+{
+    int8_t source = 0;
+    open_with("log.message.timestamp.after.max.ms=1000");
+    ck_assert_str_eq(kb_tconf_effective(cfg, NULL, "message.timestamp.after.max.ms", &source),
+                     "1000");
+    ck_assert_int_eq(source, KB_CS_STATIC_BROKER);
+    kb_msgbuf msg = {{0}};
+    kb_topic_config c = {"message.timestamp.after.max.ms", "5"};
+    kb_topic *t = NULL;
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("t"), 1, &c, 1, false, &t, &msg),
+                     KP_ERR_NONE);
+    ck_assert_int_eq(kb_tconf_long(cfg, t, "message.timestamp.after.max.ms", 0), 5);
+}
+END_TEST
+
 Suite *topics_suite(void)
 {
     Suite *s = suite_create("topics");
@@ -85,6 +164,10 @@ Suite *topics_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_topics_partition_count_errors);
     tcase_add_test(tc, test_topics_ids_never_print_with_a_dash_first);
+    tcase_add_test(tc, test_topics_removed_config_keys_refused);
+    tcase_add_test(tc, test_tconf_keys_types_and_defaults_as_kafka);
+    tcase_add_test(tc, test_tconf_timestamp_bounds_default_to_kafkas);
+    tcase_add_test(tc, test_tconf_timestamp_bounds_from_server_properties);
     suite_add_tcase(s, tc);
     return s;
 }
