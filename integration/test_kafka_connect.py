@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import pytest
 
 import procs
-from conftest import require_module
+from conftest import missing, require_module
 from roundtrip import admin, create_topic, end_offsets, read_all
 
 # Connect's group rebalances at once on both targets.
@@ -178,6 +178,15 @@ def append(path, lines):
 
 
 @pytest.fixture(scope="module")
+def connect_jars(kafka_jars):
+    """The worker and the FileStream connectors (integration/java/pom.xml)."""
+    for jar in ("connect-runtime", "connect-json", "connect-file"):
+        if not any(kafka_jars.glob(jar + "-*.jar")):
+            missing("%s jar in %s" % (jar, kafka_jars))
+    return kafka_jars
+
+
+@pytest.fixture(scope="module")
 def clients():
     """confluent-kafka (admin) and kafka-python (roundtrip.read_all)."""
     require_module("kafka")
@@ -185,7 +194,7 @@ def clients():
 
 
 @pytest.fixture(scope="module", params=["at-least-once", "exactly-once"])
-def connect(request, clients, kafka_jars, broker, tmp_path_factory):
+def connect(request, clients, connect_jars, broker, tmp_path_factory):
     """A worker running a FileStreamSource into a topic and a FileStreamSink out
     of it, with 25 lines through both; yields a namespace the tests share, in
     order (the last one restarts the worker)."""
@@ -382,7 +391,7 @@ def test_source_creates_its_topic_with_broker_defaults(connect, broker, topic_na
     assert code == 204, (code, body)
 
 
-def test_two_workers_share_connectors_and_fail_over(clients, kafka_jars, broker, tmp_path):
+def test_two_workers_share_connectors_and_fail_over(clients, connect_jars, broker, tmp_path):
     """Two workers in one group split the connectors and tasks; when one is
     killed the other takes its work after the session timeout."""
     run = uuid.uuid4().hex[:8]
