@@ -99,6 +99,7 @@ public class Kip848Tool {
             this.seen = seen;
             this.dupes = dupes;
             this.consumed = consumed;
+            thread.setDaemon(true); // a failed wait ends the JVM, not the test's timeout
         }
 
         public void run() {
