@@ -16,7 +16,9 @@ static const char *get_in(const kb_cfgset sets[2], const char *key,
                                      kb_dyn_level *level);
 static kp_err rebuild_topic_defaults(kb_dynconf *d);
 
-/* Kafka's dynamic broker keys that mean something on one node, sorted.
+/* Kafka's dynamic broker keys that mean something on one node, sorted, with
+ * the three replication throttles of its broker quota configs (moot on one
+ * node, but kafka-reassign-partitions sets and clears them).
  * (Listener and SSL keys are per-broker in Kafka; Runnel cannot rebind or
  * reload them at run time, so they stay read-only.) */
 static const char *const dyn_keys[] = {
@@ -67,6 +69,7 @@ static const char *const dyn_keys[] = {
     "num.recovery.threads.per.data.dir",
     "num.replica.fetchers",
     "producer.id.expiration.ms",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
     "unclean.leader.election.enable",
 };
 

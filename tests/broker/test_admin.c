@@ -110,6 +110,17 @@ START_TEST(test_admin_dynconf_scaled_synonyms)
 }
 END_TEST
 
+/* kafka-reassign-partitions --verify clears these three on the broker (Kafka's
+ * DynamicConfig.Broker quota keys); a refusal failed the tool. */
+START_TEST(test_admin_dynconf_replication_throttles)
+{
+    ck_assert(kb_dynconf_key_dynamic("leader.replication.throttled.rate"));
+    ck_assert(kb_dynconf_key_dynamic("follower.replication.throttled.rate"));
+    ck_assert(kb_dynconf_key_dynamic("replica.alter.log.dirs.io.max.bytes.per.second"));
+    ck_assert(!kb_dynconf_key_dynamic("replica.alter.log.dirs"));
+}
+END_TEST
+
 START_TEST(test_admin_rate_math)
 {
     kb_rate r;
@@ -199,6 +210,7 @@ Suite *admin_suite(void)
     tc = tcase_create("stores");
     tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
     tcase_add_test(tc, test_admin_dynconf_scaled_synonyms);
+    tcase_add_test(tc, test_admin_dynconf_replication_throttles);
     tcase_add_test(tc, test_admin_quota_check);
     tcase_add_test(tc, test_admin_quota_precedence_and_persistence);
     tcase_add_test(tc, test_admin_rate_math);
