@@ -431,6 +431,19 @@ static kp_err delete_check(kb_req *req, const kp_offset_delete_req *rq, kb_group
     return KP_ERR_NONE;
 }
 
+/* One partition's answer, Kafka's checks in Kafka's order: topic READ, then
+ * the topic and partition exist, then the group is not subscribed to it.
+ * NONE means its committed offset (if any) is to go. */
+static int16_t delete_partition_error(bool denied, const kb_topic *t, bool subscribed,
+                                      int32_t partition)
+{
+    if (denied)
+        return KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    if (t == NULL || partition < 0 || partition >= t->npartitions)
+        return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    return subscribed ? KP_ERR_GROUP_SUBSCRIBED_TO_TOPIC : KP_ERR_NONE;
+}
+
 kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset_delete_resp *rs)
 {
     kb_group *g = NULL;
@@ -450,20 +463,17 @@ kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset
         bool subscribed = g->cg != NULL ? kb_cgroup_subscribed_to(g->cg, rt->name)
                                         : kb_group_subscribed_to(g, rt->name);
         bool denied = !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->name);
+        const kb_topic *t = kb_topics_find(req->broker->topics, rt->name);
         rs->topics.v[i].name = rt->name;
         if (!KB_ARRAY_ALLOC(req, rs->topics.v[i].partitions, np))
             return KP_ERR__NOMEM;
         for (int32_t j = 0; j < np; j++) {
             int32_t p = rt->partitions.v[j].partition_index;
+            int16_t err = delete_partition_error(denied, t, subscribed, p);
             const kb_offset *o = kb_offset_map_get(&g->offsets, rt->name, p);
             rs->topics.v[i].partitions.v[j].partition_index = p;
-            if (denied) {
-                rs->topics.v[i].partitions.v[j].error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
-                continue;
-            }
-            rs->topics.v[i].partitions.v[j].error_code =
-                subscribed ? KP_ERR_GROUP_SUBSCRIBED_TO_TOPIC : KP_ERR_NONE;
-            if (!subscribed && o != NULL) {
+            rs->topics.v[i].partitions.v[j].error_code = err;
+            if (err == KP_ERR_NONE && o != NULL) {
                 dead[n] = *o; /* the topic is copied: deleting frees the map's */
                 dead[n].topic = kp_arena_strdup(&req->arena, o->topic, strlen(o->topic));
                 if (dead[n++].topic == NULL)

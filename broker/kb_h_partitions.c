@@ -97,6 +97,21 @@ kp_err kb_h_describe_log_dirs(kb_req *req, const kp_describe_log_dirs_req *rq,
 
 /* ---- ElectLeaders ------------------------------------------------------------ */
 
+/* Kafka's controller's words for one partition: no such topic, no such
+ * partition, or (this node leads it already) no election needed. */
+static kp_str election_message(kb_req *req, kp_str topic, int32_t partition, const kb_topic *t)
+{
+    const char *msg, *name = topic.len > 0 ? topic.p : "";
+    int len = topic.len > 0 ? (int)topic.len : 0;
+    if (t == NULL)
+        msg = kp_arena_printf(&req->arena, "No such topic as %.*s", len, name);
+    else if (partition < 0 || partition >= t->npartitions)
+        msg = kp_arena_printf(&req->arena, "No such partition as %.*s-%d", len, name, partition);
+    else
+        msg = "Leader election not needed for topic partition.";
+    return msg != NULL ? kb_req_str(req, msg) : KP_STR_NULL;
+}
+
 kp_err kb_h_elect_leaders(kb_req *req, const kp_elect_leaders_req *rq, kp_elect_leaders_resp *rs)
 {
     /* All partitions (null): nothing needs an election, and Kafka lists
@@ -120,12 +135,9 @@ kp_err kb_h_elect_leaders(kb_req *req, const kp_elect_leaders_req *rq, kp_elect_
             kb_topic *t;
             pr->partition_id = tp->partitions.v[j];
             pr->error_code = find_partition(req, tp->topic, pr->partition_id, &t);
+            pr->error_message = election_message(req, tp->topic, pr->partition_id, t);
             if (pr->error_code == KP_ERR_NONE)
                 pr->error_code = KP_ERR_ELECTION_NOT_NEEDED;
-            pr->error_message = pr->error_code == KP_ERR_ELECTION_NOT_NEEDED
-                                    ? kb_req_str(req, "Leader election not needed for topic "
-                                                      "partition.")
-                                    : kb_req_str(req, "The partition does not exist.");
         }
     }
     return KP_ERR_NONE;
