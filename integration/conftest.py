@@ -23,6 +23,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import kafka_cli  # noqa: E402
 import procs  # noqa: E402
 from kafka_real import KafkaReal, jars_present  # noqa: E402
 from runnel_broker import RunnelBroker, runnel_bin  # noqa: E402
@@ -190,6 +191,17 @@ def go_runner():
         res = procs.run([exe, client, command] + list(args), timeout=timeout)
         assert res.returncode == 0, "goclients failed: %s" % procs.describe(res)
         return json.loads(res.stdout)
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def tool(broker, kafka_jars):
+    """run(main, *args, timeout=120, check=True, input=None): one of Kafka's
+    tools ("GetOffsetShell", "consumer.group.ConsumerGroupCommand", or a full
+    class name) with --bootstrap-server of this module's broker (kafka_cli.run_tool)."""
+    def run(main, *args, **kw):
+        return kafka_cli.run_tool(broker.bootstrap, main, *args, **kw)
 
     return run
 

@@ -4,6 +4,7 @@ Everything here is bounded in time, listens on loopback only, and signals
 only processes it started itself (by pid, never by name).
 """
 
+import contextlib
 import os
 import signal
 import socket
@@ -90,8 +91,9 @@ def stop_process(proc, sig=signal.SIGTERM, timeout=30.0):
         raise
 
 
-def run(cmd, timeout, env=None, cwd=None, check=False):
-    """Run cmd (a list) capturing text output; kill it at timeout.
+def run(cmd, timeout, env=None, cwd=None, check=False, input=None):
+    """Run cmd (a list) capturing text output; kill it at timeout. input: text
+    for its stdin (else stdin is /dev/null).
 
     Returns subprocess.CompletedProcess. On timeout raises TimeoutError with
     what the process printed so far.
@@ -100,14 +102,14 @@ def run(cmd, timeout, env=None, cwd=None, check=False):
         [str(c) for c in cmd],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
         text=True,
         env=env,
         cwd=cwd,
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         # The child runs in its own session: end it and whatever it spawned.
         try:
@@ -123,6 +125,23 @@ def run(cmd, timeout, env=None, cwd=None, check=False):
     if check and res.returncode != 0:
         raise AssertionError(describe(res))
     return res
+
+
+@contextlib.contextmanager
+def background(cmd, log_path):
+    """Runs cmd while the with-block runs, its output going to log_path;
+    SIGTERM at the end (SIGKILL if it lingers). Yields the Popen."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_die_with_parent)
+    try:
+        yield proc
+    finally:
+        try:
+            stop_process(proc, timeout=30)
+        except subprocess.TimeoutExpired:
+            pass  # stop_process killed it
 
 
 def describe(res):
@@ -141,10 +160,15 @@ def java_classpath(extra=None):
     return os.pathsep.join(cp)
 
 
-def run_java(main_class, args, timeout=120, extra_cp=None, check=False, jvm_opts=None):
+def java_command(main_class, args, extra_cp=None, jvm_opts=None):
     cmd = ["java"] + JAVA_TOOL_OPTS + (jvm_opts or [])
-    cmd += ["-cp", java_classpath(extra_cp), main_class] + list(args)
-    return run(cmd, timeout=timeout, check=check)
+    return cmd + ["-cp", java_classpath(extra_cp), main_class] + [str(a) for a in args]
+
+
+def run_java(main_class, args, timeout=120, extra_cp=None, check=False, jvm_opts=None,
+             input=None):
+    return run(java_command(main_class, args, extra_cp, jvm_opts), timeout=timeout, check=check,
+               input=input)
 
 
 def _go_version(text):

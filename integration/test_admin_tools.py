@@ -17,11 +17,11 @@ import pytest
 import procs
 import wire
 from conftest import missing, require_module
+from kafka_cli import offsets, perf_produce
 from kafka_real import KafkaReal, jars_present
 from runnel_broker import RunnelBroker, runnel_bin
 
 CONFIGS = "kafka.admin.ConfigCommand"
-TOOLS = "org.apache.kafka.tools."
 OVERRIDES = {
     "log.retention.check.interval.ms": "300",
     "log.segment.delete.delay.ms": "0",
@@ -41,42 +41,11 @@ def broker(target, tmp_path_factory):
     yield from procs.serving(b)
 
 
-@pytest.fixture(scope="module")
-def tool(broker):
-    def run(main, *args, timeout=120, check=True):
-        cls = main if "." in main else TOOLS + main
-        res = procs.run_java(cls, ["--bootstrap-server", broker.bootstrap] + list(args),
-                             timeout=timeout)
-        if check:
-            assert res.returncode == 0, procs.describe(res)
-        return res
-
-    return run
-
-
 def create_topic(tool, name, partitions=1, *configs):
     args = ["--create", "--topic", name, "--partitions", str(partitions)]
     for c in configs:
         args += ["--config", c]
     tool("TopicCommand", *args)
-
-
-def produce(broker, topic, n, size=100, client_id="it-admin"):
-    """n records of size bytes through the Java console-free perf producer."""
-    res = procs.run_java(TOOLS + "ProducerPerformance",
-                         ["--topic", topic, "--num-records", str(n), "--record-size", str(size),
-                          "--throughput", "-1", "--producer-props",
-                          "bootstrap.servers=%s" % broker.bootstrap, "acks=1",
-                          "client.id=%s" % client_id, "max.in.flight.requests.per.connection=1"],
-                         timeout=180)
-    assert res.returncode == 0, procs.describe(res)
-    return res.stdout
-
-
-def offsets(tool, topic, time_spec="-1"):
-    out = tool("GetOffsetShell", "--topic", topic, "--time", time_spec).stdout
-    return {int(m.group(1)): int(m.group(2))
-            for m in re.finditer(r"^%s:(\d+):(\d+)$" % re.escape(topic), out, re.M)}
 
 
 def describe_configs(tool, etype, name, *extra):
@@ -170,7 +139,7 @@ def test_topics_alter_partitions(tool, topic_name):
 def test_log_dirs_describe(tool, broker, topic_name):
     name = topic_name()
     create_topic(tool, name, 2)
-    produce(broker, name, 200, 100)
+    perf_produce(broker.bootstrap, name, 200, 100)
     out = tool("LogDirsCommand", "--describe", "--topic-list", name).stdout
     doc = json.loads(next(ln for ln in out.splitlines() if ln.startswith("{")))
     (b,) = doc["brokers"]
@@ -185,7 +154,7 @@ def test_log_dirs_describe(tool, broker, topic_name):
 def test_delete_records_and_get_offsets(tool, broker, topic_name, tmp_path):
     name = topic_name()
     create_topic(tool, name)
-    produce(broker, name, 50, 50)
+    perf_produce(broker.bootstrap, name, 50, 50)
     assert offsets(tool, name, "-1") == {0: 50}
     assert offsets(tool, name, "-2") == {0: 0}
     spec = tmp_path / "delete.json"
@@ -203,7 +172,7 @@ def test_delete_records_and_get_offsets(tool, broker, topic_name, tmp_path):
 def test_retention_change_deletes_old_segments_at_run_time(tool, broker, topic_name):
     name = topic_name()
     create_topic(tool, name, 1, "segment.bytes=1048576")  # Kafka 4's smallest
-    produce(broker, name, 3500, 1000)  # ~3.6 MB: three whole segments and an active one
+    perf_produce(broker.bootstrap, name, 3500, 1000)  # ~3.6 MB: 3 whole segments + the active one
     assert offsets(tool, name, "-2") == {0: 0}
     time.sleep(1.5)  # every segment's newest record is now older than 1 s
     tool(CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", name,
@@ -232,7 +201,7 @@ def test_quota_slows_producer_to_configured_rate(tool, broker, topic_name):
                "it-quota").stdout
     assert "producer_byte_rate=%d" % rate in out.replace(".0", ""), out
     n, size = 6000, 1000
-    out = produce(broker, name, n, size, client_id="it-quota")
+    out = perf_produce(broker.bootstrap, name, n, size, client_id="it-quota")
     # The tool's own summary times the sends alone, not the JVM's start-up.
     m = re.search(r"^%d records sent, ([0-9.]+) records/sec" % n, out, re.M)
     assert m, out

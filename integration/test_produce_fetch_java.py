@@ -105,22 +105,6 @@ def parse_console(out):
     return got
 
 
-def java_tool(main_class, args, stdin_text=None, timeout=60):
-    import subprocess
-
-    cmd = ["java"] + procs.JAVA_TOOL_OPTS + ["-cp", procs.java_classpath(), main_class]
-    cmd += [str(a) for a in args]
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = p.communicate(stdin_text or "", timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate(timeout=10)
-        raise TimeoutError("%s timed out\n%s\n%s" % (main_class, out[-3000:], err[-3000:]))
-    return p.returncode, out, err
-
-
 def test_console_producer_and_consumer(kafka_jars, broker, topic_name):
     topic = create_topic(broker.bootstrap, topic_name(), CONSOLE_PARTITIONS)
     records, codec_of = [], []
@@ -131,14 +115,14 @@ def test_console_producer_and_consumer(kafka_jars, broker, topic_name):
         # parse.headers needs at least one header on every line.
         part = [r if r.headers else r._replace(headers=(("seq", b"%d" % i),))
                 for i, r in enumerate(part)]
-        code, out, err = java_tool("org.apache.kafka.tools.ConsoleProducer", [
+        res = procs.run_java("org.apache.kafka.tools.ConsoleProducer", [
             "--bootstrap-server", broker.bootstrap, "--topic", topic,
             "--compression-codec", codec,
             "--property", "parse.key=true", "--property", "parse.headers=true",
             "--property", "key.separator=|", "--property", "headers.key.separator==",
             "--property", "null.marker=" + NULL,
-        ], "".join(console_line(r) + "\n" for r in part))
-        assert code == 0, "ConsoleProducer (%s) exit %d:\n%s\n%s" % (codec, code, out, err)
+        ], timeout=60, input="".join(console_line(r) + "\n" for r in part))
+        assert res.returncode == 0, "ConsoleProducer (%s): %s" % (codec, procs.describe(res))
         records += part
         codec_of += [codec] * len(part)
 
@@ -146,15 +130,15 @@ def test_console_producer_and_consumer(kafka_jars, broker, topic_name):
     assert sum(ends.values()) == len(records), ends
     got = []
     for p in range(CONSOLE_PARTITIONS):
-        code, out, err = java_tool("org.apache.kafka.tools.consumer.ConsoleConsumer", [
+        res = procs.run_java("org.apache.kafka.tools.consumer.ConsoleConsumer", [
             "--bootstrap-server", broker.bootstrap, "--topic", topic, "--partition", p,
             "--offset", "earliest", "--max-messages", ends[p], "--timeout-ms", "20000",
             "--property", "print.key=true", "--property", "print.partition=true",
             "--property", "print.offset=true", "--property", "print.headers=true",
             "--property", "print.timestamp=true", "--property", "key.separator=|",
-            "--property", "null.literal=" + NULL])
-        assert code == 0, "ConsoleConsumer p%d exit %d:\n%s\n%s" % (p, code, out, err)
-        part = parse_console(out)
+            "--property", "null.literal=" + NULL], timeout=60)
+        assert res.returncode == 0, "ConsoleConsumer p%d: %s" % (p, procs.describe(res))
+        part = parse_console(res.stdout)
         assert len(part) == ends[p], "partition %d: %d records printed, end offset %d" % (
             p, len(part), ends[p])
         got += part
