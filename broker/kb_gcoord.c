@@ -293,7 +293,11 @@ static void store_cgroup(kb_broker *b, kb_group *g)
         kb_cgroup_rec_written(g->cg);
 }
 
-/* Writes commits (or their tombstones), then changes the map to match. */
+static void txn_offsets_forget(kb_gcoord *c, kp_str group, kp_str topic, int32_t partition);
+
+/* Writes commits (or their tombstones), then changes the map to match. A
+ * tombstone also ends what open transactions hold for that partition, as
+ * Kafka's replay of one does. */
 static kp_err write_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n,
                             bool tombstones)
 {
@@ -303,10 +307,13 @@ static kp_err write_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, in
         add_commit(&gb, g, &offs[i], tombstones);
     kp_err e = gbatch_append(b, g, &gb);
     for (int32_t i = 0; e == KP_ERR_NONE && i < n; i++) {
-        if (tombstones)
-            kb_offset_map_del(&g->offsets, kp_str_from(offs[i].topic), offs[i].partition);
-        else
+        kp_str topic = kp_str_from(offs[i].topic);
+        if (tombstones) {
+            kb_offset_map_del(&g->offsets, topic, offs[i].partition);
+            txn_offsets_forget(b->gcoord, kp_str_from(g->id), topic, offs[i].partition);
+        } else {
             e = kb_offset_map_put(&g->offsets, &offs[i]);
+        }
     }
     return e;
 }
@@ -338,6 +345,48 @@ kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g)
     KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"group deleted\" group=%s", g->id);
     kb_groups_remove(b->gcoord->groups, g);
     return KP_ERR_NONE;
+}
+
+/* The partitions of topic that g has an offset for, committed or held by an
+ * open transaction, each once, into out (room for all); their count. */
+static int32_t offsets_of_topic(const kb_gcoord *c, const kb_group *g, char *topic,
+                                kb_offset *out)
+{
+    kp_str name = kp_str_from(topic);
+    int32_t n = 0;
+    size_t cur = 0;
+    for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &cur)) != NULL;)
+        if (kp_str_eq_c(name, o->topic))
+            out[n++] = (kb_offset){.topic = topic, .partition = o->partition};
+    for (const txn_offset *x = c->pending; x != NULL; x = x->next) {
+        if (strcmp(x->group, g->id) != 0 || !kp_str_eq_c(name, x->o.topic))
+            continue;
+        int32_t i = 0;
+        while (i < n && out[i].partition != x->o.partition)
+            i++;
+        if (i == n)
+            out[n++] = (kb_offset){.topic = topic, .partition = x->o.partition};
+    }
+    return n;
+}
+
+void kb_gcoord_topic_deleted(kb_broker *b, kp_str topic)
+{
+    kb_gcoord *c = b->gcoord;
+    char *name = topic.len > 0 ? strndup(topic.p, (size_t)topic.len) : NULL;
+    size_t cur = 0;
+    for (kb_group *g; name != NULL && (g = kb_groups_next(c->groups, &cur)) != NULL;) {
+        kb_offset *dead = calloc(g->offsets.n + c->npending + 1, sizeof(*dead));
+        int32_t n = dead != NULL ? offsets_of_topic(c, g, name, dead) : 0;
+        if (dead == NULL || (n > 0 && write_offsets(b, g, dead, n, true) != KP_ERR_NONE))
+            KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"cannot delete the offsets of a deleted "
+                   "topic\" group=%s topic=%s", g->id, name);
+        free(dead);
+    }
+    if (name == NULL && topic.len > 0)
+        KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory deleting the offsets of a "
+               "deleted topic\"");
+    free(name);
 }
 
 /* ---- transactional offsets ---------------------------------------------- */
@@ -413,6 +462,21 @@ static kp_err txn_offsets_end(kb_gcoord *c, int64_t pid, int32_t p, bool commit)
         txn_offset_free(x);
     }
     return err;
+}
+
+/* Drops every offset an open transaction holds for (group, topic, partition). */
+static void txn_offsets_forget(kb_gcoord *c, kp_str group, kp_str topic, int32_t partition)
+{
+    for (txn_offset **xp = &c->pending; *xp != NULL;) {
+        txn_offset *x = *xp;
+        if (!txn_offset_is(x, -1, group, topic, partition)) {
+            xp = &x->next;
+            continue;
+        }
+        *xp = x->next;
+        c->npending--;
+        txn_offset_free(x);
+    }
 }
 
 kp_err kb_gcoord_txn_commit(kb_broker *b, kb_group *g, int64_t pid, int16_t epoch,
@@ -569,6 +633,7 @@ static kp_err load_commit(loader *ld, const kb_offsets_key *k, kp_slice value, k
     if (value.len < 0) {
         if (g != NULL)
             kb_offset_map_del(&g->offsets, k->topic, k->partition);
+        txn_offsets_forget(ld->c, k->group, k->topic, k->partition);
         return KP_ERR_NONE;
     }
     kb_offset o;

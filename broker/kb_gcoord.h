@@ -7,7 +7,8 @@
  * write offset commits, group metadata and tombstones as records (kb_offsets
  * formats) to the group's partition of __consumer_offsets before anything is
  * acknowledged; rebuild every group from that topic at start-up; expire the
- * offsets of empty groups after offsets.retention.minutes.
+ * offsets of empty groups after offsets.retention.minutes; drop every
+ * group's offsets of a deleted topic.
  *
  * Invariants:
  *   1. A group's in-memory offsets and metadata change only after the
@@ -78,6 +79,11 @@ kp_err kb_gcoord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset *offs
 /* Writes tombstones for every offset and the metadata of an EMPTY group,
  * then removes it. */
 kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g);
+
+/* A topic was deleted: every group's offsets of it, committed or held in an
+ * open transaction, get tombstones and go, as Kafka's coordinator does on
+ * deleted partitions (the groups stay; failures are logged). */
+void kb_gcoord_topic_deleted(kb_broker *b, kp_str topic);
 
 /* TxnOffsetCommit: writes the commits as one transactional batch of
  * (pid, epoch) to g's partition and holds them, invisible to OffsetFetch,

@@ -473,9 +473,12 @@ kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset
             const kb_offset *o = kb_offset_map_get(&g->offsets, rt->name, p);
             rs->topics.v[i].partitions.v[j].partition_index = p;
             rs->topics.v[i].partitions.v[j].error_code = err;
-            if (err == KP_ERR_NONE && o != NULL) {
-                dead[n] = *o; /* the topic is copied: deleting frees the map's */
-                dead[n].topic = kp_arena_strdup(&req->arena, o->topic, strlen(o->topic));
+            /* A tombstone also ends what open transactions hold (as in Kafka). */
+            if (err == KP_ERR_NONE &&
+                (o != NULL || kb_gcoord_txn_pending(req->broker, rq->group_id, rt->name, p))) {
+                /* the topic is copied: deleting frees the map's */
+                dead[n].topic = kp_arena_strdup(&req->arena, rt->name.p, (size_t)rt->name.len);
+                dead[n].partition = p;
                 if (dead[n++].topic == NULL)
                     return KP_ERR__NOMEM;
             }

@@ -4,6 +4,7 @@
 #include "kb_authz.h"
 #include "kb_broker.h"
 #include "kb_dispatch.h"
+#include "kb_gcoord.h"
 #include "kb_log.h"
 #include "kb_plog.h"
 #include "kb_tconf.h"
@@ -220,7 +221,9 @@ static void delete_one(kb_req *req, kp_str name, const kp_uuid *id,
     if (e != KP_ERR_NONE) {
         out->error_code = kp_err_to_wire(e);
         out->error_message = msg_str(req, &msg);
+        return;
     }
+    kb_gcoord_topic_deleted(b, out->name); /* out->name: the request's copy */
 }
 
 kp_err kb_h_delete_topics(kb_req *req, const kp_delete_topics_req *rq, kp_delete_topics_resp *rs)

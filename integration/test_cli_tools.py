@@ -120,6 +120,12 @@ def reset(tool, group, *args):
     return {p: int(o) for p, o in by_partition(tables(res.stdout), "NEW-OFFSET").items()}, res
 
 
+def export(tool, group):
+    """The group's committed offsets as --reset-offsets --export prints them (CSV)."""
+    return tool(GROUPS, "--reset-offsets", "--group", group, "--all-topics", "--to-current",
+                "--export", "--dry-run").stdout
+
+
 # ---- console producer and consumer ----------------------------------------------------------
 
 
@@ -251,8 +257,7 @@ def test_consumer_groups_reset_offsets(tool, broker, topic_name):
     assert "New offset (99) is higher than latest offset for topic partition %s-1" % t in \
         res.stderr
     assert lags(tool, group) == {0: (3, 6, 3), 1: (4, 4, 0)}
-    exported = tool(GROUPS, "--reset-offsets", "--group", group, "--all-topics", "--to-current",
-                    "--export", "--dry-run").stdout
+    exported = export(tool, group)
     assert sorted(csv.reader(exported.split())) == [[t, "0", "3"], [t, "1", "4"]], exported
 
 
@@ -295,6 +300,54 @@ def test_consumer_groups_delete_offsets_and_delete(tool, broker, target, topic_n
         assert "GroupIdNotFoundException: Group %s not found." % group in said(res), said(res)
     else:
         assert "Error: Consumer group '%s' does not exist." % group in said(res), said(res)
+
+
+def offsets_records(datadir, group):
+    """kafka-dump-log --offsets-decoder on the __consumer_offsets partition of
+    group: [(key, payload)] of its offset commit records (payload None for a
+    tombstone), in log order."""
+    logs = [f for f in sorted(datadir.glob("__consumer_offsets-*/*.log"))
+            if group.encode() in f.read_bytes()]
+    assert len(logs) == 1, logs
+    res = procs.run_java("kafka.tools.DumpLogSegments", ["--offsets-decoder", "--files", logs[0]],
+                         timeout=120)
+    assert res.returncode == 0, procs.describe(res)
+    found = []
+    for m in re.finditer(r"^\| offset: \d+ .* key: (\{.*\}) payload: (.*)$", res.stdout, re.M):
+        key = json.loads(m.group(1))
+        if key["type"] in ("0", "1") and key["data"]["group"] == group:
+            found.append((key["data"], None if m.group(2) == "<DELETE>" else m.group(2)))
+    return found
+
+
+def test_consumer_groups_after_topic_deletion(tool, broker, topic_name):
+    """Deleting a topic deletes every group's committed offsets of it
+    (tombstones in __consumer_offsets); the group and its other offsets stay."""
+    t, kept = topic_name(), topic_name("kept")
+    create_topic(broker.bootstrap, t, 2)
+    create_topic(broker.bootstrap, kept, 1)
+    group = "it-cli-deleted-" + t
+    for topic in (t, kept):
+        reset(tool, group, "--topic", topic, "--to-earliest", "--execute")
+    assert sorted(csv.reader(export(tool, group).split())) == sorted(
+        [[kept, "0", "0"], [t, "0", "0"], [t, "1", "0"]])
+    tool("TopicCommand", "--delete", "--topic", t)
+
+    deadline = time.monotonic() + 30
+    while True:  # Kafka's coordinator hears of the deletion a moment later
+        rows, out = describe_group(tool, group)
+        if {r["TOPIC"] for r in rows} == {kept}:
+            break
+        assert time.monotonic() < deadline, out
+        time.sleep(0.5)
+    assert [(r["PARTITION"], r["CURRENT-OFFSET"]) for r in rows] == [("0", "0")], out
+    assert "Consumer group '%s' has no active members." % group in out
+    exported = export(tool, group)
+    assert list(csv.reader(exported.split())) == [[kept, "0", "0"]], exported
+
+    recs = [(k["topic"], k["partition"], v is None) for k, v in offsets_records(broker.datadir,
+                                                                                group)]
+    assert recs[-2:] in ([(t, 0, True), (t, 1, True)], [(t, 1, True), (t, 0, True)]), recs
 
 
 # ---- kafka-transactions -------------------------------------------------------------------
