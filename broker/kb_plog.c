@@ -12,6 +12,7 @@
 
 #include "kb_log.h"
 #include "kb_pidstate.h"
+#include "kb_ptxn.h"
 #include "kb_tconf.h"
 #include "ks_checkpoint.h"
 #include "ks_compact.h"
@@ -414,6 +415,38 @@ static void topic_compact_config(const kb_config *cfg, const kb_topic *t, ks_com
     cc->map_entries = cfg->log_cleaner_dedupe_buffer_size / KB_CLEANER_MAP_SLOT;
 }
 
+/* What the partition's transactions mean to its cleaner: the last stable
+ * offset and, when aborted is not NULL, the aborted transactions below it
+ * (in *aborted, which the caller frees; NULL when there are none). */
+static kp_err partition_txns(const kb_topic *t, int32_t partition, ks_compact_txns *txns,
+                             ks_compact_aborted **aborted)
+{
+    const kb_partition *part = &t->partitions[partition];
+    kb_ptxn *x = part->pids != NULL ? kb_pidstate_txns(part->pids) : NULL;
+    int64_t hw = ks_log_high_watermark(part->log);
+    *txns = (ks_compact_txns){x != NULL ? kb_ptxn_lso(x, hw) : hw, NULL, 0};
+    if (aborted != NULL)
+        *aborted = NULL;
+    int32_t max = x != NULL && aborted != NULL ? kb_ptxn_aborted_count(x) : 0;
+    if (max == 0)
+        return KP_ERR_NONE;
+    kb_aborted_txn *v = calloc((size_t)max, sizeof(*v));
+    ks_compact_aborted *a = calloc((size_t)max, sizeof(*a));
+    if (v == NULL || a == NULL) {
+        free(v);
+        free(a);
+        return KP_ERR__NOMEM;
+    }
+    int32_t n = kb_ptxn_aborted(x, ks_log_start_offset(part->log), txns->stable_offset, v, max);
+    for (int32_t i = 0; i < n; i++)
+        a[i] = (ks_compact_aborted){v[i].producer_id, v[i].first_offset, v[i].last_offset};
+    free(v);
+    *aborted = a;
+    txns->aborted = a;
+    txns->naborted = n;
+    return KP_ERR_NONE;
+}
+
 static bool clean_skipped(kb_plog *pl, const ks_log *log, int64_t now)
 {
     for (clean_skip **pp = &pl->clean_skips; *pp != NULL;) {
@@ -438,8 +471,10 @@ static void clean_consider(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *
         return;
     ks_compact_config cc;
     ks_compact_stats st;
+    ks_compact_txns txns;
     topic_compact_config(cfg, t, &cc);
-    if (ks_compact_measure(log, &cc, wall_ms(), &st, NULL) != KP_ERR_NONE || !st.cleanable)
+    (void)partition_txns(t, partition, &txns, NULL);
+    if (ks_compact_measure(log, &cc, &txns, wall_ms(), &st, NULL) != KP_ERR_NONE || !st.cleanable)
         return;
     double score = st.ratio + (st.forced ? 1.0 : 0.0);
     if (pl->pick.log == NULL || score > pl->pick.score)
@@ -470,11 +505,16 @@ static void clean_start(kb_plog *pl)
     if (pick.log == NULL)
         return;
     ks_compact_config cc;
+    ks_compact_txns txns;
+    ks_compact_aborted *aborted = NULL;
     topic_compact_config(pl->broker->cfg, pick.t, &cc);
     clean_task *task = calloc(1, sizeof(*task));
     kp_errctx ctx = {{0}, NULL, 0, 0};
-    kp_err e = task != NULL ? ks_compact_plan(pick.log, &cc, wall_ms(), &task->job, &ctx)
+    kp_err e = task != NULL ? partition_txns(pick.t, pick.partition, &txns, &aborted)
                             : KP_ERR__NOMEM;
+    if (e == KP_ERR_NONE)
+        e = ks_compact_plan(pick.log, &cc, &txns, wall_ms(), &task->job, &ctx);
+    free(aborted);
     if (e == KP_ERR_NONE && task->job != NULL) {
         task->log = pick.log;
         task->topic = strdup(pick.t->name);
@@ -502,10 +542,11 @@ static void clean_report(kb_plog *pl, const clean_task *task, kp_err e,
     if (e == KP_ERR_NONE) {
         KB_LOG(KB_LL_INFO, KB_SUB_STORAGE,
                "msg=\"log cleaned\" topic=%s partition=%d segments=%d bytes_before=%lld "
-               "bytes_after=%lld records_removed=%lld tombstones_removed=%lld dirty_from=%lld "
-               "cleaned_to=%lld groups_discarded=%d ms=%lld", task->topic, task->partition,
-               res->segments_before, (long long)res->bytes_before, (long long)res->bytes_after,
-               (long long)res->records_removed, (long long)res->tombstones_removed,
+               "bytes_after=%lld records_removed=%lld tombstones_removed=%lld "
+               "aborted_removed=%lld dirty_from=%lld cleaned_to=%lld groups_discarded=%d ms=%lld",
+               task->topic, task->partition, res->segments_before, (long long)res->bytes_before,
+               (long long)res->bytes_after, (long long)res->records_removed,
+               (long long)res->tombstones_removed, (long long)res->aborted_removed,
                (long long)res->first_dirty, (long long)res->end_offset, res->groups_discarded,
                (long long)ms);
         return;

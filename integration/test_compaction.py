@@ -8,12 +8,15 @@ for both targets). Whatever the cleaner leaves, a consumer reading from the
 beginning must see offsets that only increase, each record at the offset it
 was produced at, and for every key nothing but its latest record (the
 active segment, never cleaned, holds only the marker records produced to
-roll the one before it).
+roll the one before it). With transactions, what read_committed sees of the
+compacted log is each key's latest committed value: records of aborted
+transactions, and of a transaction still open, never supersede it.
 """
 
 import time
 
 from conftest import require_module
+from procs import wait_until
 from roundtrip import create_topic, read_all
 
 BROKER_PROPS = {"log.cleaner.backoff.ms": "200"}
@@ -129,3 +132,78 @@ def test_compaction_latest_value_per_key(broker, topic_name):
     keys = [g.key for g in read_all(broker.bootstrap, topic, [0])]
     assert not set(DOOMED) & set(keys), keys
     assert all(keys.count(k) == 1 for k in LIVE), keys
+
+
+def sleep_past_segment():
+    time.sleep(SEGMENT_MS * 1.5 / 1000)  # the next append rolls a new segment
+
+
+def values(bootstrap, topic, isolation):
+    """{key: [values in offset order]} of the whole partition, but for the
+    records of key r that roll segments."""
+    out = {}
+    for g in read_all(bootstrap, topic, [0], isolation=isolation):
+        if g.key != b"r":
+            out.setdefault(g.key, []).append(g.value)
+    return out
+
+
+def test_compaction_with_transactions(broker, topic_name):
+    """Kafka cleans no further than the last stable offset and drops the
+    records of aborted transactions: neither they nor the records of a
+    transaction still open may take the place of a key's committed value."""
+    ck = require_module("confluent_kafka")
+    topic = create_topic(broker.bootstrap, topic_name(), 1, {
+        "cleanup.policy": "compact", "segment.ms": str(SEGMENT_MS),
+        "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0"})
+
+    def txn_producer(name):
+        p = ck.Producer({"bootstrap.servers": broker.bootstrap,
+                         "transactional.id": "it-compact-%s-%s" % (name, topic)})
+        p.init_transactions(30)
+        return p
+
+    def filler(value):  # a plain record of key f in a segment of its own, sealed
+        produce(broker.bootstrap, topic, [(b"f", value)])
+        sleep_past_segment()
+        produce(broker.bootstrap, topic, [(b"r", b"r")])
+        sleep_past_segment()
+
+    def settle_to(want, what):
+        """Until the cleaner leaves exactly want, which read_committed sees too."""
+        wait_until(lambda: values(broker.bootstrap, topic, "read_uncommitted") == want, 30,
+                   interval=0.5, what=what)
+        assert values(broker.bootstrap, topic, "read_committed") == want
+
+    p = txn_producer("a")
+    p.begin_transaction()
+    p.produce(topic, key=b"a", value=b"a1", partition=0)
+    p.produce(topic, key=b"b", value=b"b1", partition=0)
+    p.commit_transaction(30)
+    sleep_past_segment()
+    p.begin_transaction()
+    p.produce(topic, key=b"a", value=b"a2", partition=0)
+    p.flush(30)
+    p.abort_transaction(30)
+    sleep_past_segment()
+    filler(b"f1")
+    filler(b"f2")
+
+    settle_to({b"a": [b"a1"], b"b": [b"b1"], b"f": [b"f2"]}, "f1 and the aborted a2 cleaned away")
+
+    # b2 in a transaction left open while sealed segments follow it: the
+    # cleaner must stop at its offset (it would otherwise drop b1 for it)
+    q = txn_producer("open")
+    q.begin_transaction()
+    q.produce(topic, key=b"b", value=b"b2", partition=0)
+    q.flush(30)
+    sleep_past_segment()
+    filler(b"f3")
+    filler(b"f4")
+    time.sleep(2)  # ten cleaner rounds
+    assert values(broker.bootstrap, topic, "read_uncommitted") == {
+        b"a": [b"a1"], b"b": [b"b1", b"b2"], b"f": [b"f2", b"f3", b"f4"]}
+    q.abort_transaction(30)  # its marker seals the segment of f4
+
+    settle_to({b"a": [b"a1"], b"b": [b"b1"], b"f": [b"f4"]},
+              "f2, f3 and the aborted b2 cleaned away")

@@ -57,6 +57,8 @@ struct ks_compact_job {
     int64_t first_dirty;
     int64_t first_uncleanable;
     int64_t end_offset;   /* the map covers [first_dirty, end_offset) */
+    ks_compact_aborted *aborted; /* by (producer id, first offset); owned */
+    int32_t naborted;
     cseg *segs;
     int32_t nsegs;
     cgroup *groups;
@@ -69,7 +71,7 @@ struct ks_compact_job {
     uint8_t *in;          /* one batch read from a segment */
     size_t in_cap;
     outbuf out;
-    int64_t records_read, records_removed, tombstones_removed;
+    int64_t records_read, records_removed, tombstones_removed, aborted_removed;
     atomic_bool cancel;
     kp_err failed;
     kp_errctx failed_ctx;
@@ -99,18 +101,27 @@ static int64_t first_dirty_of(const ks_log *log)
     return d < start || d > ks_log_end_offset(log) ? start : d;
 }
 
+/* Records at or past this offset are not cleaned: the high watermark, or
+ * the last stable offset below it. */
+static int64_t cleanable_end(const ks_log *log, const ks_compact_txns *txns)
+{
+    int64_t hw = ks_log_high_watermark(log);
+    return txns != NULL && txns->stable_offset < hw ? txns->stable_offset : hw;
+}
+
 /* Number of leading segments below the first uncleanable offset. */
-static kp_err cleanable_count(ks_log *log, const ks_compact_config *cfg, int64_t now_ms,
-                              int32_t *count, kp_errctx *ctx)
+static kp_err cleanable_count(ks_log *log, const ks_compact_config *cfg,
+                              const ks_compact_txns *txns, int64_t now_ms, int32_t *count,
+                              kp_errctx *ctx)
 {
     int32_t n = ks_log_segment_count(log), i = 0;
-    int64_t hw = ks_log_high_watermark(log);
+    int64_t end = cleanable_end(log, txns);
     for (; i < n - 1; i++) {
         ks_segment *seg = NULL;
         kp_err err = ks_log_segment_at(log, i, &seg, ctx);
         if (err != KP_ERR_NONE)
             return err;
-        if (seg->next_offset > hw)
+        if (seg->next_offset > end)
             break;
         if (cfg->min_lag_ms > 0 && now_ms - newest_time(seg) < cfg->min_lag_ms)
             break;
@@ -119,13 +130,13 @@ static kp_err cleanable_count(ks_log *log, const ks_compact_config *cfg, int64_t
     return KP_ERR_NONE;
 }
 
-kp_err ks_compact_measure(ks_log *log, const ks_compact_config *cfg, int64_t now_ms,
-                          ks_compact_stats *st, kp_errctx *ctx)
+kp_err ks_compact_measure(ks_log *log, const ks_compact_config *cfg, const ks_compact_txns *txns,
+                          int64_t now_ms, ks_compact_stats *st, kp_errctx *ctx)
 {
     int32_t k = 0;
     memset(st, 0, sizeof(*st));
     st->first_dirty = first_dirty_of(log);
-    kp_err err = cleanable_count(log, cfg, now_ms, &k, ctx);
+    kp_err err = cleanable_count(log, cfg, txns, now_ms, &k, ctx);
     if (err != KP_ERR_NONE)
         return err;
     ks_segment *seg = NULL;
@@ -171,6 +182,7 @@ void ks_compact_job_free(ks_compact_job *job)
     }
     job_release_segs(job);
     ks_offmap_fini(&job->map);
+    free(job->aborted);
     free(job->segs);
     free(job->groups);
     free(job->in);
@@ -204,12 +216,39 @@ static kp_err job_alloc(ks_log *log, const ks_compact_config *cfg, int32_t k, in
     return KP_ERR_NONE;
 }
 
-kp_err ks_compact_plan(ks_log *log, const ks_compact_config *cfg, int64_t now_ms,
-                       ks_compact_job **out, kp_errctx *ctx)
+static int cmp_aborted(const void *a, const void *b)
+{
+    const ks_compact_aborted *x = a, *y = b;
+    if (x->producer_id != y->producer_id)
+        return x->producer_id < y->producer_id ? -1 : 1;
+    return x->first_offset < y->first_offset ? -1 : x->first_offset > y->first_offset;
+}
+
+/* Copies the aborted transactions with data in [from, upto), sorted for
+ * is_aborted. */
+static kp_err copy_aborted(ks_compact_job *job, const ks_compact_txns *txns, int64_t from,
+                           int64_t upto, kp_errctx *ctx)
+{
+    if (txns == NULL || txns->naborted <= 0)
+        return KP_ERR_NONE;
+    job->aborted = calloc((size_t)txns->naborted, sizeof(*job->aborted));
+    if (job->aborted == NULL)
+        return KP_ERRCTX(ctx, KP_ERR__NOMEM, 0, "%d aborted transactions", txns->naborted);
+    for (int32_t i = 0; i < txns->naborted; i++) {
+        const ks_compact_aborted *a = &txns->aborted[i];
+        if (a->last_offset >= from && a->first_offset < upto)
+            job->aborted[job->naborted++] = *a;
+    }
+    qsort(job->aborted, (size_t)job->naborted, sizeof(*job->aborted), cmp_aborted);
+    return KP_ERR_NONE;
+}
+
+kp_err ks_compact_plan(ks_log *log, const ks_compact_config *cfg, const ks_compact_txns *txns,
+                       int64_t now_ms, ks_compact_job **out, kp_errctx *ctx)
 {
     ks_compact_stats st;
     *out = NULL;
-    kp_err err = ks_compact_measure(log, cfg, now_ms, &st, ctx);
+    kp_err err = ks_compact_measure(log, cfg, txns, now_ms, &st, ctx);
     if (err != KP_ERR_NONE || st.dirty_bytes == 0)
         return err;
     int32_t k = 0;
@@ -240,6 +279,12 @@ kp_err ks_compact_plan(ks_log *log, const ks_compact_config *cfg, int64_t now_ms
     job->first_dirty = st.first_dirty;
     job->first_uncleanable = st.first_uncleanable;
     job->end_offset = st.first_uncleanable;
+    err = copy_aborted(job, txns, k > 0 ? job->segs[0].base : st.first_uncleanable,
+                       st.first_uncleanable, ctx);
+    if (err != KP_ERR_NONE) {
+        ks_compact_job_free(job);
+        return err;
+    }
     *out = job;
     return KP_ERR_NONE;
 }
@@ -297,6 +342,27 @@ static int64_t record_offset(const kp_batch_hdr *h, const kp_record *r)
     return h->base_offset + r->offset_delta;
 }
 
+/* Whether h is a data batch of one of the job's aborted transactions: the
+ * entry of its producer with the largest first offset <= its base offset
+ * (a producer's transactions do not overlap) ends at or after it. */
+static bool is_aborted(const ks_compact_job *job, const kp_batch_hdr *h)
+{
+    if ((h->attributes & KP_BATCH_ATTR_TRANSACTIONAL) == 0 || is_control(h))
+        return false;
+    int32_t lo = 0, hi = job->naborted;
+    while (lo < hi) { /* the first entry after (producer id, base offset) */
+        int32_t mid = lo + (hi - lo) / 2;
+        const ks_compact_aborted *a = &job->aborted[mid];
+        if (a->producer_id < h->producer_id ||
+            (a->producer_id == h->producer_id && a->first_offset <= h->base_offset))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const ks_compact_aborted *a = lo > 0 ? &job->aborted[lo - 1] : NULL;
+    return a != NULL && a->producer_id == h->producer_id && h->base_offset <= a->last_offset;
+}
+
 /* ---- the map phase ------------------------------------------------------ */
 
 /* Maps the keys of the batch in job->in at or past first_dirty; a full map
@@ -307,7 +373,7 @@ static kp_err map_batch(ks_compact_job *job, const kp_batch_hdr *h, bool *full, 
     size_t len;
     uint8_t *plain;
     *full = false;
-    if (is_control(h) || !batch_records(job, h, &recs, &len, &plain))
+    if (is_control(h) || is_aborted(job, h) || !batch_records(job, h, &recs, &len, &plain))
         return KP_ERR_NONE;
     kp_record_iter it;
     kp_record r;
@@ -474,6 +540,10 @@ static kp_err clean_batch(ks_compact_job *job, const cseg *c, const kp_batch_hdr
     const uint8_t *recs;
     size_t len, total = (size_t)kp_batch_total_size(h);
     uint8_t *plain = NULL;
+    if (is_aborted(job, h)) {
+        job->aborted_removed += h->records_count;
+        return KP_ERR_NONE;
+    }
     if (is_control(h) || !batch_records(job, h, &recs, &len, &plain))
         return out_add(job, job->in, total, h, ctx);
     kp_batch_builder b;
@@ -674,6 +744,7 @@ static void result_init(const ks_compact_job *job, ks_compact_result *res)
     res->records_read = job->records_read;
     res->records_removed = job->records_removed;
     res->tombstones_removed = job->tombstones_removed;
+    res->aborted_removed = job->aborted_removed;
     res->garbage.segs = calloc((size_t)(job->nsegs + job->ngroups + 1), sizeof(ks_segment *));
 }
 

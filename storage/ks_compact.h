@@ -16,7 +16,13 @@
  * Rules (Kafka's log cleaner, in our words):
  *   - Only sealed segments are cleaned, and only those whose records are all
  *     older than min.compaction.lag.ms (the first segment holding a younger
- *     record, the active segment and the high watermark bound the range).
+ *     record, the active segment, the high watermark and the last stable
+ *     offset bound the range: no record of an open transaction is cleaned,
+ *     nor anything after it).
+ *   - The data batches of aborted transactions are dropped and never enter
+ *     the map, so an aborted record never supersedes a committed one. The
+ *     caller names them (ks_compact_txns): storage does not track
+ *     transactions. Their abort markers stay.
  *   - Offsets are kept: a rewritten batch keeps its base offset, its last
  *     offset delta, every kept record's offset delta (gaps are fine), its
  *     attributes, producer id/epoch, base sequence, leader epoch and, for
@@ -59,9 +65,9 @@
  *   1. The active segment and records at or past the first uncleanable
  *      offset are never rewritten.
  *   2. For every key, the record at its latest offset below the job's end
- *      offset is kept (tombstones: until delete.retention.ms, see above);
- *      every kept record keeps its offset, key, value, headers and
- *      timestamp.
+ *      offset outside aborted transactions is kept (tombstones: until
+ *      delete.retention.ms, see above); every kept record keeps its offset,
+ *      key, value, headers and timestamp.
  *   3. A commit either swaps a group in whole or leaves the log unchanged
  *      for that group; readers holding an old segment keep reading it.
  *   4. The offset map holds at most map_entries keys; memory per job is the
@@ -72,7 +78,8 @@
  *      batches (one batch at least).
  *
  * Ownership: ks_compact_plan returns a job holding references to the old
- * segments and, after work, to the new ones; ks_compact_commit moves the
+ * segments, its own copy of the aborted transactions it needs, and, after
+ * work, references to the new ones; ks_compact_commit moves the
  * new segments into the log and the replaced (or discarded) ones into
  * res->garbage, which the caller finishes with ks_retention_finish (any
  * thread: it unlinks and unreferences). ks_compact_job_free releases what
@@ -109,6 +116,22 @@ typedef struct ks_compact_config {
     int64_t map_entries;         /* keys the offset map holds per round, >= 1 */
 } ks_compact_config;
 
+/* One aborted transaction of the partition: producer_id's data batches
+ * with base offsets in [first_offset, last_offset] (the abort marker). */
+typedef struct ks_compact_aborted {
+    int64_t producer_id;
+    int64_t first_offset;
+    int64_t last_offset;
+} ks_compact_aborted;
+
+/* The partition's transactions as the cleaner must respect them. Passing
+ * NULL for it means no transaction: the high watermark bounds the range. */
+typedef struct ks_compact_txns {
+    int64_t stable_offset;               /* last stable offset */
+    const ks_compact_aborted *aborted;   /* borrowed for the call; any order */
+    int32_t naborted;
+} ks_compact_txns;
+
 /* How dirty a log is now. */
 typedef struct ks_compact_stats {
     int64_t first_dirty;       /* first offset not cleaned yet */
@@ -129,6 +152,7 @@ typedef struct ks_compact_result {
     int64_t bytes_after;        /* bytes of the new segments */
     int64_t records_read;       /* records looked at while rewriting */
     int64_t records_removed;    /* superseded records dropped */
+    int64_t aborted_removed;    /* records of aborted transactions dropped */
     int64_t tombstones_removed; /* expired tombstones dropped */
     int64_t first_dirty;        /* the job's dirty range ... */
     int64_t end_offset;         /* ... and where the map stopped */
@@ -142,14 +166,15 @@ typedef struct ks_compact_job ks_compact_job;
 void ks_compact_config_default(ks_compact_config *cfg);
 
 /* Measures log (owning thread). May load sealed segments' indexes when
- * min_lag_ms > 0 (their largest timestamps). */
-kp_err ks_compact_measure(ks_log *log, const ks_compact_config *cfg, int64_t now_ms,
-                          ks_compact_stats *st, kp_errctx *ctx);
+ * min_lag_ms > 0 (their largest timestamps). txns may be NULL. */
+kp_err ks_compact_measure(ks_log *log, const ks_compact_config *cfg, const ks_compact_txns *txns,
+                          int64_t now_ms, ks_compact_stats *st, kp_errctx *ctx);
 
 /* Plans one cleaning of log at now_ms (owning thread); *out is NULL when
- * nothing is cleanable (the ratio is not checked: ks_compact_measure). */
-kp_err ks_compact_plan(ks_log *log, const ks_compact_config *cfg, int64_t now_ms,
-                       ks_compact_job **out, kp_errctx *ctx);
+ * nothing is cleanable (the ratio is not checked: ks_compact_measure).
+ * txns may be NULL; the job copies the aborted transactions it needs. */
+kp_err ks_compact_plan(ks_log *log, const ks_compact_config *cfg, const ks_compact_txns *txns,
+                       int64_t now_ms, ks_compact_job **out, kp_errctx *ctx);
 
 /* One bounded step of work (invariant 5); *done once the job is complete.
  * After an error the job is failed: further steps return the same error. */

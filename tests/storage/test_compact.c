@@ -30,12 +30,13 @@ typedef struct kv_list {
     int32_t codec_seen[8];
 } kv_list;
 
-/* Appends one batch of n records key[i] -> val[i] (NULL: tombstone). */
-static void append_kv(ks_log *log, const char *const *keys, const char *const *vals, int32_t n,
-                      int codec, int64_t now_ms)
+/* Appends one batch of producer pid (-1: none) with attributes attrs: n
+ * records key[i] -> val[i] (NULL: tombstone); returns its base offset. */
+static int64_t append_batch(ks_log *log, int16_t attrs, int64_t pid, const char *const *keys,
+                            const char *const *vals, int32_t n, int codec, int64_t now_ms)
 {
     kp_batch_builder b;
-    kp_batch_builder_init(&b, 0, 0, -1, -1, -1);
+    kp_batch_builder_init(&b, 0, attrs, pid, pid >= 0 ? 0 : -1, -1);
     for (int32_t i = 0; i < n; i++) {
         kp_slice k = {(const uint8_t *)keys[i], (int32_t)strlen(keys[i])};
         kp_slice v = vals[i] != NULL ? (kp_slice){(const uint8_t *)vals[i], (int32_t)strlen(vals[i])}
@@ -52,6 +53,29 @@ static void append_kv(ks_log *log, const char *const *keys, const char *const *v
     kp_err err = ks_log_append(log, p, len, 7, now_ms, &res, &ctx);
     ck_assert_msg(err == KP_ERR_NONE, "append: %s", ctx.msg);
     free(p);
+    return res.base_offset;
+}
+
+static void append_kv(ks_log *log, const char *const *keys, const char *const *vals, int32_t n,
+                      int codec, int64_t now_ms)
+{
+    (void)append_batch(log, 0, -1, keys, vals, n, codec, now_ms);
+}
+
+/* A transactional batch of pid: key -> val; returns its offset. */
+static int64_t append_txn(ks_log *log, int64_t pid, const char *key, const char *val)
+{
+    const char *k[] = {key}, *v[] = {val};
+    return append_batch(log, KP_BATCH_ATTR_TRANSACTIONAL, pid, k, v, 1, KP_CODEC_NONE, NOW0);
+}
+
+/* A commit or abort marker of pid: a control batch. The cleaner keeps it
+ * as-is and never parses its record, so that record is a placeholder. */
+static int64_t append_marker(ks_log *log, int64_t pid)
+{
+    const char *k[] = {"marker"}, *v[] = {"marker"};
+    return append_batch(log, KP_BATCH_ATTR_TRANSACTIONAL | KP_BATCH_ATTR_CONTROL, pid, k, v, 1,
+                        KP_CODEC_NONE, NOW0);
 }
 
 /* Appends count single-record batches "k<i % keys>" -> "v<i>". */
@@ -169,7 +193,7 @@ static bool clean_once(ks_log *log, const ks_compact_config *cfg, int64_t now_ms
 {
     ks_compact_job *job = NULL;
     kp_errctx ctx = {{0}, NULL, 0, 0};
-    ck_assert_int_eq(ks_compact_plan(log, cfg, now_ms, &job, &ctx), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_plan(log, cfg, NULL, now_ms, &job, &ctx), KP_ERR_NONE);
     if (job == NULL)
         return false;
     kp_err err = ks_compact_work(job, &ctx);
@@ -208,7 +232,7 @@ START_TEST(test_compact_latest_per_key)
     ks_compact_config cfg;
     compact_cfg(&cfg);
     ks_compact_stats st;
-    ck_assert_int_eq(ks_compact_measure(log, &cfg, NOW0, &st, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_measure(log, &cfg, NULL, NOW0, &st, NULL), KP_ERR_NONE);
     ck_assert(st.cleanable);
     ck_assert_int_eq(st.clean_bytes, 0);
     ks_compact_result res;
@@ -225,7 +249,7 @@ START_TEST(test_compact_latest_per_key)
     ck_assert_int_eq(ks_log_cleaner_offset(log), end);
     ck_assert_int_eq(count_files(".deleted") + count_files(".cleaned") + count_files(".swap"), 0);
     /* Nothing dirty now; new updates make it dirty again. */
-    ck_assert_int_eq(ks_compact_measure(log, &cfg, NOW0, &st, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_measure(log, &cfg, NULL, NOW0, &st, NULL), KP_ERR_NONE);
     ck_assert(!st.cleanable);
     /* Reading at an offset in a gap starts at the next batch. */
     ks_log_slice s;
@@ -272,8 +296,9 @@ START_TEST(test_compact_tombstones)
     ck_assert_int_eq(res.tombstones_removed, 0);
     /* Nothing dirty: no job even once the tombstone is old. */
     ks_compact_job *job = NULL;
-    ck_assert_int_eq(ks_compact_plan(log, &cfg, NOW0 + 10 * cfg.delete_retention_ms, &job, NULL),
-                     KP_ERR_NONE);
+    ck_assert_int_eq(
+        ks_compact_plan(log, &cfg, NULL, NOW0 + 10 * cfg.delete_retention_ms, &job, NULL),
+        KP_ERR_NONE);
     ck_assert_ptr_null(job);
     /* New data makes the log dirty; past delete.retention.ms the tombstone goes. */
     const char *k2[] = {"a"}, *v2[] = {"a2"};
@@ -390,7 +415,7 @@ static void crash_at(int step)
     ks_compact_config cfg;
     compact_cfg(&cfg);
     ks_compact_job *job = NULL;
-    ck_assert_int_eq(ks_compact_plan(log, &cfg, NOW0, &job, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_plan(log, &cfg, NULL, NOW0, &job, NULL), KP_ERR_NONE);
     ck_assert_int_eq(ks_compact_work(job, NULL), KP_ERR_NONE);
     ck_assert_int_gt(count_files(".log.cleaned"), 0);
     if (step >= 1)
@@ -461,10 +486,10 @@ START_TEST(test_compact_min_lag_and_active)
     compact_cfg(&cfg);
     cfg.min_lag_ms = 5000;
     ks_compact_stats st;
-    ck_assert_int_eq(ks_compact_measure(log, &cfg, NOW0 + 1000, &st, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_measure(log, &cfg, NULL, NOW0 + 1000, &st, NULL), KP_ERR_NONE);
     ck_assert(!st.cleanable);
     ck_assert_int_eq(st.first_uncleanable, 0);
-    ck_assert_int_eq(ks_compact_measure(log, &cfg, NOW0 + 6000, &st, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_measure(log, &cfg, NULL, NOW0 + 6000, &st, NULL), KP_ERR_NONE);
     ck_assert(st.cleanable);
     ks_segment *active;
     ck_assert_int_eq(ks_log_segment_at(log, ks_log_segment_count(log) - 1, &active, NULL),
@@ -489,7 +514,7 @@ START_TEST(test_compact_discard_when_truncated)
     ks_compact_config cfg;
     compact_cfg(&cfg);
     ks_compact_job *job = NULL;
-    ck_assert_int_eq(ks_compact_plan(log, &cfg, NOW0, &job, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_plan(log, &cfg, NULL, NOW0, &job, NULL), KP_ERR_NONE);
     ck_assert_int_eq(ks_compact_work(job, NULL), KP_ERR_NONE);
     ck_assert_int_eq(ks_log_truncate_to(log, 150, NOW0, NULL), KP_ERR_NONE);
     kv_list *l = malloc(sizeof(*l));
@@ -506,7 +531,7 @@ START_TEST(test_compact_discard_when_truncated)
     ck_assert_int_eq(l->n, n);
     ck_assert_int_eq(ks_log_cleaner_offset(log), -1);
     /* A cancelled job commits nothing either. */
-    ck_assert_int_eq(ks_compact_plan(log, &cfg, NOW0, &job, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_plan(log, &cfg, NULL, NOW0, &job, NULL), KP_ERR_NONE);
     ks_compact_cancel(job);
     ck_assert_int_eq(ks_compact_work(job, NULL), KP_ERR__AGAIN);
     ck_assert_int_eq(ks_compact_commit(log, job, &res, NULL), KP_ERR__AGAIN);
@@ -514,6 +539,84 @@ START_TEST(test_compact_discard_when_truncated)
     ks_compact_job_free(job);
     read_all(log, l);
     ck_assert_int_eq(l->n, n);
+    ks_log_close(log, NULL);
+    free(l);
+}
+END_TEST
+
+/* A record of an aborted transaction neither supersedes the committed record
+ * before it nor survives the cleaning; committed transactional records
+ * supersede as any record does, and markers stay. */
+START_TEST(test_compact_aborted_transactions)
+{
+    ks_log *log = open_log(1 << 20);
+    const char *k[] = {"a", "b"}, *v[] = {"a1", "b1"};
+    append_kv(log, k, v, 2, KP_CODEC_NONE, NOW0);     /* 0, 1 */
+    int64_t aborted = append_txn(log, 42, "a", "a2"); /* 2 */
+    int64_t abort_at = append_marker(log, 42);        /* 3: abort */
+    int64_t committed = append_txn(log, 43, "b", "b2");
+    (void)append_marker(log, 43);                     /* commit */
+    int64_t again = append_txn(log, 42, "a", "a3"); /* a second aborted transaction of 42 */
+    int64_t abort2_at = append_marker(log, 42);       /* abort */
+    ck_assert_int_eq(ks_log_roll(log, NOW0, NULL), KP_ERR_NONE);
+    const ks_compact_aborted ab[] = {{42, again, abort2_at}, {7, 0, 1}, {42, aborted, abort_at}};
+    ks_compact_txns txns = {ks_log_end_offset(log), ab, 3};
+    ks_compact_config cfg;
+    compact_cfg(&cfg);
+    ks_compact_job *job = NULL;
+    ks_compact_result res;
+    ck_assert_int_eq(ks_compact_plan(log, &cfg, &txns, NOW0, &job, NULL), KP_ERR_NONE);
+    ck_assert_ptr_nonnull(job);
+    ck_assert_int_eq(ks_compact_work(job, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_commit(log, job, &res, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_retention_finish(&res.garbage, NULL), KP_ERR_NONE);
+    ks_compact_job_free(job);
+    ck_assert_int_eq(res.aborted_removed, 2);
+    ck_assert_int_eq(res.records_removed, 1); /* b1 */
+    kv_list *l = malloc(sizeof(*l));
+    read_all(log, l);
+    int32_t n;
+    const kv *a = find_key(l, "a", &n);
+    ck_assert(a != NULL && n == 1 && a->offset == 0 && strcmp(a->value, "a1") == 0);
+    const kv *b = find_key(l, "b", &n);
+    ck_assert(b != NULL && n == 1 && b->offset == committed && strcmp(b->value, "b2") == 0);
+    ck_assert_int_eq(l->batches, 5); /* a1 b1, b2 and the three markers */
+    ks_log_close(log, NULL);
+    free(l);
+}
+END_TEST
+
+/* Nothing from the first record of an open transaction on is cleaned, even
+ * in sealed segments: the transaction may still abort. */
+START_TEST(test_compact_stops_at_open_transaction)
+{
+    ks_log *log = open_log(1 << 20);
+    append_updates(log, 4, 2, NOW0); /* k0 k1 k0 k1 */
+    ck_assert_int_eq(ks_log_roll(log, NOW0, NULL), KP_ERR_NONE);
+    int64_t open_at = append_txn(log, 42, "k0", "open");
+    ck_assert_int_eq(ks_log_roll(log, NOW0, NULL), KP_ERR_NONE);
+    append_updates(log, 2, 2, NOW0);
+    ck_assert_int_eq(ks_log_roll(log, NOW0, NULL), KP_ERR_NONE);
+    ks_compact_txns txns = {open_at, NULL, 0};
+    ks_compact_config cfg;
+    compact_cfg(&cfg);
+    ks_compact_stats st;
+    ck_assert_int_eq(ks_compact_measure(log, &cfg, &txns, NOW0, &st, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(st.first_uncleanable, open_at);
+    ks_compact_job *job = NULL;
+    ks_compact_result res;
+    ck_assert_int_eq(ks_compact_plan(log, &cfg, &txns, NOW0, &job, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_work(job, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_compact_commit(log, job, &res, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_retention_finish(&res.garbage, NULL), KP_ERR_NONE);
+    ks_compact_job_free(job);
+    ck_assert_int_eq(res.end_offset, open_at);
+    kv_list *l = malloc(sizeof(*l));
+    read_all(log, l);
+    /* k0 v2 and k1 v3 below the open transaction; all from it on */
+    ck_assert_int_eq(l->n, 2 + 3);
+    ck_assert_str_eq(l->v[0].value, "v2");
+    ck_assert_str_eq(l->v[2].value, "open");
     ks_log_close(log, NULL);
     free(l);
 }
@@ -557,6 +660,8 @@ Suite *compact_suite(void)
     tcase_add_test(tc, test_compact_bounded_map);
     tcase_add_test(tc, test_compact_min_lag_and_active);
     tcase_add_test(tc, test_compact_discard_when_truncated);
+    tcase_add_test(tc, test_compact_aborted_transactions);
+    tcase_add_test(tc, test_compact_stops_at_open_transaction);
     tcase_add_test(tc, test_compact_offmap);
     suite_add_tcase(s, tc);
     return s;
