@@ -207,17 +207,24 @@ def tool(broker, kafka_jars):
 
 
 @pytest.fixture(scope="session")
-def java_runner(kafka_jars, tmp_path_factory):
-    """run(main_class, *args, timeout=120) with the Kafka jars and the compiled
-    integration/java/*.java sources on the class path."""
+def java_classes(kafka_jars, tmp_path_factory):
+    """The class directory of integration/java/*.java, compiled together
+    against the Kafka jars."""
     javac = require_exe("javac")
     classes = tmp_path_factory.mktemp("java-classes")
     sources = sorted(str(p) for p in JAVA_DIR.glob("*.java"))
     if sources:
         procs.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", procs.java_classpath(),
                    "-d", classes] + sources, timeout=180, check=True)
+    return classes
+
+
+@pytest.fixture(scope="session")
+def java_runner(java_classes):
+    """run(main_class, *args, timeout=120) with the Kafka jars and the compiled
+    integration/java/*.java sources on the class path."""
 
     def run(main_class, *args, timeout=120):
-        return procs.run_java(main_class, args, timeout=timeout, extra_cp=classes)
+        return procs.run_java(main_class, args, timeout=timeout, extra_cp=java_classes)
 
     return run
