@@ -143,3 +143,29 @@ def test_java_offsets_for_times(java_runner, broker, data):
             want = first_at_or_after(ts[part], target) or (-1, -1)
             assert (off, stamp) == want, "p%d at T0%+d: got %s, want %s" % (
                 part, target - t0, (off, stamp), want)
+
+
+def segment_files(broker, topic):
+    """The .log files of partition 0 in the broker's data directory (Runnel
+    and Kafka lay it out alike)."""
+    return sorted(p.name for p in (broker.datadir / ("%s-0" % topic)).glob("*.log"))
+
+
+def test_segment_ms_counts_record_time(broker, topic_name):
+    """Kafka measures segment.ms in record time: from the timestamp of a
+    segment's first batch to the newest one appended, not by the wall clock
+    against record timestamps. A backfill of ten-day-old records, one
+    request at a time, stays in one segment until its record time spans
+    more than segment.ms."""
+    ck = require_module("confluent_kafka")
+    topic = create_topic(broker.bootstrap, topic_name(), 1,
+                         {"segment.ms": "3600000", "retention.ms": "-1"})
+    old = (int(time.time()) - 10 * 86400) * 1000
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i, ts in enumerate([old + 1000 * i for i in range(20)] + [old + 3600000]):
+        p.produce(topic, value=b"v%d" % i, partition=0, timestamp=ts)
+        assert p.flush(30) == 0
+    assert len(segment_files(broker, topic)) == 1
+    p.produce(topic, value=b"later", partition=0, timestamp=old + 3600001)
+    assert p.flush(30) == 0
+    assert segment_files(broker, topic) == ["%020d.log" % 0, "%020d.log" % 21]

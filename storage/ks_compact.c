@@ -151,8 +151,8 @@ kp_err ks_compact_measure(ks_log *log, const ks_compact_config *cfg, const ks_co
             continue;
         }
         st->dirty_bytes += seg->size;
-        if (cfg->max_lag_ms < INT64_MAX && seg->rolling_ts >= 0 &&
-            now_ms - seg->rolling_ts > cfg->max_lag_ms)
+        int64_t first = cfg->max_lag_ms < INT64_MAX ? ks_segment_rolling_ts(seg) : -1;
+        if (first >= 0 && now_ms - first > cfg->max_lag_ms)
             st->forced = true;
     }
     int64_t total = st->clean_bytes + st->dirty_bytes;

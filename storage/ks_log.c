@@ -245,7 +245,7 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static kp_err load_segments(ks_log *log, kp_errctx *ctx)
+static kp_err load_segments(ks_log *log, int64_t now_ms, kp_errctx *ctx)
 {
     base_list l = {0};
     kp_err err = ks_io_list_dir(&log->io, log->dir, collect_base, &l, ctx);
@@ -256,7 +256,7 @@ static kp_err load_segments(ks_log *log, kp_errctx *ctx)
     ks_segment_opts o = seg_opts(log);
     for (int32_t i = 0; err == KP_ERR_NONE && i < l.n; i++) {
         ks_segment *seg = NULL;
-        err = ks_segment_open(&log->io, log->dir, l.v[i], &o, &seg, ctx);
+        err = ks_segment_open(&log->io, log->dir, l.v[i], &o, now_ms, &seg, ctx);
         if (err == KP_ERR_NONE && push_seg(log, seg) != KP_ERR_NONE) {
             ks_segment_unref(seg);
             err = KP_ERRCTX(ctx, KP_ERR__NOMEM, 0, "segment list");
@@ -354,7 +354,7 @@ kp_err ks_log_open(const ks_io *io, const char *log_dir, const char *topic, int3
     if (err == KP_ERR_NONE)
         err = ks_compact_recover_files(io, log->dir, ctx);
     if (err == KP_ERR_NONE)
-        err = load_segments(log, ctx);
+        err = load_segments(log, args->now_ms, ctx);
     if (err == KP_ERR_NONE && log->nsegs == 0) {
         int64_t base = args->log_start_offset > 0 ? args->log_start_offset : 0;
         err = new_segment(log, base, args->now_ms, ctx);
@@ -490,14 +490,20 @@ static void assign(const ks_log *log, uint8_t *buf, size_t len, int32_t epoch, i
     }
 }
 
-static bool should_roll(const ks_log *log, const ks_segment *seg, size_t len,
-                        const ks_append_unit *u, int64_t now_ms)
+/* Kafka's rule for segment.ms: the time a segment has waited is the span
+ * from its first batch's timestamp to the newest timestamp appended (record
+ * time, so old or future timestamps do not roll a segment per append), or
+ * wall-clock time since its creation when its first batch has none. */
+static bool should_roll(const ks_log *log, ks_segment *seg, size_t len, const ks_append_unit *u,
+                        int64_t now_ms)
 {
     if (seg->size == 0)
         return false;
-    return seg->size + (int64_t)len > log->cfg.segment_bytes ||
-           now_ms - seg->rolling_ts >= log->cfg.segment_ms || ks_index_full(&seg->oidx) ||
-           ks_index_full(&seg->tidx) || u->last_offset - seg->base_offset > INT32_MAX;
+    int64_t first = ks_segment_rolling_ts(seg);
+    int64_t waited = first >= 0 ? u->max_timestamp - first : now_ms - seg->created_ms;
+    return seg->size + (int64_t)len > log->cfg.segment_bytes || waited > log->cfg.segment_ms ||
+           ks_index_full(&seg->oidx) || ks_index_full(&seg->tidx) ||
+           u->last_offset - seg->base_offset > INT32_MAX;
 }
 
 kp_err ks_log_roll(ks_log *log, int64_t now_ms, kp_errctx *ctx)

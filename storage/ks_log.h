@@ -73,7 +73,7 @@ typedef enum ks_timestamp_type {
 /* Per-topic settings, filled by the broker from Kafka's config keys. */
 typedef struct ks_log_config {
     int64_t segment_bytes;        /* segment.bytes: roll above this */
-    int64_t segment_ms;           /* segment.ms: roll after this age */
+    int64_t segment_ms;           /* segment.ms: roll past this span of time (should_roll) */
     int32_t index_interval_bytes; /* index.interval.bytes */
     int32_t segment_index_bytes;  /* segment.index.bytes: roll when full */
     int64_t retention_ms;         /* retention.ms, -1 for no limit */

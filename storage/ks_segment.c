@@ -10,6 +10,9 @@ static const char *const ext_log = ".log";
 static const char *const ext_index = ".index";
 static const char *const ext_time = ".timeindex";
 
+/* rolling_ts of a segment opened from disk until its first batch is read. */
+#define ROLLING_TS_UNREAD INT64_MIN
+
 static const char *const suffix_names[] = {"", ".cleaned", ".swap", ".deleted"};
 #define NSUFFIX ((int)(sizeof(suffix_names) / sizeof(suffix_names[0])))
 
@@ -176,14 +179,15 @@ kp_err ks_segment_create_as(const ks_io *io, const char *dir, int64_t base_offse
         return err;
     }
     seg->indexes_loaded = true;
-    seg->rolling_ts = now_ms;
+    seg->created_ms = now_ms;
     seg->mtime_ms = now_ms;
     *out = seg;
     return KP_ERR_NONE;
 }
 
 kp_err ks_segment_open(const ks_io *io, const char *dir, int64_t base_offset,
-                       const ks_segment_opts *o, ks_segment **out, kp_errctx *ctx)
+                       const ks_segment_opts *o, int64_t now_ms, ks_segment **out,
+                       kp_errctx *ctx)
 {
     ks_segment *seg = seg_alloc(io, dir, base_offset, o);
     if (seg == NULL)
@@ -195,7 +199,8 @@ kp_err ks_segment_open(const ks_io *io, const char *dir, int64_t base_offset,
         seg_free(seg);
         return err;
     }
-    seg->rolling_ts = seg->mtime_ms;
+    seg->rolling_ts = ROLLING_TS_UNREAD;
+    seg->created_ms = now_ms;
     *out = seg;
     return KP_ERR_NONE;
 }
@@ -255,8 +260,8 @@ static kp_err maybe_index(ks_segment *seg, int64_t pos, const ks_append_unit *u,
 kp_err ks_segment_track(ks_segment *seg, int64_t pos, int64_t len, const ks_append_unit *u,
                         kp_errctx *ctx)
 {
-    if (seg->size == 0 && u->first_batch_ts >= 0)
-        seg->rolling_ts = u->first_batch_ts;
+    if (seg->size == 0)
+        seg->rolling_ts = u->first_batch_ts >= 0 ? u->first_batch_ts : -1;
     if (u->max_timestamp > seg->max_timestamp) {
         seg->max_timestamp = u->max_timestamp;
         seg->offset_of_max_ts = u->offset_of_max_ts;
@@ -313,6 +318,17 @@ kp_err ks_segment_read_hdr(const ks_segment *seg, int64_t pos, int64_t limit, kp
         return KP_ERRCTX(ctx, KP_ERR__CORRUPT, 0, "%s.log: bad batch at %lld", seg->base_path,
                          (long long)pos);
     return err;
+}
+
+int64_t ks_segment_rolling_ts(ks_segment *seg)
+{
+    if (seg->rolling_ts == ROLLING_TS_UNREAD) {
+        kp_batch_hdr h;
+        bool read =
+            seg->size > 0 && ks_segment_read_hdr(seg, 0, seg->size, &h, NULL) == KP_ERR_NONE;
+        seg->rolling_ts = read && h.max_timestamp >= 0 ? h.max_timestamp : -1;
+    }
+    return seg->rolling_ts;
 }
 
 /* Walks batches from pos until pred says stop; *pos is then that batch. */

@@ -93,7 +93,9 @@ typedef struct ks_segment {
     int64_t flushed_size;     /* bytes known durable (loop thread) */
     int64_t max_timestamp;    /* largest batch max_timestamp, -1 if none */
     int64_t offset_of_max_ts; /* last offset of that batch */
-    int64_t rolling_ts;       /* first batch's timestamp, else creation time */
+    int64_t rolling_ts;       /* first batch's max timestamp, -1 if none; see
+                                 ks_segment_rolling_ts */
+    int64_t created_ms;       /* created, or opened by this process */
     int64_t mtime_ms;         /* last append (or file mtime) */
     int32_t bytes_since_index;
     int32_t index_interval;
@@ -119,9 +121,16 @@ kp_err ks_segment_create(const ks_io *io, const char *dir, int64_t base_offset,
 kp_err ks_segment_create_as(const ks_io *io, const char *dir, int64_t base_offset,
                             const ks_segment_opts *o, ks_segment_suffix suffix, int64_t now_ms,
                             ks_segment **out, kp_errctx *ctx);
-/* Opens an existing segment; size is the file size, indexes are not read. */
+/* Opens an existing segment at now_ms; size is the file size, indexes are
+ * not read. */
 kp_err ks_segment_open(const ks_io *io, const char *dir, int64_t base_offset,
-                       const ks_segment_opts *o, ks_segment **out, kp_errctx *ctx);
+                       const ks_segment_opts *o, int64_t now_ms, ks_segment **out,
+                       kp_errctx *ctx);
+
+/* The max timestamp of the segment's first batch (what segment.ms counts
+ * from, as Kafka's rollingBasedTimestamp), -1 when the segment is empty or
+ * that batch has no timestamp; read from the file once after an open. */
+int64_t ks_segment_rolling_ts(ks_segment *seg);
 
 /* Parses "<20 digits>.log"; false for any other name. */
 bool ks_segment_parse_name(const char *name, int64_t *base_offset);

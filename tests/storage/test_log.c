@@ -210,6 +210,46 @@ START_TEST(test_log_on_disk_names)
 }
 END_TEST
 
+/* segment.ms counts record time, as Kafka does: from the first batch's
+ * timestamp to the newest one appended (read back from the file after a
+ * reopen), and wall-clock time since the segment's creation only when its
+ * first batch has no timestamp. */
+START_TEST(test_log_roll_by_record_time)
+{
+    ks_log_config cfg;
+    kt_small_config(&cfg, 1 << 20, 4096);
+    cfg.segment_ms = 1000;
+    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
+    const int64_t now = 2000000000000, old = now - 10 * 86400000LL;
+    /* Records ten days old, appended a minute apart: one segment. */
+    for (int i = 0; i < 5; i++)
+        kt_append(log, 1, 10, old + i, now + i * 60000);
+    ck_assert_int_eq(ks_log_segment_count(log), 1);
+    kt_append(log, 1, 10, old + 1000, now);
+    ck_assert_int_eq(ks_log_segment_count(log), 1);
+    kt_append(log, 1, 10, old + 1001, now); /* more than 1000 ms of record time */
+    ck_assert_int_eq(ks_log_segment_count(log), 2);
+    ck_assert_int_eq(ks_log_close(log, NULL), KP_ERR_NONE);
+    log = kt_open(kt_io(), kt_dir(), &cfg, true, -1, NULL);
+    kt_append(log, 1, 10, old + 2001, now + 3600000);
+    ck_assert_int_eq(ks_log_segment_count(log), 2);
+    kt_append(log, 1, 10, old + 2002, now);
+    ck_assert_int_eq(ks_log_segment_count(log), 3);
+    ks_log_close(log, NULL);
+
+    /* No timestamps: the wall clock from creation (kt_open's now, 1000). */
+    char *dir = kt_tmpdir();
+    log = kt_open(kt_io(), dir, &cfg, false, 0, NULL);
+    kt_append(log, 1, 10, -1, 1500);
+    kt_append(log, 1, 10, -1, 2000);
+    ck_assert_int_eq(ks_log_segment_count(log), 1);
+    kt_append(log, 1, 10, -1, 2001);
+    ck_assert_int_eq(ks_log_segment_count(log), 2);
+    ks_log_close(log, NULL);
+    kt_rmtree(dir);
+}
+END_TEST
+
 Suite *log_suite(void)
 {
     Suite *s = suite_create("log");
@@ -223,6 +263,7 @@ Suite *log_suite(void)
     tcase_add_test(tc, test_log_truncate_and_start);
     tcase_add_test(tc, test_log_slice_outlives_segment);
     tcase_add_test(tc, test_log_on_disk_names);
+    tcase_add_test(tc, test_log_roll_by_record_time);
     suite_add_tcase(s, tc);
     return s;
 }
