@@ -30,7 +30,7 @@ import time
 import pytest
 
 import procs
-from conftest import require_module
+from conftest import missing, require_module
 from roundtrip import create_topic
 
 # Both targets alike: timed-out transactions aborted within a second of their
@@ -49,6 +49,14 @@ PARTITIONS = 2
 @pytest.fixture(scope="module")
 def ck():
     return require_module("confluent_kafka")
+
+
+@pytest.fixture(scope="module")
+def streams_classes(java_classes):
+    """java_classes, which must hold StreamsApp (kafka-streams among the jars)."""
+    if not (java_classes / "StreamsApp.class").is_file():
+        missing("the kafka-streams jar in %s" % procs.JARS)
+    return java_classes
 
 
 _started = []  # App objects of the running test
@@ -301,8 +309,8 @@ def check_internal_topics(ck, run):
 
 @pytest.mark.parametrize("guarantee,wipe", [("exactly_once_v2", True), ("at_least_once", False)],
                          ids=["eos-wiped-state", "alos-kept-state"])
-def test_word_count_restart(broker, ck, java_classes, tmp_path, topic_name, guarantee, wipe):
-    run = Run(broker, java_classes, tmp_path, topic_name, guarantee)
+def test_word_count_restart(broker, ck, streams_classes, tmp_path, topic_name, guarantee, wipe):
+    run = Run(broker, streams_classes, tmp_path, topic_name, guarantee)
     run.feed(ck, 30)
     app = run.start()
     run.wait_counts(ck, app)
@@ -372,7 +380,7 @@ def changelogs_stable(ck, run):
     return marks["read_committed"] == marks["read_uncommitted"]
 
 
-def test_exactly_once_after_kills(broker, ck, java_classes, tmp_path, topic_name):
+def test_exactly_once_after_kills(broker, ck, streams_classes, tmp_path, topic_name):
     """The app is killed twice with a transaction open. First its state
     directory is kept: the new process has the same transactional.id and
     its InitProducerId fences and aborts the transaction at once. Then it is
@@ -382,7 +390,7 @@ def test_exactly_once_after_kills(broker, ck, java_classes, tmp_path, topic_name
     roll every 100 ms here, the cleaner looks every 200 ms) before the app
     restores every store from them. Aborted records must not supersede the
     committed ones they follow: read_committed shows each count once."""
-    run = Run(broker, java_classes, tmp_path, topic_name, "exactly_once_v2",
+    run = Run(broker, streams_classes, tmp_path, topic_name, "exactly_once_v2",
               changelog={"segment.ms": "100", "min.cleanable.dirty.ratio": "0.01"})
     run.feed(ck, 20)
     app = run.start()
@@ -405,10 +413,10 @@ def test_exactly_once_after_kills(broker, ck, java_classes, tmp_path, topic_name
     check_internal_topics(ck, run)
 
 
-def test_broker_crash_midway(broker, ck, java_classes, tmp_path, topic_name):
+def test_broker_crash_midway(broker, ck, streams_classes, tmp_path, topic_name):
     """The broker is killed (SIGKILL) and restarted while the app processes
     input: the app rides it out, and exactly-once holds."""
-    run = Run(broker, java_classes, tmp_path, topic_name, "exactly_once_v2")
+    run = Run(broker, streams_classes, tmp_path, topic_name, "exactly_once_v2")
     run.feed(ck, 20)
     app = run.start()
     run.wait_counts(ck, app)
@@ -424,11 +432,11 @@ def test_broker_crash_midway(broker, ck, java_classes, tmp_path, topic_name):
     run.check_history(ck)
 
 
-def test_two_instances_then_one(broker, ck, java_classes, tmp_path, topic_name):
+def test_two_instances_then_one(broker, ck, streams_classes, tmp_path, topic_name):
     """A second instance joins (the group rebalances the tasks over both)
     and leaves again (its tasks go back to the first once its session times
     out): the counts stay exact."""
-    run = Run(broker, java_classes, tmp_path, topic_name, "exactly_once_v2")
+    run = Run(broker, streams_classes, tmp_path, topic_name, "exactly_once_v2")
     a = run.start()
     run.wait_counts(ck, a)
     b = run.start("b")

@@ -1,4 +1,5 @@
 // A Kafka Streams word count for integration/test_kafka_streams.py.
+// needs: kafka-streams
 //
 //   StreamsApp BOOTSTRAP APP_ID INPUT OUTPUT WINDOW_OUTPUT GUARANTEE STATE_DIR [CHANGELOG]
 //
