@@ -152,13 +152,15 @@ class Run:
             args.append(",".join("%s=%s" % kv for kv in sorted(self.changelog.items())))
         return App(self.classes, self.tmp_path / ("streams-app%s.log" % instance), args)
 
-    def feed(self, ck, n_lines, pause=0.0):
+    def feed(self, ck, n_lines, pause=0.0, stop=None):
         """Produce n_lines lines of 1-6 words, alternating partitions, 1 s of
-        record time apart (pause seconds of real time apart when > 0), and add
-        them to the expected counts."""
+        record time apart (pause seconds of real time apart when > 0; fewer
+        once the event stop is set), and add them to the expected counts."""
         p = ck.Producer({"bootstrap.servers": self.broker.bootstrap, "linger.ms": 5,
                          "enable.idempotence": True})
         for _ in range(n_lines):
+            if stop is not None and stop.is_set():
+                break
             words = [self.rng.choice(WORDS) for _ in range(self.rng.randint(1, 6))]
             ts = self.base_ms + self.sent * 1000
             p.produce(self.input, value=" ".join(words).encode(), partition=self.sent % PARTITIONS,
@@ -331,53 +333,62 @@ def test_word_count_restart(broker, ck, streams_classes, tmp_path, topic_name, g
     run.check_history(ck)
 
 
+class ChangelogMarks:
+    """The end offsets of the changelog partitions as read_committed sees
+    them (the last stable offsets) and as read_uncommitted does (the high
+    watermarks): they differ while a transaction is open on a changelog."""
+
+    def __init__(self, ck, run):
+        self.ck, self.run = ck, run
+        self.consumers = {
+            iso: ck.Consumer({"bootstrap.servers": run.broker.bootstrap,
+                              "group.id": "it-streams-lso", "isolation.level": iso})
+            for iso in ("read_committed", "read_uncommitted")}
+
+    def get(self):
+        return {iso: [c.get_watermark_offsets(self.ck.TopicPartition(self.run.app_id + t, p),
+                                              timeout=10)[1]
+                      for t in ("-counts-changelog", "-window-counts-changelog")
+                      for p in range(PARTITIONS)]
+                for iso, c in self.consumers.items()}
+
+    def stable(self):
+        m = self.get()
+        return m["read_committed"] == m["read_uncommitted"]
+
+    def close(self):
+        for c in self.consumers.values():
+            c.close()
+
+
 def kill_mid_transaction(ck, run, app):
-    """Feeds 160 more lines over about 4 s and kills the app (SIGKILL) while
-    it has a transaction open on its changelogs: it is stopped (SIGSTOP)
-    until one is seen open, and let go again (SIGCONT) while none is. What
-    the app sent just before it stopped (an EndTxn) settles first."""
-    feeder = threading.Thread(target=run.feed, args=(ck, 160, 0.025))
+    """Feeds lines, 40 a second, while the app runs, and kills it (SIGKILL)
+    with a transaction open on its changelogs: once one is seen open the app
+    is stopped (SIGSTOP); what it sent before (an EndTxn) settles, and it is
+    killed if the transaction is still open, else let go (SIGCONT)."""
+    stop = threading.Event()
+    feeder = threading.Thread(target=run.feed, args=(ck, 2000, 0.025, stop))
     feeder.start()
+    marks = ChangelogMarks(ck, run)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while True:
             app.check_alive()
+            assert time.monotonic() < deadline, "no transaction seen open on the changelogs"
+            if marks.stable():
+                continue
             os.kill(app.proc.pid, signal.SIGSTOP)
             time.sleep(0.3)
-            marks = changelog_marks(ck, run)
-            if marks["read_committed"] != marks["read_uncommitted"]:
+            if not marks.stable():
                 app.kill9()
                 break
             os.kill(app.proc.pid, signal.SIGCONT)
-            assert time.monotonic() < deadline, "no transaction seen open on the changelogs"
-            time.sleep(0.05)
+        assert not marks.stable()
     finally:
+        stop.set()
         feeder.join(60)
+        marks.close()
     assert not feeder.is_alive()
-    assert changelog_marks(ck, run) == marks
-
-
-def changelog_marks(ck, run):
-    """{isolation: [end offset of each changelog partition]}: the last stable
-    offsets (read_committed) and the high watermarks (read_uncommitted)."""
-    marks = {}
-    for isolation in ("read_committed", "read_uncommitted"):
-        c = ck.Consumer({"bootstrap.servers": run.broker.bootstrap, "group.id": "it-streams-lso",
-                         "isolation.level": isolation})
-        try:
-            marks[isolation] = [
-                c.get_watermark_offsets(ck.TopicPartition(run.app_id + t, p), timeout=10)[1]
-                for t in ("-counts-changelog", "-window-counts-changelog")
-                for p in range(PARTITIONS)]
-        finally:
-            c.close()
-    return marks
-
-
-def changelogs_stable(ck, run):
-    """No transaction open on the changelogs."""
-    marks = changelog_marks(ck, run)
-    return marks["read_committed"] == marks["read_uncommitted"]
 
 
 def test_exactly_once_after_kills(broker, ck, streams_classes, tmp_path, topic_name):
@@ -401,8 +412,12 @@ def test_exactly_once_after_kills(broker, ck, streams_classes, tmp_path, topic_n
 
     kill_mid_transaction(ck, run, app)
     shutil.rmtree(run.state_dir)
-    procs.wait_until(lambda: changelogs_stable(ck, run), 60, interval=0.5,
-                     what="the killed app's transaction aborted")
+    marks = ChangelogMarks(ck, run)
+    try:
+        procs.wait_until(marks.stable, 60, interval=0.5,
+                         what="the killed app's transaction aborted")
+    finally:
+        marks.close()
     time.sleep(2)  # ten cleaner rounds over the aborted records
     app = run.start()
     run.wait_counts(ck, app)
