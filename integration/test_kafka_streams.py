@@ -282,6 +282,22 @@ def partition_counts(ck, broker, topics):
     return {t: len(md.topics[t].partitions) for t in topics if t in md.topics}
 
 
+def repartition_topics(run):
+    return [run.app_id + "-by-word-repartition", run.app_id + "-by-word-window-repartition"]
+
+
+def await_purge(ck, run):
+    """While the app runs: waits until Streams has deleted (DeleteRecords,
+    after a commit at most every repartition.purge.interval.ms) consumed
+    records from every repartition partition; the commit that made the
+    counts visible may come before the next purge."""
+    def purged():
+        return all(low > 0 for t in repartition_topics(run)
+                   for low, _ in watermarks(ck, run.broker, t).values())
+
+    procs.wait_until(purged, 30, interval=0.5, what="repartition records purged")
+
+
 def check_internal_topics(ck, run):
     a = run.app_id
     repartition = {"cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1",
@@ -316,6 +332,7 @@ def test_word_count_restart(broker, ck, streams_classes, tmp_path, topic_name, g
     run.feed(ck, 30)
     app = run.start()
     run.wait_counts(ck, app)
+    await_purge(ck, run)
     app.stop()
     check_internal_topics(ck, run)
 
@@ -421,6 +438,7 @@ def test_exactly_once_after_kills(broker, ck, streams_classes, tmp_path, topic_n
     time.sleep(2)  # ten cleaner rounds over the aborted records
     app = run.start()
     run.wait_counts(ck, app)
+    await_purge(ck, run)
     app.stop()
     restored = app.restored("counts")
     assert sorted(restored) == list(range(PARTITIONS)), app.output()
