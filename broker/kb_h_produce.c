@@ -111,13 +111,42 @@ static int topic_codec(const kb_config *cfg, const kb_topic *t)
             return i;
     return -1;
 }
-static void record_error(kb_req *req, part_resp *pr, const kp_validate_result *vr)
+/* A refused batch's answer, as Kafka's ReplicaManager gives it: per-record
+ * faults each as a record error with LogValidator's text and a summary
+ * message; the partition's log start offset, which Kafka reports for every
+ * refusal the log's validation makes (not for those below). */
+static void validation_error(kb_req *req, const produce_part *p)
 {
-    pr->error_message = kb_req_str(req, vr->msg);
-    if (vr->record_error_index >= 0 && KB_ARRAY_ALLOC(req, pr->record_errors, 1)) {
-        pr->record_errors.v[0].batch_index = vr->record_error_index;
-        pr->record_errors.v[0].batch_index_error_message = pr->error_message;
+    part_resp *pr = p->resp;
+    const kp_validate_result *vr = &p->vr;
+    ks_log *log;
+    pr->error_code = kp_err_to_wire(p->verr);
+    if ((pr->error_code == KP_ERR_INVALID_RECORD || pr->error_code == KP_ERR_INVALID_TIMESTAMP ||
+         pr->error_code == KP_ERR_UNKNOWN_SERVER_ERROR) &&
+        kb_plog_get(req->broker, p->topic, pr->index, &log) == KP_ERR_NONE)
+        pr->log_start_offset = ks_log_start_offset(log);
+    if (vr->record_errors_listed == 0 || !KB_ARRAY_ALLOC(req, pr->record_errors,
+                                                         vr->record_errors_listed)) {
+        pr->error_message = kb_req_str(req, vr->msg);
+        return;
     }
+    char text[256], prev[256] = "";
+    for (int32_t i = 0; i < vr->record_errors_listed; i++) {
+        kp_produce_resp_batch_index_and_error_message *re = &pr->record_errors.v[i];
+        kp_record_error_text(&vr->record_errors[i], &p->opts, p->topic->name, pr->index, text,
+                             sizeof(text));
+        re->batch_index = vr->record_errors[i].index;
+        /* Records refused for the same reason mostly share one text. */
+        if (i > 0 && strcmp(text, prev) == 0) {
+            re->batch_index_error_message = pr->record_errors.v[i - 1].batch_index_error_message;
+            continue;
+        }
+        re->batch_index_error_message = kb_req_str(req, text);
+        memcpy(prev, text, sizeof(prev));
+    }
+    char summary[1024];
+    kp_record_errors_summary(vr, &p->opts, p->topic->name, pr->index, summary, sizeof(summary));
+    pr->error_message = kb_req_str(req, summary);
 }
 static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
 {
@@ -145,6 +174,7 @@ static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
 static void state_free(produce_state *st)
 {
     for (int32_t i = 0; i < st->nparts; i++) {
+        kp_validate_result_fini(&st->parts[i].vr);
         free(st->parts[i].recompressed);
         if (st->owns_copies)
             free(st->parts[i].bytes);
@@ -212,8 +242,7 @@ static void append_part(kb_req *req, produce_part *p)
 {
     part_resp *pr = p->resp;
     if (p->verr != KP_ERR_NONE) {
-        pr->error_code = kp_err_to_wire(p->verr);
-        record_error(req, pr, &p->vr);
+        validation_error(req, p);
         return;
     }
     ks_log *log;
@@ -411,6 +440,7 @@ static void part_init(kb_req *req, kb_topic *t, int16_t terr, bool acks_ok,
     part_resp *pr = p->resp;
     kp_produce_resp_partition_produce_response_defaults(pr);
     pr->index = pd->index;
+    pr->base_offset = -1; /* Kafka's INVALID_OFFSET until an append sets it */
     if (!acks_ok)
         pr->error_code = KP_ERR_INVALID_REQUIRED_ACKS;
     else if (t == NULL)

@@ -36,7 +36,13 @@ static void result_init(kp_validate_result *res)
     res->producer_epoch = -1;
     res->base_sequence = -1;
     res->last_offset_delta = -1;
-    res->record_error_index = -1;
+}
+
+void kp_validate_result_fini(kp_validate_result *res)
+{
+    free(res->record_errors);
+    res->record_errors = NULL;
+    res->record_errors_listed = 0;
 }
 
 static int batch_codec(const uint8_t *batch)
@@ -205,63 +211,56 @@ static kp_err check_header(const uint8_t *b, size_t total, kp_batch_hdr *h,
 
 /* ---- records -------------------------------------------------------------- */
 
-/* Per-record errors, which Kafka collects for the whole batch before failing. */
-typedef struct record_errors {
-    int32_t first_invalid; /* first INVALID_RECORD record, or -1 */
-    int32_t first_timestamp; /* first INVALID_TIMESTAMP record, or -1 */
-    char invalid_msg[96];
-    char timestamp_msg[96];
-} record_errors;
-
-static void check_timestamp(const kp_batch_hdr *h, int64_t ts, int32_t i,
-                            const kp_validate_opts *opts, record_errors *re)
+/* Lists one refused record; KP_ERR__NOMEM if the list cannot grow. */
+static kp_err add_fault(kp_validate_result *res, const kp_record *r, int32_t i, int64_t ts,
+                        kp_record_fault fault)
 {
-    if (re->first_timestamp >= 0)
-        return;
+    int32_t n = res->record_errors_listed;
+    res->record_error_count++;
+    if (n == KP_VALIDATE_MAX_RECORD_ERRORS)
+        return KP_ERR_NONE;
+    if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4, ...: grow by doubling */
+        size_t cap = n == 0 ? 8 : (size_t)n * 2;
+        kp_record_error *v = realloc(res->record_errors, cap * sizeof(*v));
+        if (v == NULL)
+            return KP_ERR__NOMEM;
+        res->record_errors = v;
+    }
+    res->record_errors[n] = (kp_record_error){
+        .timestamp = ts,
+        .index = i,
+        .key_len = r->key.len,
+        .value_len = r->value.len,
+        .fault = fault,
+    };
+    res->record_errors_listed = n + 1;
+    return KP_ERR_NONE;
+}
+
+/* The first fault of record i, in LogValidator's order, or -1 if none. */
+static int record_fault(const kp_batch_hdr *h, const kp_record *r, int32_t i, int64_t ts,
+                        const kp_validate_opts *opts)
+{
+    if (r->offset_delta != i)
+        return KP_RECORD_FAULT_OFFSET_DELTA;
+    if (opts->compacted && r->key.len < 0)
+        return KP_RECORD_FAULT_NO_KEY;
     if (!opts->log_append_time && ts != NO_TIMESTAMP) {
         /* Java long arithmetic: the differences wrap. */
         int64_t diff = (int64_t)((uint64_t)opts->now_ms - (uint64_t)ts);
         int64_t ahead = (int64_t)(0 - (uint64_t)diff);
         if (diff <= opts->timestamp_before_max_ms && ahead <= opts->timestamp_after_max_ms)
-            return;
-        snprintf(re->timestamp_msg, sizeof(re->timestamp_msg),
-                 "Timestamp %lld of record %d is out of range", (long long)ts, i);
-    } else if (h->attributes & KP_BATCH_ATTR_LOG_APPEND_TIME) {
-        snprintf(re->timestamp_msg, sizeof(re->timestamp_msg),
-                 "Producer should not set timestamp type to LogAppendTime");
-    } else {
-        return;
+            return -1;
+        return KP_RECORD_FAULT_TIMESTAMP;
     }
-    re->first_timestamp = i;
-}
-
-static void check_record(const kp_batch_hdr *h, const kp_record *r, int32_t i,
-                         const kp_validate_opts *opts, record_errors *re,
-                         kp_validate_result *res)
-{
-    const char *invalid = NULL;
-    if (r->offset_delta != i)
-        invalid = "has an offset delta out of sequence";
-    else if (opts->compacted && r->key.len < 0)
-        invalid = "has no key; a compacted topic cannot accept it";
-    if (invalid != NULL) {
-        if (re->first_invalid < 0) {
-            re->first_invalid = i;
-            snprintf(re->invalid_msg, sizeof(re->invalid_msg), "Record %d %s", i, invalid);
-        }
-        return;
-    }
-    int64_t ts = record_timestamp(h, r);
-    int32_t before = re->first_timestamp;
-    check_timestamp(h, ts, i, opts, re);
-    if (re->first_timestamp == before && ts > res->max_timestamp)
-        res->max_timestamp = ts;
+    if (h->attributes & KP_BATCH_ATTR_LOG_APPEND_TIME)
+        return KP_RECORD_FAULT_LOG_APPEND_TIME;
+    return -1;
 }
 
 static kp_err walk_records(const uint8_t *recs, size_t rlen, const kp_batch_hdr *h,
                            const kp_validate_opts *opts, kp_validate_result *res)
 {
-    record_errors re = {-1, -1, "", ""};
     kp_record_iter it;
     kp_record r;
     kp_records_iter_init(&it, recs, rlen, h->records_count);
@@ -270,19 +269,27 @@ static kp_err walk_records(const uint8_t *recs, size_t rlen, const kp_batch_hdr 
             return fail(res, KP_ERR_INVALID_RECORD,
                         "Found invalid record structure at record %d of %d", i,
                         h->records_count);
-        check_record(h, &r, i, opts, &re, res);
+        int64_t ts = record_timestamp(h, &r);
+        int fault = record_fault(h, &r, i, ts, opts);
+        if (fault < 0) {
+            if (ts > res->max_timestamp)
+                res->max_timestamp = ts;
+            continue;
+        }
+        if (add_fault(res, &r, i, ts, (kp_record_fault)fault) != KP_ERR_NONE)
+            return fail(res, KP_ERR__NOMEM, "Out of memory listing record errors");
+        res->timestamp_fault |= fault >= KP_RECORD_FAULT_TIMESTAMP;
     }
     if (kp_records_next(&it, &r) != KP_ERR__NOENT)
         return fail(res, KP_ERR_INVALID_RECORD,
                     "Incorrect declared batch size, records still remaining");
-    if (re.first_timestamp >= 0) {
-        res->record_error_index = re.first_timestamp;
-        return fail(res, KP_ERR_INVALID_TIMESTAMP, "%s", re.timestamp_msg);
-    }
-    if (re.first_invalid >= 0) {
-        res->record_error_index = re.first_invalid;
-        return fail(res, KP_ERR_INVALID_RECORD, "%s", re.invalid_msg);
-    }
+    if (res->timestamp_fault)
+        return fail(res, KP_ERR_INVALID_TIMESTAMP,
+                    "One or more records have been rejected due to invalid timestamp");
+    if (res->record_error_count > 0)
+        return fail(res, KP_ERR_INVALID_RECORD,
+                    "One or more records have been rejected due to %d record errors in total",
+                    res->record_error_count);
     return KP_ERR_NONE;
 }
 
@@ -352,6 +359,81 @@ kp_err kp_validate_batches(const uint8_t *p, size_t len, const kp_validate_opts 
             err = check_batch(p + off, total, opts, res);
     }
     return err;
+}
+
+/* ---- Kafka's texts for refused records ----------------------------------- */
+
+void kp_record_error_text(const kp_record_error *e, const kp_validate_opts *opts,
+                          const char *topic, int32_t partition, char *buf, size_t cap)
+{
+    /* Java long arithmetic: the bounds wrap as Kafka's do. */
+    int64_t lo = (int64_t)((uint64_t)opts->now_ms - (uint64_t)opts->timestamp_before_max_ms);
+    int64_t hi = (int64_t)((uint64_t)opts->now_ms + (uint64_t)opts->timestamp_after_max_ms);
+    switch (e->fault) {
+    case KP_RECORD_FAULT_NO_KEY:
+        snprintf(buf, cap,
+                 "Compacted topic cannot accept message without key in topic partition %s-%d",
+                 topic, partition);
+        return;
+    case KP_RECORD_FAULT_TIMESTAMP:
+        snprintf(buf, cap,
+                 "Timestamp %lld of message with offset %d is out of range. The timestamp "
+                 "should be within [%lld, %lld]",
+                 (long long)e->timestamp, e->index, (long long)lo, (long long)hi);
+        return;
+    case KP_RECORD_FAULT_LOG_APPEND_TIME:
+        snprintf(buf, cap,
+                 "Invalid timestamp type in message DefaultRecord(offset=%d, timestamp=%lld, "
+                 "key=%d bytes, value=%d bytes). Producer should not set timestamp type to "
+                 "LogAppendTime.",
+                 e->index, (long long)e->timestamp, e->key_len < 0 ? 0 : e->key_len,
+                 e->value_len < 0 ? 0 : e->value_len);
+        return;
+    case KP_RECORD_FAULT_OFFSET_DELTA:
+        break;
+    }
+    snprintf(buf, cap, "Record %d has an offset delta out of sequence in topic partition %s-%d",
+             e->index, topic, partition);
+}
+
+/* Appends printf output at *len, keeping buf terminated when cut short. */
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    *len = n < 0 ? cap : *len + (size_t)n;
+}
+
+void kp_record_errors_summary(const kp_validate_result *res, const kp_validate_opts *opts,
+                              const char *topic, int32_t partition, char *buf, size_t cap)
+{
+    size_t len = 0;
+    if (cap == 0)
+        return;
+    buf[0] = '\0';
+    if (res->timestamp_fault) {
+        append(buf, cap, &len, "One or more records have been rejected due to invalid timestamp");
+        return;
+    }
+    /* Java's List.toString of the first three RecordErrors. */
+    append(buf, cap, &len,
+           "One or more records have been rejected due to %d record errors in total, and only "
+           "showing the first three errors at most: [",
+           res->record_error_count);
+    for (int32_t i = 0; i < res->record_errors_listed && i < 3; i++) {
+        char text[256];
+        kp_record_error_text(&res->record_errors[i], opts, topic, partition, text, sizeof(text));
+        append(buf, cap, &len, "%sRecordError(batchIndex=%d, message='%s')", i > 0 ? ", " : "",
+               res->record_errors[i].index, text);
+    }
+    append(buf, cap, &len, "]");
 }
 
 /* ---- recompression -------------------------------------------------------- */

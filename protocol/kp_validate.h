@@ -39,9 +39,10 @@
  *   decompressed size over max_decompressed (our cap; Kafka has none) MESSAGE_TOO_LARGE
  *   a record that does not parse, fewer records than count, or bytes
  *   left after count records                                          INVALID_RECORD
- * and per record, collected over the whole batch as Kafka does (the answer
- * is INVALID_TIMESTAMP if any record has a bad timestamp, else
- * INVALID_RECORD; record_error_index names the first such record):
+ * and per record, collected over the whole batch as Kafka's LogValidator
+ * does: every failing record is listed in res->record_errors (one fault per
+ * record, the first that applies, in this order), and the answer is
+ * INVALID_TIMESTAMP if any record has a timestamp fault, else INVALID_RECORD:
  *   offset delta != its index (Kafka rewrites; we refuse)             INVALID_RECORD
  *   keyless record on a compacted topic                               INVALID_RECORD
  *   CreateTime topic, timestamp != -1 and outside
@@ -49,12 +50,17 @@
  *   LogAppendTime attribute set by the producer (unless the
  *   CreateTime check above applied and passed, as in Kafka)         INVALID_TIMESTAMP
  * Under LogAppendTime, a record's timestamp is the batch max timestamp.
+ * At most KP_VALIDATE_MAX_RECORD_ERRORS faults are listed (Kafka lists all);
+ * res->record_error_count counts every one.
  *
- * Ownership: reads the caller's buffer; allocates only temporarily.
+ * Ownership: reads the caller's buffer. res->record_errors is malloc()ed,
+ * owned by res, and freed by kp_validate_result_fini(), which every caller
+ * of kp_validate_batches() calls once done with res (whatever the result).
  * Threading: pure; any thread.
  * Errors: the wire codes above, with res->msg carrying Kafka-like detail;
- * KP_ERR__NOMEM when decompression cannot allocate. The transactional bit
- * is left to the caller (it needs the request's transactional id).
+ * KP_ERR__NOMEM when decompression or the fault list cannot allocate. The
+ * transactional bit is left to the caller (it needs the request's
+ * transactional id).
  */
 #ifndef KP_VALIDATE_H
 #define KP_VALIDATE_H
@@ -77,6 +83,27 @@ typedef struct kp_validate_opts {
     size_t max_decompressed;    /* per batch cap on decompressed records */
 } kp_validate_opts;
 
+/* The most per-record faults one validation lists; a Produce response then
+ * carries at most this many record errors per partition. */
+#define KP_VALIDATE_MAX_RECORD_ERRORS 65536
+
+/* Why one record was refused. */
+typedef enum kp_record_fault {
+    KP_RECORD_FAULT_OFFSET_DELTA,   /* offset delta is not its index */
+    KP_RECORD_FAULT_NO_KEY,         /* keyless record on a compacted topic */
+    KP_RECORD_FAULT_TIMESTAMP,      /* CreateTime timestamp out of range */
+    KP_RECORD_FAULT_LOG_APPEND_TIME /* the producer set LogAppendTime */
+} kp_record_fault;
+
+/* One refused record, with what its message needs. */
+typedef struct kp_record_error {
+    int64_t timestamp;     /* as Kafka reads it (see above) */
+    int32_t index;         /* position in its batch: the wire's batch_index */
+    int32_t key_len;       /* -1 for a null key */
+    int32_t value_len;     /* -1 for a null value */
+    kp_record_fault fault;
+} kp_record_error;
+
 typedef struct kp_validate_result {
     int32_t batches;
     int64_t records;           /* records in all batches */
@@ -86,13 +113,35 @@ typedef struct kp_validate_result {
     int16_t producer_epoch;
     int32_t base_sequence;
     int32_t last_offset_delta; /* of the first batch */
-    int record_error_index;    /* first record that failed a per-record check, else -1 */
+    kp_record_error *record_errors; /* the listed faults, in record order; owned */
+    int32_t record_errors_listed;   /* entries in record_errors */
+    int32_t record_error_count;     /* every faulty record, listed or not */
+    bool timestamp_fault;           /* some record has a timestamp fault */
     char msg[160];
 } kp_validate_result;
 
-/* Validates len bytes of batches at p. */
+/* Validates len bytes of batches at p into *res (which it initializes). */
 kp_err kp_validate_batches(const uint8_t *p, size_t len, const kp_validate_opts *opts,
                            kp_validate_result *res);
+
+/* Frees what *res owns; it may then be reused. */
+void kp_validate_result_fini(kp_validate_result *res);
+
+/*
+ * Kafka's text for one refused record of partition topic-partition, as
+ * LogValidator words it, into buf (always terminated). opts gives the
+ * timestamp bounds named in the text.
+ */
+void kp_record_error_text(const kp_record_error *e, const kp_validate_opts *opts,
+                          const char *topic, int32_t partition, char *buf, size_t cap);
+
+/*
+ * Kafka's partition-level error message for a validation that listed record
+ * errors: for INVALID_TIMESTAMP a fixed sentence, else the count and the first
+ * three records' texts. Into buf (always terminated, cut short if cap is).
+ */
+void kp_record_errors_summary(const kp_validate_result *res, const kp_validate_opts *opts,
+                              const char *topic, int32_t partition, char *buf, size_t cap);
 
 /*
  * Rewrites every batch into one batch compressed with codec (KP_CODEC_NONE

@@ -110,9 +110,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         res2.msg, (long long)res2.records, (long long)res.records);
                 fail("recompressed batch does not validate", c);
             }
+            kp_validate_result_fini(&res2);
             free(re);
         }
     }
+    kp_validate_result_fini(&res);
     free(buf);
     return 0;
 }

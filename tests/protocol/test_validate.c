@@ -74,6 +74,7 @@ static void expect(const uint8_t *p, size_t len, const kp_validate_opts *o, kp_e
     ck_assert_msg(got == want, "want %s, got %s (%s)", kp_err_name(want), kp_err_name(got),
                   res.msg);
     ck_assert(want == KP_ERR_NONE || res.msg[0] != '\0');
+    kp_validate_result_fini(&res);
 }
 
 static void expect_default(const uint8_t *p, size_t len, kp_err want)
@@ -82,7 +83,7 @@ static void expect_default(const uint8_t *p, size_t len, kp_err want)
     expect(p, len, &o, want);
 }
 
-/* A per-record rejection: the code, and the record it names (-1: none). */
+/* A rejection: the code, and the records it lists (index -1: none). */
 static void expect_record_error(const uint8_t *p, size_t len, const kp_validate_opts *o,
                                 kp_err want, int index)
 {
@@ -90,7 +91,11 @@ static void expect_record_error(const uint8_t *p, size_t len, const kp_validate_
     kp_err got = validate(p, len, o, &res);
     ck_assert_msg(got == want, "want %s, got %s (%s)", kp_err_name(want), kp_err_name(got),
                   res.msg);
-    ck_assert_int_eq(res.record_error_index, index);
+    ck_assert_int_eq(res.record_errors_listed, index < 0 ? 0 : 1);
+    ck_assert_int_eq(res.record_error_count, index < 0 ? 0 : 1);
+    if (index >= 0)
+        ck_assert_int_eq(res.record_errors[0].index, index);
+    kp_validate_result_fini(&res);
 }
 
 /* Rewrites a big-endian int32 field, then the CRC of len bytes. */
@@ -125,7 +130,8 @@ START_TEST(test_validate_valid_each_codec)
     ck_assert_int_eq(res.producer_epoch, 3);
     ck_assert_int_eq(res.base_sequence, 1000);
     ck_assert_int_eq(res.last_offset_delta, N_RECORDS - 1);
-    ck_assert_int_eq(res.record_error_index, -1);
+    ck_assert_int_eq(res.record_errors_listed, 0);
+    ck_assert_ptr_null(res.record_errors);
     if (codec != KP_CODEC_NONE)
         ck_assert_uint_lt(len, N_RECORDS * 300 / 4);
     free(b);
@@ -394,6 +400,159 @@ START_TEST(test_validate_log_append_time_from_producer)
 }
 END_TEST
 
+/* n records with value "v"; record i keyless where keyless(i), timestamp
+ * ts(i). Uncompressed unless codec says otherwise. */
+static uint8_t *build_faulty(int codec, int n, bool (*keyless)(int), int64_t (*ts)(int),
+                             size_t *len)
+{
+    kp_batch_builder b;
+    kp_batch_builder_init(&b, 0, 0, -1, -1, -1);
+    for (int i = 0; i < n; i++) {
+        kp_slice k = keyless(i) ? (kp_slice){NULL, -1} : (kp_slice){(const uint8_t *)"key", 3};
+        kp_batch_builder_add(&b, ts(i), k, (kp_slice){(const uint8_t *)"v", 1}, NULL, 0);
+    }
+    uint8_t *out;
+    ck_assert_int_eq(kp_batch_builder_finish_codec(&b, codec, KP_COMPRESS_LEVEL_DEFAULT, &out, len),
+                     KP_ERR_NONE);
+    kp_batch_builder_fini(&b);
+    return out;
+}
+
+static bool keyless_1_3_4(int i)
+{
+    return i == 1 || i == 3 || i == 4;
+}
+
+static bool keyless_1(int i)
+{
+    return i == 1;
+}
+
+static bool keyless_all(int i)
+{
+    (void)i;
+    return true;
+}
+
+static int64_t ts_now(int i)
+{
+    (void)i;
+    return NOW;
+}
+
+/* Records 1 and 2 far in the past: 1 is keyless too, so only its key counts. */
+static int64_t ts_old_1_2(int i)
+{
+    return i == 1 || i == 2 ? 1000 : NOW;
+}
+
+/* Kafka's LogValidator lists every refused record of the batch, not only the
+ * first, and checks a record's timestamp only once its key passed. */
+START_TEST(test_validate_lists_every_faulty_record)
+{
+    size_t len;
+    uint8_t *b = build_faulty(_i, 6, keyless_1_3_4, ts_now, &len);
+    kp_validate_opts o = default_opts();
+    o.compacted = true;
+    kp_validate_result res;
+    ck_assert_int_eq(validate(b, len, &o, &res), KP_ERR_INVALID_RECORD);
+    ck_assert_int_eq(res.record_error_count, 3);
+    ck_assert_int_eq(res.record_errors_listed, 3);
+    const int want[] = {1, 3, 4};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(res.record_errors[i].index, want[i]);
+        ck_assert_int_eq(res.record_errors[i].fault, KP_RECORD_FAULT_NO_KEY);
+    }
+    ck_assert(!res.timestamp_fault);
+    kp_validate_result_fini(&res);
+    ck_assert_ptr_null(res.record_errors);
+    free(b);
+
+    b = build_faulty(_i, 4, keyless_1, ts_old_1_2, &len);
+    ck_assert_int_eq(validate(b, len, &o, &res), KP_ERR_INVALID_TIMESTAMP);
+    ck_assert_int_eq(res.record_error_count, 2);
+    ck_assert_int_eq(res.record_errors[0].index, 1);
+    ck_assert_int_eq(res.record_errors[0].fault, KP_RECORD_FAULT_NO_KEY);
+    ck_assert_int_eq(res.record_errors[1].index, 2);
+    ck_assert_int_eq(res.record_errors[1].fault, KP_RECORD_FAULT_TIMESTAMP);
+    ck_assert(res.record_errors[1].timestamp == 1000);
+    ck_assert(res.timestamp_fault);
+    kp_validate_result_fini(&res);
+    free(b);
+}
+END_TEST
+
+/* Past the cap the faults are still counted, not listed. */
+START_TEST(test_validate_record_errors_capped)
+{
+    int n = KP_VALIDATE_MAX_RECORD_ERRORS + 10;
+    size_t len;
+    uint8_t *b = build_faulty(KP_CODEC_NONE, n, keyless_all, ts_now, &len);
+    kp_validate_opts o = default_opts();
+    o.compacted = true;
+    kp_validate_result res;
+    ck_assert_int_eq(validate(b, len, &o, &res), KP_ERR_INVALID_RECORD);
+    ck_assert_int_eq(res.record_error_count, n);
+    ck_assert_int_eq(res.record_errors_listed, KP_VALIDATE_MAX_RECORD_ERRORS);
+    ck_assert_int_eq(res.record_errors[KP_VALIDATE_MAX_RECORD_ERRORS - 1].index,
+                     KP_VALIDATE_MAX_RECORD_ERRORS - 1);
+    kp_validate_result_fini(&res);
+    free(b);
+}
+END_TEST
+
+/* The texts, word for word as Kafka 4.1 answers them. */
+START_TEST(test_validate_record_error_texts)
+{
+    kp_validate_opts o = default_opts();
+    o.timestamp_before_max_ms = HOUR_MS;
+    kp_record_error key = {.timestamp = NOW, .index = 1, .key_len = -1, .value_len = 1,
+                           .fault = KP_RECORD_FAULT_NO_KEY};
+    kp_record_error ts = {.timestamp = 1000, .index = 2, .key_len = 2, .value_len = 1,
+                          .fault = KP_RECORD_FAULT_TIMESTAMP};
+    kp_record_error lat = {.timestamp = 42, .index = 0, .key_len = -1, .value_len = 5,
+                           .fault = KP_RECORD_FAULT_LOG_APPEND_TIME};
+    char buf[512];
+    kp_record_error_text(&key, &o, "orders", 3, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "Compacted topic cannot accept message without key in topic partition "
+                          "orders-3");
+    kp_record_error_text(&ts, &o, "orders", 3, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "Timestamp 1000 of message with offset 2 is out of range. The "
+                          "timestamp should be within [1699996400000, 1700003600000]");
+    kp_record_error_text(&lat, &o, "orders", 3, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "Invalid timestamp type in message DefaultRecord(offset=0, "
+                          "timestamp=42, key=0 bytes, value=5 bytes). Producer should not set "
+                          "timestamp type to LogAppendTime.");
+    /* Kafka's bounds wrap as Java longs do. */
+    o.timestamp_before_max_ms = INT64_MAX;
+    kp_record_error_text(&ts, &o, "t", 0, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "Timestamp 1000 of message with offset 2 is out of range. The "
+                          "timestamp should be within [-9223370336854775807, "
+                          "1700003600000]");
+
+    kp_record_error four[4] = {key, key, key, key};
+    for (int i = 0; i < 4; i++)
+        four[i].index = 2 * i;
+    kp_validate_result res = {.record_errors = four, .record_errors_listed = 4,
+                              .record_error_count = 9};
+    kp_record_errors_summary(&res, &o, "p", 0, buf, sizeof(buf));
+    const char *m = "Compacted topic cannot accept message without key in topic partition p-0";
+    char want[512];
+    snprintf(want, sizeof(want),
+             "One or more records have been rejected due to 9 record errors in total, and only "
+             "showing the first three errors at most: [RecordError(batchIndex=0, message='%s'), "
+             "RecordError(batchIndex=2, message='%s'), RecordError(batchIndex=4, message='%s')]",
+             m, m, m);
+    ck_assert_str_eq(buf, want);
+    /* Cut short, still terminated. */
+    kp_record_errors_summary(&res, &o, "p", 0, buf, 40);
+    ck_assert_uint_eq(strlen(buf), 39);
+    res.timestamp_fault = true;
+    kp_record_errors_summary(&res, &o, "p", 0, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "One or more records have been rejected due to invalid timestamp");
+}
+END_TEST
+
 START_TEST(test_validate_undecodable_compressed)
 {
     size_t len;
@@ -601,6 +760,10 @@ Suite *validate_suite(void)
     tcase_add_test(tc, test_validate_timestamps);
     tcase_add_test(tc, test_validate_no_timestamp);
     tcase_add_test(tc, test_validate_log_append_time_from_producer);
+    tcase_add_loop_test(tc, test_validate_lists_every_faulty_record, KP_CODEC_NONE,
+                        KP_CODEC_ZSTD + 1);
+    tcase_add_test(tc, test_validate_record_errors_capped);
+    tcase_add_test(tc, test_validate_record_error_texts);
     tcase_add_loop_test(tc, test_validate_undecodable_compressed, KP_CODEC_GZIP,
                         KP_CODEC_ZSTD + 1);
     tcase_add_loop_test(tc, test_validate_decompression_cap, KP_CODEC_GZIP, KP_CODEC_ZSTD + 1);
