@@ -108,6 +108,8 @@ START_TEST(test_config_defaults)
     ck_assert_uint_eq(cfg->log_cleanup_policy.n, 1);
     ck_assert_str_eq(cfg->log_cleanup_policy.v[0], "delete");
     ck_assert_int_eq(cfg->log_message_timestamp_type, KB_TS_CREATE_TIME);
+    ck_assert(cfg->log_message_timestamp_after_max_ms == 3600000); /* Kafka 4's hour */
+    ck_assert(cfg->log_message_timestamp_before_max_ms == INT64_MAX);
     ck_assert_int_eq(cfg->compression_type, KB_COMP_PRODUCER);
     ck_assert_int_eq(cfg->offsets_topic_num_partitions, 50);
     ck_assert_int_eq(cfg->offsets_topic_replication_factor, 3);
@@ -381,7 +383,8 @@ START_TEST(test_config_topic_defaults)
 {
     const char *args[] = {"--override", "log.retention.hours=1", "--override",
                           "log.cleanup.policy=Compact, delete", "--override",
-                          "message.max.bytes=2000", NULL};
+                          "message.max.bytes=2000", "--override",
+                          "log.message.timestamp.before.max.ms=86400000", NULL};
     const kb_topic_default *td;
 
     load_ok(args, NULL);
@@ -398,6 +401,12 @@ START_TEST(test_config_topic_defaults)
     ck_assert_str_eq(kb_config_topic_default(cfg, "segment.ms")->td_value, "604800000");
     ck_assert_str_eq(kb_config_topic_default(cfg, "message.timestamp.type")->td_value,
                      "CreateTime");
+    td = kb_config_topic_default(cfg, "message.timestamp.before.max.ms");
+    ck_assert_str_eq(td->td_value, "86400000");
+    ck_assert_int_eq(td->td_source, KB_SRC_OVERRIDE);
+    td = kb_config_topic_default(cfg, "message.timestamp.after.max.ms");
+    ck_assert_str_eq(td->td_value, "3600000");
+    ck_assert_int_eq(td->td_source, KB_SRC_DEFAULT);
     ck_assert_str_eq(kb_config_topic_default(cfg, "min.cleanable.dirty.ratio")->td_value, "0.5");
     ck_assert_str_eq(kb_config_topic_default(cfg, "compression.type")->td_value, "producer");
     ck_assert_str_eq(kb_config_topic_default(cfg, "unclean.leader.election.enable")->td_value,
