@@ -416,7 +416,7 @@ static kp_err txn_offset_add(kb_gcoord *c, int64_t pid, int32_t p, kp_str group,
         x = x->next;
     if (x == NULL && c->npending >= TXN_OFFSETS_MAX)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
-    char *meta = strdup(o->metadata != NULL ? o->metadata : "");
+    char *meta = kb_offset_metadata_dup(o);
     if (meta == NULL)
         return KP_ERR__NOMEM;
     if (x == NULL) {
@@ -437,6 +437,7 @@ static kp_err txn_offset_add(kb_gcoord *c, int64_t pid, int32_t p, kp_str group,
     x->o = *o;
     x->o.topic = topic_copy;
     x->o.metadata = meta;
+    x->o.metadata_len = kb_offset_metadata(o).len;
     x->producer_id = pid;
     x->partition = p;
     return KP_ERR_NONE;

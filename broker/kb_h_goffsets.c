@@ -102,8 +102,9 @@ static int16_t offset_entry(kb_req *req, const kb_topic *t, char *name, int32_t 
     o->partition = partition;
     o->offset = offset;
     o->leader_epoch = leader_epoch;
+    o->metadata_len = metadata.len > 0 ? metadata.len : 0;
     o->metadata = kp_arena_strdup(&req->arena, metadata.len > 0 ? metadata.p : "",
-                                  (size_t)(metadata.len > 0 ? metadata.len : 0));
+                                  (size_t)o->metadata_len);
     o->commit_ts = kb_gcoord_wall(req->broker);
     o->expire_ts = -1;
     return o->metadata != NULL ? KP_ERR_NONE : KP_ERR_UNKNOWN_SERVER_ERROR;
@@ -279,7 +280,7 @@ static void fetch_fill(kb_req *req, const kb_group *g, kp_str topic, int32_t par
     out->partition_index = partition;
     out->committed_offset = o != NULL && !unstable ? o->offset : -1;
     out->committed_leader_epoch = o != NULL && !unstable ? o->leader_epoch : -1;
-    out->metadata = o != NULL && !unstable ? kp_str_from(o->metadata) : KP_STR_LIT("");
+    out->metadata = o != NULL && !unstable ? kb_offset_metadata(o) : KP_STR_LIT("");
     out->error_code = unstable ? KP_ERR_UNSTABLE_OFFSET_COMMIT : KP_ERR_NONE;
 }
 

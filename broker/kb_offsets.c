@@ -33,6 +33,24 @@ static size_t map_find(const kb_offset_map *m, kp_str topic, int32_t partition)
     return i;
 }
 
+kp_str kb_offset_metadata(const kb_offset *o)
+{
+    if (o->metadata == NULL || o->metadata_len <= 0)
+        return KP_STR_LIT("");
+    return (kp_str){o->metadata, o->metadata_len};
+}
+
+char *kb_offset_metadata_dup(const kb_offset *o)
+{
+    kp_str m = kb_offset_metadata(o);
+    char *s = malloc((size_t)m.len + 1);
+    if (s != NULL) {
+        memcpy(s, m.p, (size_t)m.len);
+        s[m.len] = '\0';
+    }
+    return s;
+}
+
 void kb_offset_map_init(kb_offset_map *m)
 {
     memset(m, 0, sizeof(*m));
@@ -86,7 +104,7 @@ kp_err kb_offset_map_put(kb_offset_map *m, const kb_offset *o)
         return KP_ERR__NOMEM;
     kp_str topic = kp_str_from(o->topic);
     kb_offset *s = &m->slots[map_find(m, topic, o->partition)];
-    char *meta = strdup(o->metadata != NULL ? o->metadata : "");
+    char *meta = kb_offset_metadata_dup(o);
     char *name = s->topic != NULL ? s->topic : strdup(o->topic);
     if (meta == NULL || name == NULL) {
         free(meta);
@@ -100,6 +118,7 @@ kp_err kb_offset_map_put(kb_offset_map *m, const kb_offset *o)
     *s = *o;
     s->topic = name;
     s->metadata = meta;
+    s->metadata_len = kb_offset_metadata(o).len;
     return KP_ERR_NONE;
 }
 
@@ -188,7 +207,7 @@ void kb_offsets_write_commit_value(kp_writer *w, const kb_offset *o)
     kp_offset_commit_value v = {
         .offset = o->offset,
         .leader_epoch = o->leader_epoch,
-        .metadata = kp_str_from(o->metadata != NULL ? o->metadata : ""),
+        .metadata = kb_offset_metadata(o),
         .commit_timestamp = o->commit_ts,
         .expire_timestamp = o->expire_ts,
     };
@@ -330,6 +349,7 @@ kp_err kb_offsets_read_commit_value(kp_slice value, kp_arena *a, kb_offset *o)
     o->leader_epoch = v.leader_epoch;
     int32_t mlen = v.metadata.len > 0 ? v.metadata.len : 0;
     o->metadata = kp_arena_strdup(a, mlen > 0 ? v.metadata.p : "", (size_t)mlen);
+    o->metadata_len = mlen;
     o->commit_ts = v.commit_timestamp;
     o->expire_ts = version == 1 ? v.expire_timestamp : -1;
     return o->metadata != NULL ? KP_ERR_NONE : KP_ERR__NOMEM;

@@ -71,7 +71,8 @@ typedef struct kb_offset {
     int32_t partition;
     int64_t offset;
     int32_t leader_epoch; /* -1 when unknown */
-    char *metadata;       /* never NULL; "" when none */
+    char *metadata;       /* never NULL: metadata_len bytes (NULs allowed), then a NUL */
+    int32_t metadata_len; /* 0 when none */
     int64_t commit_ts;    /* wall clock ms */
     int64_t expire_ts;    /* wall clock ms, -1 when none (v1 records only) */
 } kb_offset;
@@ -81,6 +82,11 @@ typedef struct kb_offset_map {
     size_t cap; /* power of two, or 0 */
     size_t n;
 } kb_offset_map;
+
+/* The committed metadata of o as the wire carries it (borrowed from o). */
+kp_str kb_offset_metadata(const kb_offset *o);
+/* A malloc()ed copy of o's metadata, NUL-terminated; NULL when out of memory. */
+char *kb_offset_metadata_dup(const kb_offset *o);
 
 void kb_offset_map_init(kb_offset_map *m);
 void kb_offset_map_fini(kb_offset_map *m);

@@ -94,6 +94,16 @@ def test_commit_overwrites_and_unknown_partitions_are_unset(kp, broker, topic_na
         a.close()
 
 
+def test_metadata_keeps_nul_characters(kp, broker, topic_name):
+    """Committed metadata is a string that may hold NUL characters: all of it
+    comes back, as librdkafka's test 0099 expects."""
+    t = topic_name()
+    make_topic(kp, broker, t, 1)
+    want = {(t, 0): (42, "Hello\0world!")}
+    commit(kp, broker, "it-nul-metadata", want)
+    assert fetched(kp, broker, "it-nul-metadata") == want
+
+
 def test_commit_to_unknown_topic_fails(ck, broker):
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -126,7 +136,7 @@ def test_delete_groups(ck, kp, broker, topic_name):
 def test_offsets_survive_restart(kp, broker, topic_name):
     t = topic_name()
     make_topic(kp, broker, t, 4)
-    want = {(t, p): (100 + p, "m%d" % p) for p in range(4)}
+    want = {(t, p): (100 + p, "m\0%d" % p if p == 3 else "m%d" % p) for p in range(4)}
     commit(kp, broker, "it-restart-group", want)
     commit(kp, broker, "it-restart-gone", {(t, 0): (1, "")})
     a = admin(kp, broker)

@@ -489,8 +489,8 @@ START_TEST(test_offsets_record_bytes)
     assert_bytes(&w, "0001" "000167" "000174" "00000003");
     kp_writer_fini(&w);
     kp_writer_init(&w, 64);
-    kb_offset o = {.offset = 42, .leader_epoch = 5, .metadata = "md", .commit_ts = 0x0102,
-                   .expire_ts = -1};
+    kb_offset o = {.offset = 42, .leader_epoch = 5, .metadata = "md", .metadata_len = 2,
+                   .commit_ts = 0x0102, .expire_ts = -1};
     kb_offsets_write_commit_value(&w, &o);
     assert_bytes(&w, "0003" "000000000000002a" "00000005" "00026d64" "0000000000000102");
     kp_writer_fini(&w);
@@ -524,6 +524,39 @@ START_TEST(test_offsets_record_bytes)
     ck_assert_int_eq(epoch, 7);
     kp_writer_fini(&w);
     kp_arena_fini(&a);
+}
+END_TEST
+
+/* Committed metadata is bytes on the wire (a string that may hold NULs):
+ * it keeps its length through the record, the map and a copy. */
+START_TEST(test_offsets_metadata_with_nul)
+{
+    static const char md[] = "Hello\0world!";
+    kb_offset o = {.topic = "t", .partition = 0, .offset = 42, .leader_epoch = -1,
+                   .metadata = (char *)md, .metadata_len = 12, .expire_ts = -1};
+    kp_writer w;
+    kp_writer_init(&w, 64);
+    kb_offsets_write_commit_value(&w, &o);
+    kp_arena a;
+    kp_arena_init(&a);
+    kb_offset back;
+    ck_assert_int_eq(
+        kb_offsets_read_commit_value((kp_slice){w.buf, (int32_t)w.len}, &a, &back), KP_ERR_NONE);
+    ck_assert_int_eq(back.metadata_len, 12);
+    ck_assert_mem_eq(back.metadata, md, 12);
+    back.topic = "t";
+    kb_offset_map m;
+    kb_offset_map_init(&m);
+    ck_assert_int_eq(kb_offset_map_put(&m, &back), KP_ERR_NONE);
+    kp_str got = kb_offset_metadata(kb_offset_map_get(&m, KP_STR_LIT("t"), 0));
+    ck_assert_int_eq(got.len, 12);
+    ck_assert_mem_eq(got.p, md, 12);
+    char *copy = kb_offset_metadata_dup(&back);
+    ck_assert_mem_eq(copy, md, 13);
+    free(copy);
+    kb_offset_map_fini(&m);
+    kp_arena_fini(&a);
+    kp_writer_fini(&w);
 }
 END_TEST
 
@@ -628,6 +661,7 @@ Suite *group_suite(void)
     TCase *to = tcase_create("offsets");
     tcase_add_test(to, test_offsets_record_bytes);
     tcase_add_test(to, test_offsets_group_value_bytes);
+    tcase_add_test(to, test_offsets_metadata_with_nul);
     tcase_add_test(to, test_offsets_partition_for_matches_java);
     tcase_add_test(to, test_offsets_map_against_reference);
     suite_add_tcase(s, to);
