@@ -22,9 +22,4 @@
 kp_err kb_fetch_start(kb_broker *b);
 void kb_fetch_stop(kb_broker *b);
 
-/* Re-checks the fetches parked on (t, partition) now that more of it is
- * readable (an append does this itself; a transaction marker moving the
- * last stable offset calls it). */
-void kb_fetch_notify(kb_broker *b, kb_topic *t, int32_t partition);
-
 #endif

@@ -224,7 +224,9 @@ static kp_err gbatch_append(kb_broker *b, const kb_group *g, gbatch *gb)
     int32_t p = kb_offsets_partition_for(kp_str_from(g->id), t->npartitions);
     e = kb_plog_append(b, t, p, buf, len, &res);
     free(buf);
-    if (e != KP_ERR_NONE)
+    if (e == KP_ERR_NONE)
+        kb_plog_appended(b, t, p);
+    else
         KB_LOG(KB_LL_WARN, KB_SUB_GROUP,
                "msg=\"cannot write to __consumer_offsets\" group=%s partition=%d error=%s", g->id,
                p, kp_err_name(e));

@@ -274,11 +274,6 @@ static void on_append(void *arg, kb_topic *t, int32_t partition)
     }
 }
 
-void kb_fetch_notify(kb_broker *b, kb_topic *t, int32_t partition)
-{
-    on_append(b, t, partition);
-}
-
 kp_err kb_fetch_start(kb_broker *b)
 {
     b->fetch_waiters = calloc(1, sizeof(*b->fetch_waiters));

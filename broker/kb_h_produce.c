@@ -300,6 +300,7 @@ static void append_part(kb_req *req, produce_part *p)
     }
     if (transactional)
         kb_tcoord_appended(req->broker, p->topic, pr->index, vr->producer_id, res.base_offset);
+    kb_plog_appended(req->broker, p->topic, pr->index);
     pr->base_offset = res.base_offset;
     pr->log_append_time_ms = res.log_append_time;
     pr->log_start_offset = res.log_start_offset;

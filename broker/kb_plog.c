@@ -229,9 +229,14 @@ kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *bat
     kb_plog *pl = b->plog;
     if (ks_flush_policy_due(log, kb_loop_now_ms(b->loop)))
         (void)ks_flush_submit(pl->flush, log, 0, NULL);
+    return KP_ERR_NONE;
+}
+
+void kb_plog_appended(kb_broker *b, kb_topic *t, int32_t partition)
+{
+    kb_plog *pl = b->plog;
     if (pl->hook != NULL)
         pl->hook(pl->hook_arg, t, partition);
-    return KP_ERR_NONE;
 }
 
 void kb_plog_set_append_hook(kb_broker *b, kb_append_hook *hook, void *arg)

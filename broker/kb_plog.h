@@ -61,9 +61,15 @@ int16_t kb_plog_check_epoch(int32_t client_epoch, int32_t ours);
 const ks_io *kb_plog_io(const kb_broker *b);
 
 /* Appends whole validated v2 batches; the buffer is rewritten in place. On
- * return the bytes are in the page cache and readable. */
+ * return the bytes are in the page cache and readable, but parked readers
+ * have not been told: the caller first records what the batch means (its
+ * producer's sequence, an open transaction, a marker), then calls
+ * kb_plog_appended(), so no fetch sees the bytes before that state (a
+ * read_committed fetch would read past a transaction not yet known open). */
 kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *batches, size_t len,
                       ks_append_result *res);
+/* Wakes the readers parked on (t, partition) after an append (the hook). */
+void kb_plog_appended(kb_broker *b, kb_topic *t, int32_t partition);
 
 typedef void kb_durable_cb(void *arg, kp_err err);
 /* Calls cb once the log is durable below offset, per the acks=-1 policy. */
@@ -76,7 +82,7 @@ void kb_plog_drop_topic(kb_broker *b, kb_topic *t);
 /* Re-applies a topic's effective configuration to its open logs. */
 void kb_plog_config_changed(kb_broker *b, kb_topic *t);
 
-/* Called after every successful append (long-poll fetches wake on it). */
+/* Called by kb_plog_appended (long-poll fetches wake on it). */
 typedef void kb_append_hook(void *arg, kb_topic *t, int32_t partition);
 void kb_plog_set_append_hook(kb_broker *b, kb_append_hook *hook, void *arg);
 

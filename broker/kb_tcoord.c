@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "kb_fetch.h"
 #include "kb_gcoord.h"
 #include "kb_log.h"
 #include "kb_logscan.h"
@@ -121,6 +120,8 @@ static kp_err append_record(kb_broker *b, kb_topic *t, int32_t p, const kp_write
     ks_append_result res;
     kp_err e = kb_plog_append(b, t, p, buf, len, &res);
     free(buf);
+    if (e == KP_ERR_NONE)
+        kb_plog_appended(b, t, p);
     return e;
 }
 
@@ -217,7 +218,7 @@ static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topi
     }
     if (strcmp(t->name, KB_GCOORD_OFFSETS_TOPIC) == 0)
         kb_gcoord_txn_end(b, txn->m.producer_id, p, commit);
-    kb_fetch_notify(b, t, p); /* read_committed fetches wait on the LSO */
+    kb_plog_appended(b, t, p); /* read_committed fetches wait on the LSO */
     return KP_ERR_NONE;
 }
 

@@ -147,6 +147,50 @@ def test_confluent_kafka_transactions(broker, topic_name):
     assert got == ["c1-0", "c1-1", "c1-2", "c3-0", "c3-1", "c3-2"]
 
 
+def test_waiting_read_committed_fetch_skips_an_open_transaction(broker, topic_name):
+    """A read_committed consumer already waiting in a long-poll Fetch when a
+    transactional batch arrives must not get it: the batch is past the last
+    stable offset from the moment it is readable. Each transaction here writes
+    one record per partition, delivered, then aborts; none may be consumed,
+    and a committed one afterwards arrives whole."""
+    ck = require_module("confluent_kafka")
+    t = topic_name()
+    partitions = 4
+    create_topic(broker.bootstrap, t, partitions)
+    c = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "it-ck-wait-" + t,
+                     "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False, "fetch.wait.max.ms": 2000})
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "it-wait-" + t})
+    got = []
+
+    def drain(seconds):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            m = c.poll(0.1)
+            if m is not None and m.error() is None:
+                got.append(m.value().decode())
+
+    try:
+        c.assign([ck.TopicPartition(t, i, ck.OFFSET_BEGINNING) for i in range(partitions)])
+        drain(1.5)  # the consumer's fetches are now parked, waiting for data
+        p.init_transactions(30)
+        for n in range(3):
+            p.begin_transaction()
+            for i in range(partitions):
+                p.produce(t, value=b"aborted-%d-%d" % (n, i), partition=i)
+            p.flush(30)
+            drain(1)
+            p.abort_transaction(30)
+        p.begin_transaction()
+        for i in range(partitions):
+            p.produce(t, value=b"committed-%d" % i, partition=i)
+        p.commit_transaction(30)
+        drain(3)
+    finally:
+        c.close()
+    assert sorted(got) == ["committed-%d" % i for i in range(partitions)]
+
+
 def lso(ck, bootstrap, topic):
     """The end offset a read_committed consumer sees (ListOffsets, isolation 1)."""
     c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "it-lso",
