@@ -1,13 +1,13 @@
 /*
  * kb_admin: the state behind the administration APIs that is not the topic
- * registry (dynamic broker configs, client quotas), started and stopped
+ * registry (dynamic broker configs, group configs, client quotas), started and stopped
  * with the broker, and the few helpers the admin handlers share.
  *
  * Invariants:
- *   1. After kb_admin_start() succeeds, b->dynconf and b->quotas are set
- *      and every topic resolves its defaults through b->dynconf.
+ *   1. After kb_admin_start() succeeds, b->dynconf, b->gconf and b->quotas
+ *      are set and every topic resolves its defaults through b->dynconf.
  *
- * Ownership: the broker owns both; kb_admin_stop() frees them.
+ * Ownership: the broker owns them; kb_admin_stop() frees them.
  * Threading: loop thread only.
  * Errors: kb_admin_start() returns KP_ERR__IO / __CORRUPT / __NOMEM with a
  * line in err naming the file.

@@ -39,6 +39,7 @@ typedef struct kb_work kb_work;
 typedef struct kb_fetch_waiters kb_fetch_waiters;
 typedef struct kb_scram_store kb_scram_store;
 typedef struct kb_dynconf kb_dynconf;
+typedef struct kb_gconf kb_gconf;
 typedef struct kb_quotas kb_quotas;
 typedef struct kb_acl_store kb_acl_store;
 
@@ -54,6 +55,7 @@ typedef struct kb_broker {
     kb_fetch_waiters *fetch_waiters;
     kb_scram_store *scram; /* SCRAM credentials (kb_scram_store.h) */
     kb_dynconf *dynconf; /* dynamic broker configs (kb_admin.h) */
+    kb_gconf *gconf;     /* group configs (kb_gconf.h) */
     kb_quotas *quotas;   /* client quotas (kb_quota.h) */
     kb_acl_store *acl;   /* ACLs; NULL without an authorizer (kb_acl.h, kb_authz.h) */
     char cluster_id[64];

@@ -238,6 +238,10 @@ typedef struct kb_config {
     int32_t group_consumer_heartbeat_interval_ms;
     int32_t group_consumer_session_timeout_ms;
     int32_t group_consumer_max_size;
+    int32_t group_consumer_min_heartbeat_interval_ms; /* bounds of the group configs */
+    int32_t group_consumer_max_heartbeat_interval_ms;
+    int32_t group_consumer_min_session_timeout_ms;
+    int32_t group_consumer_max_session_timeout_ms;
 
     /* Runnel's own keys */
     kb_log_level log_level;      /* runnel.log.level (INFO) */

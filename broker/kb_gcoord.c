@@ -8,6 +8,7 @@
 
 #include "kb_cgroup.h"
 #include "kb_cgroup_rec.h"
+#include "kb_gconf.h"
 #include "kb_log.h"
 #include "kb_logscan.h"
 #include "kb_plog.h"
@@ -59,6 +60,14 @@ kb_groups *kb_gcoord_groups(kb_broker *b)
 const kb_cgroup_env *kb_gcoord_cgroup_env(kb_broker *b)
 {
     return &b->gcoord->cenv;
+}
+
+void kb_gcoord_cgroup_env_for(kb_broker *b, const kb_group *g, kb_cgroup_env *out)
+{
+    kp_str id = kp_str_from(g->id);
+    *out = b->gcoord->cenv;
+    out->session_timeout_ms = kb_gconf_session_timeout_ms(b->gconf, b->cfg, id);
+    out->heartbeat_interval_ms = kb_gconf_heartbeat_interval_ms(b->gconf, b->cfg, id);
 }
 
 /* ---- env callbacks ------------------------------------------------------ */
@@ -523,8 +532,11 @@ static void on_group_timer(kb_loop *loop, void *arg)
 {
     kb_group *g = arg;
     kb_gcoord *c = g->host;
-    if (g->cg != NULL)
-        kb_cgroup_tick(g->cg, &c->cenv, kb_loop_now_ms(loop));
+    kb_cgroup_env env;
+    if (g->cg != NULL) {
+        kb_gcoord_cgroup_env_for(c->b, g, &env);
+        kb_cgroup_tick(g->cg, &env, kb_loop_now_ms(loop));
+    }
     else
         kb_group_tick(c->groups, g, kb_loop_now_ms(loop));
     kb_gcoord_touch(c->b, g);
@@ -739,10 +751,13 @@ static void load_finish(kb_gcoord *c)
     int64_t now = kb_loop_now_ms(c->b->loop);
     size_t cur = 0;
     kb_group *g;
+    kb_cgroup_env env;
     while ((g = kb_groups_next(c->groups, &cur)) != NULL) {
+        if (g->cg != NULL)
+            kb_gcoord_cgroup_env_for(c->b, g, &env);
         if (g->nmembers == 0 && !g->persisted && g->offsets.n == 0 && g->cg == NULL)
             kb_groups_remove(c->groups, g);
-        else if (g->cg != NULL && kb_cgroup_restored(g->cg, &c->cenv, now) != KP_ERR_NONE)
+        else if (g->cg != NULL && kb_cgroup_restored(g->cg, &env, now) != KP_ERR_NONE)
             KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory restoring group\" group=%s",
                    g->id);
         else

@@ -62,6 +62,9 @@ void kb_gcoord_stop(kb_broker *b);
 kb_groups *kb_gcoord_groups(kb_broker *b);
 /* The KIP-848 consumer groups' view of topics and their settings. */
 const struct kb_cgroup_env *kb_gcoord_cgroup_env(kb_broker *b);
+/* The same for group g: its session timeout and heartbeat interval from its
+ * group configs (kb_gconf.h) where set. */
+void kb_gcoord_cgroup_env_for(kb_broker *b, const kb_group *g, struct kb_cgroup_env *out);
 int64_t kb_gcoord_now(kb_broker *b);  /* monotonic ms */
 int64_t kb_gcoord_wall(kb_broker *b); /* wall clock ms */
 

@@ -1,6 +1,7 @@
 /* Handlers for changing configs: AlterConfigs (full replacement of a
  * resource's explicitly set configs) and IncrementalAlterConfigs (SET,
- * DELETE, APPEND, SUBTRACT), on topics and on the broker (dynamic configs).
+ * DELETE, APPEND, SUBTRACT), on topics, on the broker (dynamic configs) and
+ * on groups (kb_gconf.h).
  * Both validate every key first, change nothing on any error, persist, and
  * apply the result to open logs at once. */
 #include <stdio.h>
@@ -13,11 +14,12 @@
 #include "kb_cfgops.h"
 #include "kb_dispatch.h"
 #include "kb_dynconf.h"
+#include "kb_gconf.h"
 #include "kb_plog.h"
 #include "kb_tconf.h"
 #include "kb_topics.h"
 
-enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4 };
+enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4, RESOURCE_GROUP = 32 };
 
 /* One requested change, the same shape for both APIs. */
 typedef struct alter_op {
@@ -53,8 +55,16 @@ static kp_err apply_ops(const alter_job *j, kb_cfgset *set, alter_result *r,
 {
     for (int32_t i = 0; i < j->nops; i++) {
         const alter_op *o = &j->ops[i];
-        bool is_list = j->type == RESOURCE_TOPIC ? kb_tconf_is_list(o->key)
-                                                  : strcmp(o->key, "log.cleanup.policy") == 0;
+        bool is_list = j->type == RESOURCE_TOPIC    ? kb_tconf_is_list(o->key)
+                       : j->type == RESOURCE_BROKER ? strcmp(o->key, "log.cleanup.policy") == 0
+                                                    : false;
+        /* Kafka's controller words this refusal for topics and groups. */
+        if (!is_list && j->type != RESOURCE_BROKER &&
+            (o->op == KB_CFG_OP_APPEND || o->op == KB_CFG_OP_SUBTRACT)) {
+            kb_msgf(&r->msg, "Can't %s to key %s because its type is not LIST.",
+                    o->op == KB_CFG_OP_APPEND ? "APPEND" : "SUBTRACT", o->key);
+            return fail(r, KP_ERR_INVALID_CONFIG);
+        }
         kp_err e = kb_cfgset_apply(set, o->key, o->op, o->value, is_list, base(j, o->key), &r->msg);
         if (e != KP_ERR_NONE)
             return fail(r, e);
@@ -191,6 +201,35 @@ static void alter_broker(const alter_job *j, alter_result *r)
     kb_cfgset_fini(&set);
 }
 
+/* ---- groups ---------------------------------------------------------------- */
+
+static const char *group_base(const alter_job *j, const char *key)
+{
+    (void)j;
+    (void)key;
+    return NULL; /* no group key takes a list */
+}
+
+/* A group need not exist: Kafka keeps its configs for when it does. */
+static void alter_group(const alter_job *j, alter_result *r)
+{
+    kb_broker *b = j->req->broker;
+    kp_err e = kb_gconf_check_name(j->name, &r->msg);
+    if (e != KP_ERR_NONE) {
+        r->error_code = (int16_t)e;
+        return;
+    }
+    const kb_cfgset *cur = j->incremental ? kb_gconf_get(b->gconf, j->name) : NULL;
+    kb_cfgset set = {0, NULL};
+    e = cur != NULL ? kb_cfgset_copy(&set, cur->v, cur->n) : KP_ERR_NONE;
+    if (e == KP_ERR_NONE && apply_ops(j, &set, r, group_base) == KP_ERR_NONE &&
+        (e = kb_gconf_check(b->cfg, &set, &r->msg)) == KP_ERR_NONE && !j->validate_only)
+        e = kb_gconf_replace(b->gconf, j->name, &set, &r->msg);
+    if (e != KP_ERR_NONE && r->error_code == KP_ERR_NONE)
+        fail(r, e);
+    kb_cfgset_fini(&set);
+}
+
 /* ---- both APIs ------------------------------------------------------------- */
 
 static void alter_resource(const alter_job *j, int16_t *error_code, kp_str *error_message)
@@ -206,6 +245,8 @@ static void alter_resource(const alter_job *j, int16_t *error_code, kp_str *erro
         alter_topic(j, &r);
     else if (j->type == RESOURCE_BROKER)
         alter_broker(j, &r);
+    else if (j->type == RESOURCE_GROUP)
+        alter_group(j, &r);
     else {
         r.error_code = KP_ERR_INVALID_REQUEST;
         kb_msgf(&r.msg, "Unsupported resource type %d", j->type);

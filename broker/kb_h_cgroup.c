@@ -143,8 +143,9 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
     }
     kb_cgroup_client cl = {req->client_id, kb_req_client_host(req), req->api_version};
     kb_cgroup_result res;
-    err = kb_cgroup_heartbeat(g->cg, kb_gcoord_cgroup_env(req->broker), rq, &cl,
-                              kb_gcoord_now(req->broker), &res);
+    kb_cgroup_env env; /* the broker's settings under the group's configs */
+    kb_gcoord_cgroup_env_for(req->broker, g, &env);
+    err = kb_cgroup_heartbeat(g->cg, &env, rq, &cl, kb_gcoord_now(req->broker), &res);
     if (err == KP_ERR_NONE && res.err == KP_ERR_NONE) {
         rs->member_id = res.member_id != NULL ? kb_req_str(req, res.member_id) : rq->member_id;
         rs->member_epoch = res.epoch;

@@ -1,4 +1,4 @@
-/* Handler for DescribeConfigs: topics and the broker, each config with its
+/* Handler for DescribeConfigs: topics, the broker and groups, each config with its
  * value, source, defaults, sensitivity and (on request) synonyms in Kafka's
  * order of precedence and a short documentation text. */
 #include <stdio.h>
@@ -11,10 +11,11 @@
 #include "kb_cdoc.h"
 #include "kb_dispatch.h"
 #include "kb_dynconf.h"
+#include "kb_gconf.h"
 #include "kb_tconf.h"
 #include "kb_topics.h"
 
-enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4 };
+enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4, RESOURCE_GROUP = 32 };
 
 /* Synonyms per config at most: topic, dynamic node, dynamic cluster,
  * static (per broker synonym), default. */
@@ -257,6 +258,52 @@ static kp_err describe_broker_default(kb_req *req, const kp_describe_configs_req
     return KP_ERR_NONE;
 }
 
+/* Every group key: the group's value (DYNAMIC_GROUP_CONFIG) or the default,
+ * its one synonym being itself. The group need not exist. */
+static kp_err describe_group(kb_req *req, const kp_describe_configs_req *rq,
+                             const config_resource *res, config_result *out)
+{
+    kb_msgbuf msg;
+    kp_err bad = kb_gconf_check_name(res->resource_name, &msg);
+    if (bad != KP_ERR_NONE) {
+        out->error_code = (int16_t)bad;
+        out->error_message = kb_req_str(req, msg.text);
+        return KP_ERR_NONE;
+    }
+    const kb_cfgset *set = kb_gconf_get(req->broker->gconf, res->resource_name);
+    int8_t type;
+    size_t n = 0;
+    while (kb_gconf_key_at(n, &type) != NULL)
+        n++;
+    if (!KB_ARRAY_ALLOC(req, out->configs, n))
+        return KP_ERR__NOMEM;
+    int32_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *key = kb_gconf_key_at(i, &type);
+        if (!key_wanted(res, key))
+            continue;
+        config_entry *e = &out->configs.v[used++];
+        kp_describe_configs_resp_describe_configs_resource_result_defaults(e);
+        char buf[16];
+        const char *v = set != NULL ? kb_cfgset_get(set, key) : NULL;
+        e->config_source = v != NULL ? KB_CS_DYNAMIC_GROUP : KB_CS_DEFAULT;
+        if (v == NULL)
+            v = kb_gconf_default(req->broker->cfg, key, buf, sizeof(buf));
+        e->name = kb_req_str(req, key);
+        e->value = kb_req_str(req, v);
+        e->is_default = e->config_source == KB_CS_DEFAULT;
+        e->config_type = type;
+        e->documentation = rq->include_documentation ? kb_req_str(req, kb_cdoc(key)) : KP_STR_NULL;
+        synonyms s = {0};
+        if (rq->include_synonyms)
+            syn_add(&s, key, v, e->config_source);
+        if (syn_store(req, &s, false, e) != KP_ERR_NONE)
+            return KP_ERR__NOMEM;
+    }
+    out->configs.n = used;
+    return KP_ERR_NONE;
+}
+
 kp_err kb_h_describe_configs(kb_req *req, const kp_describe_configs_req *rq,
                              kp_describe_configs_resp *rs)
 {
@@ -280,6 +327,8 @@ kp_err kb_h_describe_configs(kb_req *req, const kp_describe_configs_req *rq,
             e = describe_broker_default(req, rq, res, out);
         else if (res->resource_type == RESOURCE_BROKER && kb_admin_is_self(req, res->resource_name, false))
             e = describe_broker(req, rq, res, out);
+        else if (res->resource_type == RESOURCE_GROUP)
+            e = describe_group(req, rq, res, out);
         else if (res->resource_type == RESOURCE_BROKER) {
             out->error_code = KP_ERR_INVALID_REQUEST;
             out->error_message = kb_req_str(req, "Unexpected broker id");

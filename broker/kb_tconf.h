@@ -33,6 +33,7 @@ enum kb_config_source_wire {
     KB_CS_DYNAMIC_DEFAULT_BROKER = 3,
     KB_CS_STATIC_BROKER = 4,
     KB_CS_DEFAULT = 5,
+    KB_CS_DYNAMIC_GROUP = 8,
 };
 
 /* Kafka's ConfigType values. */

@@ -1,5 +1,6 @@
 /* Pure logic behind the admin APIs: incremental config operations, dynamic
- * broker config resolution, client quota checks, precedence and rate math. */
+ * broker config resolution, group config checks and storage, client quota
+ * checks, precedence and rate math. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "kb_cdoc.h"
 #include "kb_cfgops.h"
 #include "kb_dynconf.h"
+#include "kb_gconf.h"
 #include "kb_quota.h"
 
 static char tmpdir[64];
@@ -198,6 +200,140 @@ START_TEST(test_admin_docs_for_every_key)
 }
 END_TEST
 
+/* The broker settings group configs read: Kafka 4.1's defaults. */
+static kb_config group_cfg(void)
+{
+    kb_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.group_consumer_heartbeat_interval_ms = 5000;
+    cfg.group_consumer_session_timeout_ms = 45000;
+    cfg.group_consumer_min_heartbeat_interval_ms = 5000;
+    cfg.group_consumer_max_heartbeat_interval_ms = 15000;
+    cfg.group_consumer_min_session_timeout_ms = 45000;
+    cfg.group_consumer_max_session_timeout_ms = 60000;
+    return cfg;
+}
+
+/* The text kb_gconf_check gives for one key=value ("" when accepted). */
+static const char *group_check(const kb_config *cfg, const char *key, const char *value)
+{
+    static kb_msgbuf msg;
+    kb_cfgset s = {0, NULL};
+    ck_assert_int_eq(kb_cfgset_put(&s, key, value), KP_ERR_NONE);
+    kp_err e = kb_gconf_check(cfg, &s, &msg);
+    kb_cfgset_fini(&s);
+    ck_assert(e == KP_ERR_NONE || e == KP_ERR_INVALID_CONFIG);
+    return e == KP_ERR_NONE ? "" : msg.text;
+}
+
+START_TEST(test_admin_group_config_checks)
+{
+    kb_config cfg = group_cfg();
+    static const struct {
+        const char *key, *value, *text;
+    } cases[] = {
+        {"consumer.session.timeout.ms", "45000", ""},
+        {"consumer.session.timeout.ms", "60000", ""},
+        {"consumer.session.timeout.ms", "44999",
+         "consumer.session.timeout.ms must be greater than or equal to "
+         "group.consumer.min.session.timeout.ms"},
+        {"consumer.session.timeout.ms", "60001",
+         "consumer.session.timeout.ms must be less than or equal to "
+         "group.consumer.max.session.timeout.ms"},
+        {"consumer.heartbeat.interval.ms", " 6000 ", ""},
+        {"consumer.heartbeat.interval.ms", "2147483648",
+         "Invalid value 2147483648 for configuration consumer.heartbeat.interval.ms: Not a number "
+         "of type INT"},
+        {"consumer.heartbeat.interval.ms", "0",
+         "Invalid value 0 for configuration consumer.heartbeat.interval.ms: Value must be at "
+         "least 1"},
+        {"share.record.lock.duration.ms", "1000",
+         "share.record.lock.duration.ms must be greater than or equal to "
+         "group.share.min.record.lock.duration.ms"},
+        {"streams.num.standby.replicas", "2", ""},
+        {"streams.num.standby.replicas", "3",
+         "streams.num.standby.replicas must be less than or equal to "
+         "group.streams.max.standby.replicas"},
+        {"share.isolation.level", "read_committed", ""},
+        {"share.isolation.level", "READ_COMMITTED",
+         "Invalid value READ_COMMITTED for configuration share.isolation.level: String must be "
+         "one of: read_committed, read_uncommitted"},
+        {"share.auto.offset.reset", "earliest", ""},
+        {"share.auto.offset.reset", "by_duration:P1DT2H3M4.5S", ""},
+        {"share.auto.offset.reset", "by_duration:PT", NULL},
+        {"share.auto.offset.reset", "by_duration:-PT1H", NULL},
+        {"share.auto.offset.reset", "by_duration:", NULL},
+        {"no.such.key", "1", "Unknown group config name: no.such.key"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *got = group_check(&cfg, cases[i].key, cases[i].value);
+        if (cases[i].text == NULL)
+            ck_assert_msg(strstr(got, "The value must be either 'earliest', 'latest'") != NULL,
+                          "%s=%s: %s", cases[i].key, cases[i].value, got);
+        else
+            ck_assert_msg(strcmp(got, cases[i].text) == 0, "%s=%s: %s", cases[i].key,
+                          cases[i].value, got);
+    }
+    /* The bounds follow the broker's settings, and so do the defaults. */
+    cfg.group_consumer_max_session_timeout_ms = 90000;
+    ck_assert_str_eq(group_check(&cfg, "consumer.session.timeout.ms", "90000"), "");
+    cfg.group_consumer_min_session_timeout_ms = 50000; /* the default 45000 is now too low */
+    ck_assert_str_eq(group_check(&cfg, "share.isolation.level", "read_committed"),
+                     "consumer.session.timeout.ms must be greater than or equal to "
+                     "group.consumer.min.session.timeout.ms");
+    char buf[16];
+    cfg.group_consumer_heartbeat_interval_ms = 7000;
+    ck_assert_str_eq(kb_gconf_default(&cfg, "consumer.heartbeat.interval.ms", buf, sizeof(buf)),
+                     "7000");
+    ck_assert_str_eq(kb_gconf_default(&cfg, "share.auto.offset.reset", buf, sizeof(buf)),
+                     "latest");
+    kb_msgbuf msg;
+    ck_assert_int_eq(kb_gconf_check_name(KP_STR_LIT(""), &msg), KP_ERR_INVALID_REQUEST);
+    ck_assert_str_eq(msg.text, "Default group resources are not allowed.");
+}
+END_TEST
+
+/* Values per group, persisted and read back; ids with spaces, '%' and
+ * newlines; an emptied group is forgotten; the effective consumer values. */
+START_TEST(test_admin_group_config_store)
+{
+    kb_config cfg = group_cfg();
+    kb_gconf *gc;
+    kb_msgbuf msg;
+    ck_assert_int_eq(kb_gconf_open(tmpdir, &gc), KP_ERR_NONE);
+    const kp_str a = KP_STR_LIT("orders app"), b = KP_STR_LIT("odd%id\nwith newline");
+    const kp_str nl = {"x\ny", 3};
+    kb_cfgset s = {0, NULL};
+    ck_assert_int_eq(kb_cfgset_put(&s, "consumer.session.timeout.ms", "50000"), KP_ERR_NONE);
+    ck_assert_int_eq(kb_cfgset_put(&s, "share.auto.offset.reset", "by_duration:PT1H"),
+                     KP_ERR_NONE);
+    ck_assert_int_eq(kb_gconf_replace(gc, a, &s, &msg), KP_ERR_NONE);
+    ck_assert_uint_eq(s.n, 0); /* taken */
+    ck_assert_int_eq(kb_cfgset_put(&s, "consumer.heartbeat.interval.ms", "6000"), KP_ERR_NONE);
+    ck_assert_int_eq(kb_gconf_replace(gc, b, &s, &msg), KP_ERR_NONE);
+    ck_assert_int_eq(kb_cfgset_put(&s, "streams.num.standby.replicas", "1"), KP_ERR_NONE);
+    ck_assert_int_eq(kb_gconf_replace(gc, nl, &s, &msg), KP_ERR_NONE);
+    kb_gconf_close(gc);
+
+    ck_assert_int_eq(kb_gconf_open(tmpdir, &gc), KP_ERR_NONE);
+    ck_assert_str_eq(kb_cfgset_get(kb_gconf_get(gc, a), "share.auto.offset.reset"),
+                     "by_duration:PT1H");
+    ck_assert_str_eq(kb_cfgset_get(kb_gconf_get(gc, nl), "streams.num.standby.replicas"), "1");
+    ck_assert_int_eq(kb_gconf_session_timeout_ms(gc, &cfg, a), 50000);
+    ck_assert_int_eq(kb_gconf_heartbeat_interval_ms(gc, &cfg, a), 5000);
+    ck_assert_int_eq(kb_gconf_heartbeat_interval_ms(gc, &cfg, b), 6000);
+    ck_assert_int_eq(kb_gconf_session_timeout_ms(gc, &cfg, KP_STR_LIT("other")), 45000);
+    ck_assert_ptr_null(kb_gconf_get(gc, KP_STR_LIT("orders")));
+    ck_assert_int_eq(kb_gconf_replace(gc, a, &s, &msg), KP_ERR_NONE); /* empty: forgotten */
+    ck_assert_ptr_null(kb_gconf_get(gc, a));
+    kb_gconf_close(gc);
+    ck_assert_int_eq(kb_gconf_open(tmpdir, &gc), KP_ERR_NONE);
+    ck_assert_ptr_null(kb_gconf_get(gc, a));
+    ck_assert_ptr_nonnull(kb_gconf_get(gc, b));
+    kb_gconf_close(gc);
+}
+END_TEST
+
 Suite *admin_suite(void)
 {
     Suite *s = suite_create("admin");
@@ -212,6 +348,8 @@ Suite *admin_suite(void)
     tcase_add_test(tc, test_admin_dynconf_scaled_synonyms);
     tcase_add_test(tc, test_admin_dynconf_replication_throttles);
     tcase_add_test(tc, test_admin_quota_check);
+    tcase_add_test(tc, test_admin_group_config_checks);
+    tcase_add_test(tc, test_admin_group_config_store);
     tcase_add_test(tc, test_admin_quota_precedence_and_persistence);
     tcase_add_test(tc, test_admin_rate_math);
     suite_add_tcase(s, tc);

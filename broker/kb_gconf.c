@@ -1,0 +1,441 @@
+#include "kb_gconf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb_group.h"
+#include "kb_tconf.h"
+#include "kb_topics.h"
+
+#define GCONF_FILE "runnel-group-configs.properties"
+
+/* A group's explicitly set values. */
+typedef struct gentry {
+    char *group;
+    kb_cfgset set;
+} gentry;
+
+struct kb_gconf {
+    char *dir;
+    gentry *v; /* sorted by group id */
+    size_t n, cap;
+    char *loading; /* the group the file's next value lines belong to */
+};
+
+/* ---- the keys ------------------------------------------------------------ */
+
+typedef enum gcheck {
+    GC_INT,       /* an int, at least lo, then within [min, max] */
+    GC_ISOLATION, /* read_committed | read_uncommitted */
+    GC_RESET,     /* earliest | latest | by_duration:<ISO-8601 duration> */
+} gcheck;
+
+/* Sorted by name. The bounds are Kafka's broker settings named in the
+ * messages; the consumer ones are this broker's, the others Kafka's defaults. */
+static const struct gkey {
+    const char *name;
+    gcheck check;
+    int32_t lo;
+    const char *dflt;   /* NULL: from the broker config */
+    const char *min_key, *max_key;
+    int32_t min, max;   /* for share.* and streams.* */
+} gkeys[] = {
+    {"consumer.heartbeat.interval.ms", GC_INT, 1, NULL, "group.consumer.min.heartbeat.interval.ms",
+     "group.consumer.max.heartbeat.interval.ms", 0, 0},
+    {"consumer.session.timeout.ms", GC_INT, 1, NULL, "group.consumer.min.session.timeout.ms",
+     "group.consumer.max.session.timeout.ms", 0, 0},
+    {"share.auto.offset.reset", GC_RESET, 0, "latest", NULL, NULL, 0, 0},
+    {"share.heartbeat.interval.ms", GC_INT, 1, "5000", "group.share.min.heartbeat.interval.ms",
+     "group.share.max.heartbeat.interval.ms", 5000, 15000},
+    {"share.isolation.level", GC_ISOLATION, 0, "read_uncommitted", NULL, NULL, 0, 0},
+    {"share.record.lock.duration.ms", GC_INT, 1, "30000",
+     "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms", 15000,
+     60000},
+    {"share.session.timeout.ms", GC_INT, 1, "45000", "group.share.min.session.timeout.ms",
+     "group.share.max.session.timeout.ms", 45000, 60000},
+    {"streams.heartbeat.interval.ms", GC_INT, 1, "5000", "group.streams.min.heartbeat.interval.ms",
+     "group.streams.max.heartbeat.interval.ms", 5000, 15000},
+    {"streams.num.standby.replicas", GC_INT, 0, "0", NULL, "group.streams.max.standby.replicas",
+     0, 2},
+    {"streams.session.timeout.ms", GC_INT, 1, "45000", "group.streams.min.session.timeout.ms",
+     "group.streams.max.session.timeout.ms", 45000, 60000},
+};
+
+#define N_GKEYS (sizeof(gkeys) / sizeof(gkeys[0]))
+
+static const struct gkey *gkey_find(const char *name)
+{
+    for (size_t i = 0; i < N_GKEYS; i++)
+        if (strcmp(gkeys[i].name, name) == 0)
+            return &gkeys[i];
+    return NULL;
+}
+
+const char *kb_gconf_key_at(size_t i, int8_t *type)
+{
+    if (i >= N_GKEYS)
+        return NULL;
+    *type = gkeys[i].check == GC_INT ? KB_CT_INT : KB_CT_STRING;
+    return gkeys[i].name;
+}
+
+/* The bounds of an int key: the broker's for consumer.*, Kafka's defaults else. */
+static void bounds(const kb_config *cfg, const struct gkey *k, int32_t *min, int32_t *max)
+{
+    *min = k->min;
+    *max = k->max;
+    if (strcmp(k->name, "consumer.heartbeat.interval.ms") == 0) {
+        *min = cfg->group_consumer_min_heartbeat_interval_ms;
+        *max = cfg->group_consumer_max_heartbeat_interval_ms;
+    } else if (strcmp(k->name, "consumer.session.timeout.ms") == 0) {
+        *min = cfg->group_consumer_min_session_timeout_ms;
+        *max = cfg->group_consumer_max_session_timeout_ms;
+    }
+}
+
+const char *kb_gconf_default(const kb_config *cfg, const char *key, char *buf, size_t cap)
+{
+    const struct gkey *k = gkey_find(key);
+    if (k == NULL)
+        return NULL;
+    if (k->dflt != NULL)
+        return k->dflt;
+    bool session = strcmp(key, "consumer.session.timeout.ms") == 0;
+    snprintf(buf, cap, "%d",
+             session ? cfg->group_consumer_session_timeout_ms
+                     : cfg->group_consumer_heartbeat_interval_ms);
+    return buf;
+}
+
+/* ---- checks -------------------------------------------------------------- */
+
+kp_err kb_gconf_check_name(kp_str group, kb_msgbuf *msg)
+{
+    if (group.len <= 0) {
+        kb_msgf(msg, "Default group resources are not allowed.");
+        return KP_ERR_INVALID_REQUEST;
+    }
+    if (group.len > KB_GROUP_ID_MAX) {
+        kb_msgf(msg, "Group id longer than %d bytes", KB_GROUP_ID_MAX);
+        return KP_ERR_INVALID_REQUEST;
+    }
+    return KP_ERR_NONE;
+}
+
+/* Java's Integer.parseInt of the trimmed value. */
+static bool parse_int(const char *v, int32_t *out)
+{
+    while (*v == ' ' || *v == '\t')
+        v++;
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (end == v || *end != '\0' || errno != 0 || n < INT32_MIN || n > INT32_MAX)
+        return false;
+    *out = (int32_t)n;
+    return true;
+}
+
+/* An ISO-8601 duration as Java's Duration.parse reads it, not negative:
+ * P[nD][T[nH][nM][n[.n]S]] with at least one part. */
+static bool duration_ok(const char *s)
+{
+    if (*s++ != 'P')
+        return false;
+    bool any = false, in_time = false;
+    while (*s != '\0') {
+        if (*s == 'T' && !in_time) {
+            in_time = true;
+            s++;
+            continue;
+        }
+        const char *num = s;
+        while ((*s >= '0' && *s <= '9') || (*s == '.' && in_time))
+            s++;
+        if (s == num || *s == '\0' || strchr(in_time ? "HMS" : "D", *s) == NULL)
+            return false;
+        any = true;
+        s++;
+    }
+    return any;
+}
+
+/* The type and fixed-validator check of one value (ConfigDef.parse). */
+static kp_err check_value(const struct gkey *k, const char *v, int32_t *n, kb_msgbuf *msg)
+{
+    switch (k->check) {
+    case GC_INT:
+        if (!parse_int(v, n)) {
+            kb_msgf(msg, "Invalid value %s for configuration %s: Not a number of type INT", v,
+                    k->name);
+            return KP_ERR_INVALID_CONFIG;
+        }
+        if (*n < k->lo) {
+            kb_msgf(msg, "Invalid value %s for configuration %s: Value must be at least %d", v,
+                    k->name, k->lo);
+            return KP_ERR_INVALID_CONFIG;
+        }
+        return KP_ERR_NONE;
+    case GC_ISOLATION:
+        if (strcmp(v, "read_committed") == 0 || strcmp(v, "read_uncommitted") == 0)
+            return KP_ERR_NONE;
+        kb_msgf(msg, "Invalid value %s for configuration %s: String must be one of: "
+                "read_committed, read_uncommitted", v, k->name);
+        return KP_ERR_INVALID_CONFIG;
+    case GC_RESET:
+        if (strcmp(v, "earliest") == 0 || strcmp(v, "latest") == 0 ||
+            (strncmp(v, "by_duration:", 12) == 0 && duration_ok(v + 12)))
+            return KP_ERR_NONE;
+        kb_msgf(msg, "Invalid value %s for configuration %s: Invalid value `%s` for configuration "
+                "%s. The value must be either 'earliest', 'latest' or of the format "
+                "'by_duration:<PnDTnHnMn.nS>'.", v, k->name, v, k->name);
+        return KP_ERR_INVALID_CONFIG;
+    }
+    return KP_ERR_NONE;
+}
+
+kp_err kb_gconf_check(const kb_config *cfg, const kb_cfgset *set, kb_msgbuf *msg)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        if (gkey_find(set->v[i].key) == NULL) {
+            kb_msgf(msg, "Unknown group config name: %s", set->v[i].key);
+            return KP_ERR_INVALID_CONFIG;
+        }
+    }
+    int32_t values[N_GKEYS];
+    for (size_t i = 0; i < N_GKEYS; i++) {
+        const struct gkey *k = &gkeys[i];
+        const char *v = kb_cfgset_get(set, k->name);
+        kp_err e = v != NULL ? check_value(k, v, &values[i], msg) : KP_ERR_NONE;
+        if (e != KP_ERR_NONE)
+            return e;
+        if (v == NULL && k->check == GC_INT) {
+            char buf[16];
+            (void)parse_int(kb_gconf_default(cfg, k->name, buf, sizeof(buf)), &values[i]);
+        }
+    }
+    for (size_t i = 0; i < N_GKEYS; i++) {
+        const struct gkey *k = &gkeys[i];
+        int32_t min, max;
+        if (k->check != GC_INT)
+            continue;
+        bounds(cfg, k, &min, &max);
+        if (k->min_key != NULL && values[i] < min) {
+            kb_msgf(msg, "%s must be greater than or equal to %s", k->name, k->min_key);
+            return KP_ERR_INVALID_CONFIG;
+        }
+        if (values[i] > max) {
+            kb_msgf(msg, "%s must be less than or equal to %s", k->name, k->max_key);
+            return KP_ERR_INVALID_CONFIG;
+        }
+    }
+    return KP_ERR_NONE;
+}
+
+/* ---- the groups' values ------------------------------------------------- */
+
+/* The index of group, or where it would go (*found false). */
+static size_t find(const kb_gconf *gc, kp_str group, bool *found)
+{
+    size_t lo = 0, hi = gc->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        size_t len = strlen(gc->v[mid].group);
+        size_t common = len < (size_t)group.len ? len : (size_t)group.len;
+        int c = memcmp(gc->v[mid].group, group.p, common);
+        if (c == 0)
+            c = len < (size_t)group.len ? -1 : len > (size_t)group.len;
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+const kb_cfgset *kb_gconf_get(const kb_gconf *gc, kp_str group)
+{
+    bool found;
+    size_t i = group.len > 0 ? find(gc, group, &found) : 0;
+    return group.len > 0 && found ? &gc->v[i].set : NULL;
+}
+
+/* Puts set in for group (taken), inserting or dropping the entry. */
+static kp_err store(kb_gconf *gc, kp_str group, kb_cfgset *set)
+{
+    bool found;
+    size_t i = find(gc, group, &found);
+    if (found) {
+        kb_cfgset_fini(&gc->v[i].set);
+        gc->v[i].set = *set;
+        if (set->n == 0) {
+            free(gc->v[i].group);
+            memmove(&gc->v[i], &gc->v[i + 1], (gc->n - i - 1) * sizeof(gc->v[0]));
+            gc->n--;
+        }
+        *set = (kb_cfgset){0, NULL};
+        return KP_ERR_NONE;
+    }
+    if (set->n == 0)
+        return KP_ERR_NONE;
+    if (gc->n == gc->cap) {
+        size_t cap = gc->cap == 0 ? 16 : gc->cap * 2;
+        gentry *v = realloc(gc->v, cap * sizeof(*v));
+        if (v == NULL)
+            return KP_ERR__NOMEM;
+        gc->v = v;
+        gc->cap = cap;
+    }
+    char *id = strndup(group.p, (size_t)group.len);
+    if (id == NULL)
+        return KP_ERR__NOMEM;
+    memmove(&gc->v[i + 1], &gc->v[i], (gc->n - i) * sizeof(gc->v[0]));
+    gc->v[i] = (gentry){id, *set};
+    gc->n++;
+    *set = (kb_cfgset){0, NULL};
+    return KP_ERR_NONE;
+}
+
+static void emit(void *arg, FILE *f)
+{
+    const kb_gconf *gc = arg;
+    fprintf(f, "# runnel group configs, version 1\n");
+    for (size_t i = 0; i < gc->n; i++) {
+        fputs("group ", f);
+        kb_value_escape(f, gc->v[i].group);
+        fputc('\n', f);
+        for (size_t k = 0; k < gc->v[i].set.n; k++) {
+            fprintf(f, "%s=", gc->v[i].set.v[k].key);
+            kb_value_escape(f, gc->v[i].set.v[k].value);
+            fputc('\n', f);
+        }
+    }
+}
+
+kp_err kb_gconf_replace(kb_gconf *gc, kp_str group, kb_cfgset *set, kb_msgbuf *msg)
+{
+    bool found;
+    (void)find(gc, group, &found);
+    if (!found && set->n > 0 && gc->n >= KB_GCONF_MAX_GROUPS) {
+        kb_msgf(msg, "Configs are set on %d groups already, the most this broker keeps",
+                KB_GCONF_MAX_GROUPS);
+        return KP_ERR_INVALID_REQUEST;
+    }
+    const kb_cfgset *cur = kb_gconf_get(gc, group);
+    kb_cfgset old = {0, NULL};
+    kp_err e = cur != NULL ? kb_cfgset_copy(&old, cur->v, cur->n) : KP_ERR_NONE;
+    if (e == KP_ERR_NONE)
+        e = store(gc, group, set);
+    if (e != KP_ERR_NONE) {
+        kb_cfgset_fini(&old);
+        return e;
+    }
+    e = kb_file_write_stream(gc->dir, GCONF_FILE, emit, gc);
+    if (e != KP_ERR_NONE) {
+        kp_err back = store(gc, group, &old); /* the caller's set was taken */
+        kb_cfgset_fini(&old);
+        if (back != KP_ERR_NONE)
+            return back;
+        kb_msgf(msg, "Cannot write %s", GCONF_FILE);
+        return e == KP_ERR__NOMEM ? e : KP_ERR_KAFKA_STORAGE_ERROR;
+    }
+    kb_cfgset_fini(&old);
+    return KP_ERR_NONE;
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+static kp_err load_line(void *arg, char *line)
+{
+    kb_gconf *gc = arg;
+    if (line[0] == '#' || line[0] == '\0')
+        return KP_ERR_NONE;
+    if (strncmp(line, "group ", 6) == 0) {
+        kb_value_unescape(line + 6);
+        free(gc->loading);
+        gc->loading = strdup(line + 6);
+        return gc->loading != NULL ? KP_ERR_NONE : KP_ERR__NOMEM;
+    }
+    char *eq = strchr(line, '=');
+    if (eq == NULL || gc->loading == NULL)
+        return KP_ERR__CORRUPT;
+    *eq = '\0';
+    kb_value_unescape(eq + 1);
+    if (gkey_find(line) == NULL)
+        return KP_ERR_NONE; /* a key this version no longer knows: dropped */
+    kp_str group = kp_str_from(gc->loading);
+    if (group.len <= 0 || group.len > KB_GROUP_ID_MAX)
+        return KP_ERR__CORRUPT;
+    const kb_cfgset *cur = kb_gconf_get(gc, group);
+    kb_cfgset set = {0, NULL};
+    kp_err e = cur != NULL ? kb_cfgset_copy(&set, cur->v, cur->n) : KP_ERR_NONE;
+    if (e == KP_ERR_NONE)
+        e = kb_cfgset_put(&set, line, eq + 1);
+    if (e == KP_ERR_NONE)
+        e = store(gc, group, &set);
+    kb_cfgset_fini(&set);
+    return e;
+}
+
+kp_err kb_gconf_open(const char *dir, kb_gconf **out)
+{
+    kb_gconf *gc = calloc(1, sizeof(*gc));
+    if (gc == NULL || (gc->dir = strdup(dir)) == NULL) {
+        free(gc);
+        return KP_ERR__NOMEM;
+    }
+    kp_err e = kb_file_read_lines(gc->dir, GCONF_FILE, load_line, gc);
+    free(gc->loading);
+    gc->loading = NULL;
+    if (e != KP_ERR_NONE) {
+        kb_gconf_close(gc);
+        return e;
+    }
+    *out = gc;
+    return KP_ERR_NONE;
+}
+
+void kb_gconf_close(kb_gconf *gc)
+{
+    if (gc == NULL)
+        return;
+    for (size_t i = 0; i < gc->n; i++) {
+        free(gc->v[i].group);
+        kb_cfgset_fini(&gc->v[i].set);
+    }
+    free(gc->v);
+    free(gc->loading);
+    free(gc->dir);
+    free(gc);
+}
+
+/* ---- effective values ----------------------------------------------------- */
+
+static int32_t group_int(const kb_gconf *gc, kp_str group, const char *key, int32_t dflt)
+{
+    const kb_cfgset *set = gc != NULL ? kb_gconf_get(gc, group) : NULL;
+    const char *v = set != NULL ? kb_cfgset_get(set, key) : NULL;
+    int32_t n;
+    return v != NULL && parse_int(v, &n) ? n : dflt;
+}
+
+int32_t kb_gconf_session_timeout_ms(const kb_gconf *gc, const kb_config *cfg, kp_str group)
+{
+    return group_int(gc, group, "consumer.session.timeout.ms",
+                     cfg->group_consumer_session_timeout_ms);
+}
+
+int32_t kb_gconf_heartbeat_interval_ms(const kb_gconf *gc, const kb_config *cfg, kp_str group)
+{
+    return group_int(gc, group, "consumer.heartbeat.interval.ms",
+                     cfg->group_consumer_heartbeat_interval_ms);
+}
