@@ -275,6 +275,7 @@ static kp_err member_set_regex(kb_cg_member *m, kp_str s, bool *changed)
     strv_free(m->rx_topics, m->nrx_topics);
     m->rx_topics = NULL;
     m->nrx_topics = 0;
+    m->rx_pending = m->rx_fresh = copy != NULL;
     *changed = true;
     return KP_ERR_NONE;
 }
@@ -300,9 +301,20 @@ bool kb_cgroup_subscribed_to(const kb_cgroup *cg, kp_str topic)
 
 /* ---- subscribed topic metadata ------------------------------------------ */
 
-/* Re-reads which topics m's regex matches. */
-static kp_err refresh_regex(kb_cg_member *m, const kb_cgroup_env *env)
+static bool strv_eq(char *const *a, int32_t na, char *const *b, int32_t nb)
 {
+    if (na != nb)
+        return false;
+    for (int32_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    return true;
+}
+
+/* Re-reads which topics m's regex matches; *changed when that differs. */
+static kp_err refresh_regex(kb_cg_member *m, const kb_cgroup_env *env, bool *changed)
+{
+    m->rx_pending = m->rx_fresh = false;
     if (m->regex == NULL)
         return KP_ERR_NONE;
     int32_t n = 0, cap = 0;
@@ -322,13 +334,43 @@ static kp_err refresh_regex(kb_cg_member *m, const kb_cgroup_env *env)
             goto nomem;
         n++;
     }
+    n = strv_unique(v, n);
+    *changed |= !strv_eq(m->rx_topics, m->nrx_topics, v, n);
     strv_free(m->rx_topics, m->nrx_topics);
     m->rx_topics = v;
-    m->nrx_topics = strv_unique(v, n);
+    m->nrx_topics = n;
     return KP_ERR_NONE;
 nomem:
     strv_free(v, n);
     return KP_ERR__NOMEM;
+}
+
+/* A regex that came with this heartbeat waits for the next event, unless
+ * another member has the same one resolved (Kafka shares resolutions). */
+static kp_err resolve_regex(kb_cgroup *cg, kb_cg_member *m, const kb_cgroup_env *env)
+{
+    if (!m->rx_fresh)
+        return refresh_regex(m, env, &cg->dirty); /* a member's subscription changed */
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        const kb_cg_member *o = cg->members[i];
+        if (o == m || o->regex == NULL || o->rx_pending || strcmp(o->regex, m->regex) != 0)
+            continue;
+        char **v = calloc((size_t)o->nrx_topics + 1, sizeof(*v));
+        for (int32_t k = 0; v != NULL && k < o->nrx_topics; k++) {
+            if ((v[k] = strdup(o->rx_topics[k])) == NULL) {
+                strv_free(v, k);
+                v = NULL;
+            }
+        }
+        if (v == NULL)
+            return KP_ERR__NOMEM;
+        strv_free(m->rx_topics, m->nrx_topics);
+        m->rx_topics = v;
+        m->nrx_topics = o->nrx_topics;
+        m->rx_pending = m->rx_fresh = false;
+        return KP_ERR_NONE;
+    }
+    return KP_ERR_NONE;
 }
 
 static int cmp_topic(const void *a, const void *b)
@@ -407,9 +449,14 @@ static kp_err update_group(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
 {
     if (!cg->dirty && now < cg->meta_deadline && cg->assignment_epoch == cg->group_epoch)
         return KP_ERR_NONE;
-    for (int32_t i = 0; i < cg->nmembers; i++)
-        if (refresh_regex(cg->members[i], env) != KP_ERR_NONE)
+    bool pending = false;
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        kb_cg_member *m = cg->members[i];
+        if (resolve_regex(cg, m, env) != KP_ERR_NONE)
             return KP_ERR__NOMEM;
+        pending |= m->rx_pending;
+        m->rx_fresh = false; /* resolved by the next event */
+    }
     kb_cg_topic *topics;
     int32_t nt;
     if (subscribed_topics(cg, env, &topics, &nt) != KP_ERR_NONE)
@@ -420,7 +467,8 @@ static kp_err update_group(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
         cg->meta_sig = sig;
     }
     cg->dirty = false;
-    cg->meta_deadline = now + KB_CGROUP_REFRESH_MS;
+    /* A regex left to resolve makes the next event look again. */
+    cg->meta_deadline = pending ? now : now + KB_CGROUP_REFRESH_MS;
     kp_err err = KP_ERR_NONE;
     if (cg->group_epoch > cg->assignment_epoch) {
         const char *a = kb_cgroup_assignor(cg, env);
@@ -894,7 +942,8 @@ kp_err kb_cgroup_restored(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
         m->revoke_deadline = m->state == KB_CMS_UNREVOKED ? now + m->rebalance_timeout_ms
                                                            : KB_CGROUP_NO_DEADLINE;
         m->dirty = 0;
-        if (refresh_regex(m, env) != KP_ERR_NONE)
+        bool changed = false; /* the group comes back at its stored epoch regardless */
+        if (refresh_regex(m, env, &changed) != KP_ERR_NONE)
             return KP_ERR__NOMEM;
     }
     strv_free(cg->gone, cg->ngone);

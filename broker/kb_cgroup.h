@@ -33,7 +33,11 @@
  * (regcomp REG_EXTENDED), matched against the whole topic name. The common
  * subset (literals, ., *, +, ?, [], (), |, {m,n}, anchors) behaves alike;
  * RE2-only syntax such as \d or (?i) is refused as INVALID_REGULAR_EXPRESSION
- * or matches differently.
+ * or matches differently. As in Kafka, which resolves a new regex in the
+ * background after the heartbeat that brought it, that heartbeat's
+ * assignment holds only the member's literal topics (unless another member
+ * has the same regex resolved); the next event on the group resolves it and
+ * bumps the group epoch.
  *
  * Ownership: a kb_cgroup owns its members and every string and set in them;
  * requests are borrowed only during a call. Pointers in a result stay valid
@@ -98,6 +102,8 @@ typedef struct kb_cg_member {
     regex_t re;
     char **rx_topics; /* the regex's matches at the last refresh, sorted */
     int32_t nrx_topics;
+    bool rx_pending;  /* the regex is not resolved yet (rx_topics empty) */
+    bool rx_fresh;    /* ... and came with the heartbeat being handled */
     char *assignor; /* server assignor asked for; NULL: the group's default */
     int32_t rebalance_timeout_ms;
     int32_t epoch;

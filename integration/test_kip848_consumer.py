@@ -168,6 +168,33 @@ def test_heartbeat_epochs_and_reconciliation(sock, broker, topic_name):
     assert cgwire.heartbeat(sock, group, member_id="ma", epoch=-1)["error"] == 25
 
 
+def test_new_regex_resolved_after_the_heartbeat(sock, broker, topic_name):
+    """Kafka resolves a new SubscribedTopicRegex in the background: the join
+    that brings it is assigned the literal topics, the next heartbeat (group
+    epoch bumped) the matches too; a second member with a regex already
+    resolved has it at once (librdkafka test 0045 expects this order)."""
+    t = topic_name()
+    lit, rx1, rx2 = t + "-lit", t + "-rx1", t + "-rx2"
+    create_topic(broker.bootstrap, lit, 1)
+    create_topic(broker.bootstrap, rx1, 2)
+    create_topic(broker.bootstrap, rx2, 3)
+    group = t + "-g"
+    regex = t + "-rx.*"
+
+    def count(r):
+        return sum(len(ps) for ps in r["assignment"].values())
+
+    a = join(sock, group, "ma", [lit], regex=regex)
+    assert (a["error"], a["epoch"], count(a)) == (0, 1, 1)
+    r = cgwire.heartbeat(sock, group, member_id="ma", epoch=1)
+    assert (r["error"], r["epoch"], count(r)) == (0, 2, 6)
+    b = join(sock, group, "mb", [], regex=regex)
+    assert (b["error"], b["epoch"], b["assignment"]) == (0, 3, {})
+    (g,) = cgwire.describe(sock, [group])
+    targets = {m["member_id"]: sum(len(ps) for ps in m["target"].values()) for m in g["members"]}
+    assert targets["mb"] > 0 and sum(targets.values()) == 6, targets
+
+
 def test_static_members(sock, broker, topic_name):
     t = topic_name()
     group = t + "-g"

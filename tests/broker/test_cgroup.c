@@ -523,25 +523,63 @@ START_TEST(test_cgroup_regex_subscription)
 {
     kb_cgroup_result r = send(hb_join("a", NULL, "or.*|_.*"), 0);
     ck_assert_int_eq(r.err, KP_ERR_NONE);
+    ck_assert_int_eq(r.epoch, 1);
+    ck_assert_int_eq(r.assignment->n, 0); /* the regex is resolved after this heartbeat */
+    r = send(hb_new("a", 1), 5);
+    ck_assert_int_eq(r.epoch, 2);
     ck_assert_int_eq(r.assignment->n, 6); /* orders; never __consumer_offsets */
     ck_assert(kb_cgroup_subscribed_to(cg, KP_STR_LIT("orders")));
     ck_assert(!kb_cgroup_subscribed_to(cg, KP_STR_LIT("audit")));
     add_topic("orders-eu", 2);
-    r = send(hb_new("a", 1), 10); /* metadata is re-read at most every second */
+    r = send(hb_new("a", 2), 10); /* metadata is re-read at most every second */
     ck_assert(!r.with_assignment);
-    r = send(hb_new("a", 1), 10 + KB_CGROUP_REFRESH_MS);
-    ck_assert_int_eq(r.epoch, 2);
+    r = send(hb_new("a", 2), 10 + KB_CGROUP_REFRESH_MS);
+    ck_assert_int_eq(r.epoch, 3);
     ck_assert(r.with_assignment);
     ck_assert_int_eq(r.assignment->n, 8);
     /* A changed subscription (and the topic's new partition) bumps it too. */
     topics[1].np = 4;
-    hb *h = hb_new("a", 2);
+    hb *h = hb_new("a", 3);
     h->names[0] = KP_STR_LIT("audit");
     h->rq.subscribed_topic_names.n = 1;
     h->rq.subscribed_topic_names.v = h->names;
     r = send(h, 20 + KB_CGROUP_REFRESH_MS);
-    ck_assert_int_eq(r.epoch, 3);
+    ck_assert_int_eq(r.epoch, 4);
     ck_assert_int_eq(r.assignment->n, 12);
+}
+END_TEST
+
+/* Kafka resolves a new regex in the background after the heartbeat that
+ * brought it: that heartbeat assigns the literal topics, the next one the
+ * matches too. A regex another member has resolved already is shared. */
+START_TEST(test_cgroup_regex_resolved_after_heartbeat)
+{
+    kb_cgroup_result r = send(hb_join("a", "audit", "ord.*"), 0);
+    ck_assert_int_eq(r.epoch, 1);
+    ck_assert_int_eq(r.assignment->n, 3); /* audit only */
+    const kb_cg_member *a = kb_cgroup_member_find(cg, KP_STR_LIT("a"));
+    ck_assert(!kb_cg_member_subscribes(a, "orders"));
+    r = send(hb_new("a", 1), 100);
+    ck_assert_int_eq(r.epoch, 2);
+    ck_assert(r.with_assignment);
+    ck_assert_int_eq(r.assignment->n, 9);
+    ck_assert(kb_cg_member_subscribes(a, "orders"));
+    r = send(hb_join("b", NULL, "ord.*"), 200);
+    ck_assert_int_eq(r.epoch, 3); /* a new member: one bump, its regex shared at once */
+    const kb_cg_member *b = kb_cgroup_member_find(cg, KP_STR_LIT("b"));
+    ck_assert(kb_cg_member_subscribes(b, "orders"));
+    ck_assert_int_eq(cg->group_epoch, 3);
+    /* Changing a regex starts over: b's new one waits for the next event. */
+    hb *h = hb_new("b", 3);
+    h->rq.subscribed_topic_regex = KP_STR_LIT("aud.*");
+    r = send(h, 300);
+    ck_assert(!kb_cg_member_subscribes(b, "audit") && !kb_cg_member_subscribes(b, "orders"));
+    ck_assert_int_eq(cg->group_epoch, 4);
+    r = send(hb_new("a", a->epoch), 400); /* any member's heartbeat resolves it */
+    ck_assert_int_eq(r.err, KP_ERR_NONE);
+    ck_assert(kb_cg_member_subscribes(b, "audit"));
+    ck_assert_int_eq(cg->group_epoch, 5);
+    check_exclusive();
 }
 END_TEST
 
@@ -697,6 +735,7 @@ Suite *cgroup_suite(void)
     tcase_add_test(tc, test_cgroup_unrevoked_member_fenced_after_rebalance_timeout);
     tcase_add_test(tc, test_cgroup_static_member_replacement);
     tcase_add_test(tc, test_cgroup_regex_subscription);
+    tcase_add_test(tc, test_cgroup_regex_resolved_after_heartbeat);
     tcase_add_test(tc, test_cgroup_offset_checks);
     tcase_add_test(tc, test_cgroup_records_replay);
     suite_add_tcase(s, tc);
