@@ -115,11 +115,12 @@ static void trim(const char **s, size_t *n)
  * The table of known keys
  * ------------------------------------------------------------------------ */
 
-typedef enum kd_type { T_INT, T_LONG, T_BOOL, T_DOUBLE, T_STRING, T_LIST, T_ENUM } kd_type;
+typedef enum kd_type { T_INT, T_LONG, T_SHORT, T_BOOL, T_DOUBLE, T_STRING, T_LIST, T_ENUM } kd_type;
 
 enum kd_flags {
     KD_IGNORED = 1u << 0, /* accepted, does not apply to a single node */
     KD_DERIVED = 1u << 1, /* parsed and checked, then resolved with its synonyms */
+    KD_ANY_NUMBER = 1u << 2, /* T_DOUBLE without a range */
 };
 
 typedef struct key_def {
@@ -151,6 +152,8 @@ typedef struct key_def {
 #define KD(n, d, lo, hi, off)     {n, T_DOUBLE, d, lo, hi, NULL, 0, off}
 #define KS(n, d, off, fl)         {n, T_STRING, d, 0, 0, NULL, fl, off}
 #define KLS(n, d, ch, off, fl)    {n, T_LIST, d, 0, 0, ch, fl, off}
+#define KSH(n, d, fl)             {n, T_SHORT, d, INT16_MIN, INT16_MAX, NULL, fl, NOF}
+#define KDI(n, d)                 {n, T_DOUBLE, d, 0, 0, NULL, KD_IGNORED | KD_ANY_NUMBER, NOF}
 #define KE(n, d, ch, off)         {n, T_ENUM, d, 0, 0, ch, 0, off}
 
 #define LONG_MAX_S "9223372036854775807"
@@ -161,6 +164,7 @@ static const key_def key_defs[] = {
     KS("authorizer.class.name", "", NOF, 0),
     KB("auto.create.topics.enable", "true", FBOOL(auto_create_topics_enable), 0),
     KB("auto.leader.rebalance.enable", "true", NOF, KD_IGNORED),
+    KI("background.threads", "10", 1, I32MAX, NOF, KD_IGNORED),
     KI("broker.id", "-1", -1, I32MAX, NOF, KD_DERIVED),
     KS("broker.rack", NULL, NOF, KD_IGNORED),
     KS("cluster.id", NULL, FSTR(cluster_id), 0),
@@ -175,6 +179,7 @@ static const key_def key_defs[] = {
     KLS("controller.quorum.voters", "", NULL, NOF, KD_IGNORED),
     KI("default.replication.factor", "1", 1, I32MAX, FI32(default_replication_factor), 0),
     KB("delete.topic.enable", "true", FBOOL(delete_topic_enable), 0),
+    KL("follower.replication.throttled.rate", LONG_MAX_S, 0, I64MAX, NOF, KD_IGNORED),
     KLS("group.consumer.assignors", "uniform,range", NULL, FLIST(group_consumer_assignors), 0),
     KI("group.consumer.heartbeat.interval.ms", "5000", 1, I32MAX,
        FI32(group_consumer_heartbeat_interval_ms), 0),
@@ -197,6 +202,7 @@ static const key_def key_defs[] = {
     KS("inter.broker.listener.name", NULL, NOF, KD_IGNORED),
     KI("leader.imbalance.check.interval.seconds", "300", 1, I32MAX, NOF, KD_IGNORED),
     KI("leader.imbalance.per.broker.percentage", "10", 0, I32MAX, NOF, KD_IGNORED),
+    KL("leader.replication.throttled.rate", LONG_MAX_S, 0, I64MAX, NOF, KD_IGNORED),
     KS("listener.security.protocol.map",
        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", NOF,
        KD_DERIVED),
@@ -207,6 +213,9 @@ static const key_def key_defs[] = {
     KL("log.cleaner.delete.retention.ms", "86400000", 0, I64MAX,
        FI64(log_cleaner_delete_retention_ms), 0),
     KB("log.cleaner.enable", "true", FBOOL(log_cleaner_enable), 0),
+    KDI("log.cleaner.io.buffer.load.factor", "0.9"),
+    KI("log.cleaner.io.buffer.size", "524288", 0, I32MAX, NOF, KD_IGNORED),
+    KDI("log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308"),
     KL("log.cleaner.max.compaction.lag.ms", LONG_MAX_S, 1, I64MAX,
        FI64(log_cleaner_max_compaction_lag_ms), 0),
     KD("log.cleaner.min.cleanable.ratio", "0.5", 0, 1, FDBL(log_cleaner_min_cleanable_ratio)),
@@ -243,8 +252,10 @@ static const key_def key_defs[] = {
     KL("log.roll.ms", NULL, 1, I64MAX, FI64(log_roll_ms), KD_DERIVED),
     KI("log.segment.bytes", "1073741824", 14, I32MAX, FI32(log_segment_bytes), 0),
     KL("log.segment.delete.delay.ms", "60000", 0, I64MAX, FI64(log_segment_delete_delay_ms), 0),
+    KI("max.connection.creation.rate", "2147483647", 0, I32MAX, NOF, KD_IGNORED),
     KI("max.connections", "2147483647", 0, I32MAX, FI32(max_connections), 0),
     KI("max.connections.per.ip", "2147483647", 0, I32MAX, FI32(max_connections_per_ip), 0),
+    KS("max.connections.per.ip.overrides", "", NOF, KD_IGNORED),
     KI("message.max.bytes", "1048588", 0, I32MAX, FI32(message_max_bytes), 0),
     KS("metadata.log.dir", NULL, NOF, KD_IGNORED),
     KI("min.insync.replicas", "1", 1, I32MAX, FI32(min_insync_replicas), 0),
@@ -261,6 +272,8 @@ static const key_def key_defs[] = {
        KD_IGNORED),
     KS("principal.builder.class", NULL, NOF, 0),
     KLS("process.roles", "", "broker|controller", FLIST(process_roles), KD_IGNORED),
+    KI("producer.id.expiration.ms", "86400000", 1, I32MAX, NOF, KD_IGNORED),
+    KL("replica.alter.log.dirs.io.max.bytes.per.second", LONG_MAX_S, 0, I64MAX, NOF, KD_IGNORED),
     KI("replica.fetch.max.bytes", "1048576", 0, I32MAX, NOF, KD_IGNORED),
     KL("replica.lag.time.max.ms", "30000", 0, I64MAX, NOF, KD_IGNORED),
     KB("runnel.fetch.zerocopy", "true", FBOOL(fetch_zerocopy), 0),
@@ -269,6 +282,18 @@ static const key_def key_defs[] = {
     KLS("runnel.log.subsystems", "all", "all|net|proto|storage|group|config|main", NOF,
         KD_DERIVED),
     KI("runnel.max.partitions", "200000", 1, I32MAX, FI32(max_partitions), 0),
+    /* Kerberos and OAUTHBEARER login settings: no such mechanism here, but
+     * Kafka lets each broker change them at run time. */
+    KS("sasl.kerberos.kinit.cmd", "/usr/bin/kinit", NOF, KD_IGNORED),
+    KL("sasl.kerberos.min.time.before.relogin", "60000", INT64_MIN, I64MAX, NOF, KD_IGNORED),
+    KLS("sasl.kerberos.principal.to.local.rules", "DEFAULT", NULL, NOF, KD_IGNORED),
+    KS("sasl.kerberos.service.name", NULL, NOF, KD_IGNORED),
+    KDI("sasl.kerberos.ticket.renew.jitter", "0.05"),
+    KDI("sasl.kerberos.ticket.renew.window.factor", "0.8"),
+    KSH("sasl.login.refresh.buffer.seconds", "300", KD_IGNORED),
+    KSH("sasl.login.refresh.min.period.seconds", "60", KD_IGNORED),
+    KDI("sasl.login.refresh.window.factor", "0.8"),
+    KDI("sasl.login.refresh.window.jitter", "0.05"),
     KE("security.inter.broker.protocol", "PLAINTEXT", KBC_PROTOCOLS, NOF),
     KI("share.coordinator.state.topic.min.isr", "2", 1, I32MAX, NOF, KD_IGNORED),
     KI("share.coordinator.state.topic.replication.factor", "3", 1, 32767, NOF, KD_IGNORED),
@@ -522,10 +547,11 @@ static void describe_expected(const key_def *kd, char *buf, size_t cap)
     for (const char *c = kd->choices; c != NULL && *c != '\0' && o + 8 < sizeof list; c++)
         o += (size_t)snprintf(list + o, sizeof list - o, *c == '|' ? ", " : "%c", *c);
     list[o] = '\0';
-    int64_t top = kd->type == T_INT ? I32MAX : I64MAX;
+    int64_t top = kd->type == T_INT ? I32MAX : kd->type == T_SHORT ? INT16_MAX : I64MAX;
     switch (kd->type) {
     case T_INT:
     case T_LONG:
+    case T_SHORT:
         if (kd->hi == top)
             snprintf(buf, cap, "expected an integer >= %lld", (long long)kd->lo);
         else
@@ -536,8 +562,11 @@ static void describe_expected(const key_def *kd, char *buf, size_t cap)
         snprintf(buf, cap, "expected true or false");
         break;
     case T_DOUBLE:
-        snprintf(buf, cap, "expected a number between %lld and %lld", (long long)kd->lo,
-                 (long long)kd->hi);
+        if (kd->flags & KD_ANY_NUMBER)
+            snprintf(buf, cap, "expected a number");
+        else
+            snprintf(buf, cap, "expected a number between %lld and %lld", (long long)kd->lo,
+                     (long long)kd->hi);
         break;
     case T_ENUM:
         snprintf(buf, cap, "expected one of %s", list);
@@ -626,6 +655,9 @@ static kp_err parse_value(load_ctx *lc, const key_def *kd, const char *value)
     if (t == NULL)
         return kbc_oom(lc);
     switch (kd->type) {
+    case T_SHORT: /* never stored in a field */
+        ok = parse_integer(t, &i64) && i64 >= kd->lo && i64 <= kd->hi;
+        break;
     case T_INT:
     case T_LONG:
         ok = parse_integer(t, &i64) && i64 >= kd->lo && i64 <= kd->hi;
@@ -642,7 +674,8 @@ static kp_err parse_value(load_ctx *lc, const key_def *kd, const char *value)
     case T_DOUBLE: {
         char *end;
         d = strtod(t, &end);
-        ok = end != t && *end == '\0' && isfinite(d) && d >= (double)kd->lo && d <= (double)kd->hi;
+        ok = end != t && *end == '\0' && isfinite(d) &&
+             ((kd->flags & KD_ANY_NUMBER) || (d >= (double)kd->lo && d <= (double)kd->hi));
         if (ok && field != NULL)
             memcpy(field, &d, sizeof d);
         break;
@@ -826,6 +859,8 @@ static char *format_field(load_ctx *lc, const key_def *kd)
     case T_LONG:
         memcpy(&i64, field, sizeof i64);
         snprintf(num, sizeof num, "%lld", (long long)i64);
+        break;
+    case T_SHORT: /* no field: not a topic default */
         break;
     case T_BOOL:
         snprintf(num, sizeof num, "%s", *(const bool *)field ? "true" : "false");
@@ -1085,12 +1120,82 @@ void kb_config_log_start(const kb_config *cfg)
 
 const char *kb_config_key_at(size_t i, int8_t *wire_type)
 {
-    static const int8_t wire[] = {[T_INT] = 3, [T_LONG] = 5,   [T_BOOL] = 1, [T_DOUBLE] = 6,
-                                  [T_STRING] = 2, [T_LIST] = 7, [T_ENUM] = 2};
+    static const int8_t wire[] = {[T_INT] = 3,    [T_LONG] = 5,   [T_SHORT] = 4, [T_BOOL] = 1,
+                                  [T_DOUBLE] = 6, [T_STRING] = 2, [T_LIST] = 7,  [T_ENUM] = 2};
     if (i >= N_KEY_DEFS)
         return NULL;
     *wire_type = wire[key_defs[i].type];
     return key_defs[i].name;
+}
+
+/* Kafka's ConfigDef type name of a numeric key. */
+static const char *type_name(kd_type t)
+{
+    return t == T_INT ? "INT" : t == T_SHORT ? "SHORT" : t == T_LONG ? "LONG" : "DOUBLE";
+}
+
+kp_err kb_config_check_value(const char *key, const char *value, char *msg, size_t cap)
+{
+    const key_def *kd = find_key_def(key);
+    if (kd == NULL)
+        return KP_ERR__NOENT;
+    const char *s = value;
+    size_t n = strlen(value);
+    trim(&s, &n);
+    char t[64];
+    int64_t i64;
+    snprintf(t, sizeof t, "%.*s", (int)n, s);
+    bool fits = n < sizeof t;
+    switch (kd->type) {
+    case T_INT:
+    case T_SHORT:
+    case T_LONG: {
+        int64_t top = kd->type == T_INT ? I32MAX : kd->type == T_SHORT ? INT16_MAX : I64MAX;
+        if (!fits || !parse_integer(t, &i64) || i64 > top || i64 < -top - 1) {
+            snprintf(msg, cap, "Invalid value %s for configuration %s: Not a number of type %s",
+                     value, key, type_name(kd->type));
+            return KP_ERR_INVALID_REQUEST;
+        }
+        if (i64 < kd->lo || i64 > kd->hi) {
+            snprintf(msg, cap, "Invalid value %s for configuration %s: Value must be %s %lld",
+                     value, key, i64 < kd->lo ? "at least" : "no more than",
+                     (long long)(i64 < kd->lo ? kd->lo : kd->hi));
+            return KP_ERR_INVALID_REQUEST;
+        }
+        return KP_ERR_NONE;
+    }
+    case T_DOUBLE: {
+        char *end;
+        double d = fits ? strtod(t, &end) : 0;
+        if (!fits || end == t || *end != '\0' || isnan(d)) {
+            snprintf(msg, cap, "Invalid value %s for configuration %s: Not a number of type %s",
+                     value, key, type_name(kd->type));
+            return KP_ERR_INVALID_REQUEST;
+        }
+        return KP_ERR_NONE;
+    }
+    case T_BOOL:
+        if (strcasecmp(t, "true") == 0 || strcasecmp(t, "false") == 0)
+            return KP_ERR_NONE;
+        snprintf(msg, cap, "Invalid value %s for configuration %s: Expected value to be either "
+                 "true or false", value, key);
+        return KP_ERR_INVALID_REQUEST;
+    case T_ENUM:
+        if (fits && kbc_choice_index(kd->choices, t, n) >= 0)
+            return KP_ERR_NONE;
+        char list[256];
+        size_t o = 0;
+        for (const char *c = kd->choices; *c != '\0' && o + 8 < sizeof list; c++)
+            o += (size_t)snprintf(list + o, sizeof list - o, *c == '|' ? ", " : "%c", *c);
+        list[o] = '\0';
+        snprintf(msg, cap, "Invalid value %s for configuration %s: String must be one of: %s",
+                 value, key, list);
+        return KP_ERR_INVALID_REQUEST;
+    case T_STRING:
+    case T_LIST:
+        break;
+    }
+    return KP_ERR_NONE;
 }
 
 bool kb_config_key_sensitive(const char *key)

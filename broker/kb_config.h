@@ -304,9 +304,14 @@ const kb_listener *kb_config_listener(const kb_config *cfg, const char *name);
 const kb_listener *kb_config_advertised(const kb_config *cfg, const char *name);
 
 /* The i-th known key in sorted order (NULL past the end); *wire_type gets
- * its Kafka ConfigType (1 boolean, 2 string, 3 int, 5 long, 6 double,
- * 7 list). For DescribeConfigs on the broker. */
+ * its Kafka ConfigType (1 boolean, 2 string, 3 int, 4 short, 5 long,
+ * 6 double, 7 list). For DescribeConfigs on the broker. */
 const char *kb_config_key_at(size_t i, int8_t *wire_type);
+
+/* Checks a value for key as Kafka's ConfigDef parses it (its type, then its
+ * range) for a dynamic broker config: KP_ERR_NONE, KP_ERR_INVALID_REQUEST
+ * with Kafka's text in msg, or KP_ERR__NOENT for a key without a type here. */
+kp_err kb_config_check_value(const char *key, const char *value, char *msg, size_t cap);
 
 /* True for keys whose values must never be logged or described
  * (passwords, keys, JAAS configs). */

@@ -20,7 +20,8 @@ static kp_err rebuild_topic_defaults(kb_dynconf *d);
  * the three replication throttles of its broker quota configs (moot on one
  * node, but kafka-reassign-partitions sets and clears them).
  * (Listener and SSL keys are per-broker in Kafka; Runnel cannot rebind or
- * reload them at run time, so they stay read-only.) */
+ * reload them at run time, so they stay read-only. The Kerberos and login
+ * refresh keys are per-broker too; they are kept, and change nothing.) */
 static const char *const dyn_keys[] = {
     "background.threads",
     "compression.gzip.level",
@@ -70,6 +71,16 @@ static const char *const dyn_keys[] = {
     "num.replica.fetchers",
     "producer.id.expiration.ms",
     "replica.alter.log.dirs.io.max.bytes.per.second",
+    "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.min.time.before.relogin",
+    "sasl.kerberos.principal.to.local.rules",
+    "sasl.kerberos.service.name",
+    "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.ticket.renew.window.factor",
+    "sasl.login.refresh.buffer.seconds",
+    "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.window.factor",
+    "sasl.login.refresh.window.jitter",
     "unclean.leader.election.enable",
 };
 
@@ -83,6 +94,12 @@ static int dyn_cmp(const void *k, const void *e)
 bool kb_dynconf_key_dynamic(const char *key)
 {
     return bsearch(key, dyn_keys, N_DYN_KEYS, sizeof(dyn_keys[0]), dyn_cmp) != NULL;
+}
+
+bool kb_dynconf_key_per_broker(const char *key)
+{
+    /* Kafka's DynamicListenerConfig keys that are not cluster-wide. */
+    return kb_dynconf_key_dynamic(key) && strncmp(key, "sasl.", 5) == 0;
 }
 
 /* ---- the file ------------------------------------------------------------ */

@@ -46,6 +46,8 @@ void kb_dynconf_close(kb_dynconf *d);
 
 /* True for a key Kafka updates dynamically. */
 bool kb_dynconf_key_dynamic(const char *key);
+/* True for a dynamic key Kafka takes only per broker, not as a cluster default. */
+bool kb_dynconf_key_per_broker(const char *key);
 
 /* The set stored at level (read-only view). */
 const kb_cfgset *kb_dynconf_set(const kb_dynconf *d, kb_dyn_level level);

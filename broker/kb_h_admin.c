@@ -126,26 +126,51 @@ static const char *broker_base(const alter_job *j, const char *key)
     return kb_config_get_raw(j->req->broker->cfg, key);
 }
 
-/* Kafka refuses every read-only key in one message. */
-static bool check_dynamic(const alter_job *j, alter_result *r)
+/* The keys of j for which refused(key) holds, as Scala prints a Set. */
+static size_t list_keys(const alter_job *j, bool (*refused)(const char *key), char *list,
+                        size_t cap)
 {
-    char list[200] = "";
     size_t o = 0;
+    list[0] = '\0';
     for (int32_t i = 0; i < j->nops; i++)
-        if (!kb_dynconf_key_dynamic(j->ops[i].key) && o < sizeof(list))
-            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "",
-                                  j->ops[i].key);
-    if (o == 0)
-        return true;
-    kb_msgf(&r->msg, "Invalid config value for resource ConfigResource(type=BROKER, name='%.*s'): "
-            "Cannot update these configs dynamically: Set(%s)", j->name.len, j->name.p, list);
-    r->error_code = KP_ERR_INVALID_REQUEST;
-    return false;
+        if (refused(j->ops[i].key) && o < cap)
+            o += (size_t)snprintf(list + o, cap - o, "%s%s", o ? ", " : "", j->ops[i].key);
+    return o;
 }
 
-/* A broker value is checked as the topic key it sets (scaled keys as numbers). */
+static bool not_dynamic(const char *key)
+{
+    return !kb_dynconf_key_dynamic(key);
+}
+
+/* Kafka refuses every read-only key in one message, then every per-broker
+ * key set as a cluster default. */
+static bool check_dynamic(const alter_job *j, alter_result *r)
+{
+    char list[200];
+    if (list_keys(j, not_dynamic, list, sizeof(list)) > 0) {
+        kb_msgf(&r->msg, "Invalid config value for resource ConfigResource(type=BROKER, "
+                "name='%.*s'): Cannot update these configs dynamically: Set(%s)", j->name.len,
+                j->name.p, list);
+        r->error_code = KP_ERR_INVALID_REQUEST;
+        return false;
+    }
+    if (j->name.len <= 0 && list_keys(j, kb_dynconf_key_per_broker, list, sizeof(list)) > 0) {
+        kb_msgf(&r->msg, "Cannot update these configs at default cluster level, broker id must "
+                "be specified: Set(%s)", list);
+        r->error_code = KP_ERR_INVALID_REQUEST;
+        return false;
+    }
+    return true;
+}
+
+/* A broker value is checked as Kafka parses its type, then as the topic key
+ * it sets, if any (scaled keys as numbers). */
 static kp_err check_broker_value(const char *key, const char *v, kb_msgbuf *msg)
 {
+    kp_err typed = kb_config_check_value(key, v, msg->text, sizeof(msg->text));
+    if (typed != KP_ERR_NONE && typed != KP_ERR__NOENT)
+        return typed;
     for (size_t i = 0; i < kb_tconf_count(); i++) {
         int64_t scale;
         const char *tk = kb_tconf_key(i);
@@ -158,6 +183,8 @@ static kp_err check_broker_value(const char *key, const char *v, kb_msgbuf *msg)
             return e;
         }
     }
+    if (typed == KP_ERR_NONE)
+        return KP_ERR_NONE;
     char *end;
     double d = strtod(v, &end);
     if (end == v || *end != '\0' || d < 0) {

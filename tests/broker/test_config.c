@@ -643,6 +643,52 @@ START_TEST(test_config_key_table_sorted)
 }
 END_TEST
 
+/* A dynamic value checked as Kafka's ConfigDef parses it, with its texts. */
+START_TEST(test_config_check_value)
+{
+    static const struct {
+        const char *key, *value;
+        kp_err want;
+        const char *text;
+    } cases[] = {
+        {"log.cleaner.backoff.ms", "100", KP_ERR_NONE, ""},
+        {"log.cleaner.backoff.ms", " 100 ", KP_ERR_NONE, ""},
+        {"log.cleaner.backoff.ms", "abc", KP_ERR_INVALID_REQUEST, "Not a number of type LONG"},
+        {"log.cleaner.backoff.ms", "-1", KP_ERR_INVALID_REQUEST, "Value must be at least 0"},
+        {"log.cleaner.backoff.ms", "99999999999999999999", KP_ERR_INVALID_REQUEST,
+         "Not a number of type LONG"},
+        {"message.max.bytes", "2147483648", KP_ERR_INVALID_REQUEST, "Not a number of type INT"},
+        {"sasl.login.refresh.buffer.seconds", "32767", KP_ERR_NONE, ""},
+        {"sasl.login.refresh.buffer.seconds", "40000", KP_ERR_INVALID_REQUEST,
+         "Not a number of type SHORT"},
+        {"sasl.kerberos.ticket.renew.jitter", "0.1", KP_ERR_NONE, ""},
+        {"sasl.kerberos.ticket.renew.jitter", "x", KP_ERR_INVALID_REQUEST,
+         "Not a number of type DOUBLE"},
+        {"log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", KP_ERR_NONE, ""},
+        {"log.preallocate", "TRUE", KP_ERR_NONE, ""},
+        {"log.preallocate", "yes", KP_ERR_INVALID_REQUEST,
+         "Expected value to be either true or false"},
+        {"log.message.timestamp.type", "Other", KP_ERR_INVALID_REQUEST,
+         "String must be one of: CreateTime, LogAppendTime"},
+        {"max.connections.per.ip.overrides", "127.0.0.1:100", KP_ERR_NONE, ""},
+        {"sasl.kerberos.kinit.cmd", "/opt/kinit", KP_ERR_NONE, ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char msg[256] = "";
+        kp_err e = kb_config_check_value(cases[i].key, cases[i].value, msg, sizeof(msg));
+        ck_assert_msg(e == cases[i].want, "%s=%s: %s", cases[i].key, cases[i].value, msg);
+        if (e == KP_ERR_NONE)
+            continue;
+        char want[256];
+        snprintf(want, sizeof(want), "Invalid value %s for configuration %s: %s",
+                 cases[i].value, cases[i].key, cases[i].text);
+        ck_assert_str_eq(msg, want);
+    }
+    char msg[64];
+    ck_assert_int_eq(kb_config_check_value("no.such.key", "1", msg, sizeof(msg)), KP_ERR__NOENT);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -651,6 +697,7 @@ Suite *config_suite(void)
     tcase_add_checked_fixture(tc, setup_dir, teardown_dir);
     tcase_add_test(tc, test_config_defaults);
     tcase_add_test(tc, test_config_key_table_sorted);
+    tcase_add_test(tc, test_config_check_value);
     tcase_add_test(tc, test_config_kafka_stock_file);
     tcase_add_test(tc, test_config_priority_file_env_override);
     tcase_add_test(tc, test_config_override_forms);
