@@ -121,6 +121,10 @@ kp_err kb_gconf_check_name(kp_str group, kb_msgbuf *msg)
         kb_msgf(msg, "Group id longer than %d bytes", KB_GROUP_ID_MAX);
         return KP_ERR_INVALID_REQUEST;
     }
+    if (memchr(group.p, '\0', (size_t)group.len) != NULL) {
+        kb_msgf(msg, "Group id holds a NUL character");
+        return KP_ERR_INVALID_REQUEST;
+    }
     return KP_ERR_NONE;
 }
 

@@ -18,8 +18,9 @@
  * Invariants:
  *   1. Only known keys with values that passed kb_gconf_check() are stored;
  *      a group with no value left is forgotten.
- *   2. At most KB_GCONF_MAX_GROUPS groups hold values, each id at most
- *      KB_GROUP_ID_MAX bytes and non-empty.
+ *   2. At most KB_GCONF_MAX_GROUPS groups hold values, each id non-empty,
+ *      at most KB_GROUP_ID_MAX bytes, without NUL (refused as INVALID_REQUEST;
+ *      Kafka takes any string).
  *   3. Values outlive the group itself (Kafka keeps them across DeleteGroups).
  *   4. The file is written before kb_gconf_replace() returns success.
  *

@@ -290,6 +290,8 @@ START_TEST(test_admin_group_config_checks)
     kb_msgbuf msg;
     ck_assert_int_eq(kb_gconf_check_name(KP_STR_LIT(""), &msg), KP_ERR_INVALID_REQUEST);
     ck_assert_str_eq(msg.text, "Default group resources are not allowed.");
+    ck_assert_int_eq(kb_gconf_check_name((kp_str){"a\0b", 3}, &msg), KP_ERR_INVALID_REQUEST);
+    ck_assert_int_eq(kb_gconf_check_name(KP_STR_LIT("a b"), &msg), KP_ERR_NONE);
 }
 END_TEST
 
