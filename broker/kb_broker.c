@@ -9,6 +9,7 @@
 
 #include "kb_acl.h"
 #include "kb_admin.h"
+#include "kb_dispatch.h"
 #include "kb_fetch.h"
 #include "kb_gcoord.h"
 #include "kb_log.h"
@@ -85,6 +86,7 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
         return e;
     if ((e = kb_acl_open(cfg, cfg->log_dirs.v[0], &b->acl, err, errlen)) != KP_ERR_NONE)
         return e;
+    b->dispatch = kb_dispatch;
     e = kb_server_start(b, &b->server, err, errlen);
     if (e != KP_ERR_NONE)
         return e;
@@ -122,18 +124,3 @@ void kb_broker_stop(kb_broker *b)
     b->loop = NULL;
 }
 
-void kb_broker_advertised(kb_req *req, kp_str *host, int32_t *port)
-{
-    const kb_config *cfg = req->broker->cfg;
-    const kb_listener *adv = kb_config_advertised(cfg, req->listener->li_name);
-    if (adv == NULL)
-        adv = req->listener;
-    *host = kb_req_str(req, adv->li_host[0] ? adv->li_host : "localhost");
-    *port = adv->li_port;
-    if (*port == 0) {
-        /* an ephemeral listener port: advertise the one actually bound */
-        for (size_t i = 0; i < cfg->listeners.n; i++)
-            if (&cfg->listeners.v[i] == req->listener)
-                *port = kb_server_port(req->broker->server, i);
-    }
-}

@@ -1,0 +1,56 @@
+/*
+ * kb_admin: the state behind the administration APIs that is not the topic
+ * registry (dynamic broker configs, group configs, client quotas), started and stopped
+ * with the broker, and the few helpers the admin handlers share.
+ *
+ * Invariants:
+ *   1. After kb_admin_start() succeeds, b->dynconf, b->gconf and b->quotas
+ *      are set and every topic resolves its defaults through b->dynconf.
+ *
+ * Ownership: the broker owns them; kb_admin_stop() frees them.
+ * Threading: loop thread only.
+ * Errors: kb_admin_start() returns KP_ERR__IO / __CORRUPT / __NOMEM with a
+ * line in err naming the file.
+ */
+#ifndef KB_ADMIN_H
+#define KB_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kb_config.h"
+#include "kb_context.h"
+#include "kb_quota.h"
+#include "kb_req.h"
+
+kp_err kb_admin_start(kb_broker *b, char *err, size_t errlen);
+void kb_admin_stop(kb_broker *b);
+
+/* The first log dir (where the registry and the admin files live). */
+const char *kb_admin_dir(const kb_broker *b);
+
+/* True if a BROKER resource name designates this node: "" (cluster
+ * default, when allow_default) or the node id in decimal. */
+bool kb_admin_is_self(const kb_req *req, kp_str name, bool allow_default);
+
+/* A NUL-terminated arena copy of s ("" for null). */
+const char *kb_admin_cstr(kb_req *req, kp_str s);
+
+/* Re-applies every topic's effective config to its open logs (after a
+ * dynamic broker config changed). */
+void kb_admin_configs_changed(kb_broker *b);
+
+/*
+ * Client quota enforcement for Produce (kind PRODUCE, request bytes) and
+ * Fetch (kind FETCH, response bytes): records bytes against the quota that
+ * applies to the connection's user and client id, writes the throttle time
+ * into *throttle_time_ms, and when throttled delays the response by that
+ * time (the request stays in flight, so the connection reads nothing
+ * meanwhile, as Kafka mutes the channel). ret is what the handler would
+ * return; the result is ret, or KB_PARKED when the response was delayed
+ * (only a ret of KP_ERR_NONE with a response to send is ever delayed).
+ */
+kp_err kb_quota_throttle(kb_req *req, kb_quota_kind kind, int64_t bytes, int32_t *throttle_time_ms,
+                         kp_err ret);
+
+#endif

@@ -1,0 +1,273 @@
+/* Handlers for the KIP-848 consumer group APIs: ConsumerGroupHeartbeat and
+ * ConsumerGroupDescribe. The state machine is kb_cgroup; these find or make
+ * the group in the shared registry (classic and consumer groups share the
+ * id namespace), call it, and fill the response.
+ *
+ * Invariants: a group with members of one protocol is never touched by the
+ * other protocol's requests (GROUP_ID_NOT_FOUND, as Kafka answers); an
+ * empty group of the other type is converted, keeping its offsets; a group
+ * this handler created for a request that failed is removed again. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb_authz.h"
+#include "kb_config.h"
+#include "kb_context.h"
+#include "kb_cgroup.h"
+#include "kb_dispatch.h"
+#include "kb_gcoord.h"
+
+/* ---- ConsumerGroupHeartbeat --------------------------------------------- */
+
+typedef kp_consumer_group_heartbeat_resp_topic_partitions hb_tps;
+
+/* The member's partitions, one entry per topic (the set is sorted by id). */
+static kp_err fill_assignment(kb_req *req, const kb_cg_set *s,
+                              kp_consumer_group_heartbeat_resp *rs)
+{
+    kp_consumer_group_heartbeat_resp_assignment *a = kp_arena_calloc(&req->arena, 1, sizeof(*a));
+    int32_t nt = 0;
+    for (int32_t i = 0; i < s->n; i++)
+        nt += i == 0 || memcmp(&s->v[i].topic, &s->v[i - 1].topic, sizeof(kp_uuid)) != 0;
+    if (a == NULL || !KB_ARRAY_ALLOC(req, a->topic_partitions, nt))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0, t = -1; i < s->n; i++) {
+        if (i == 0 || memcmp(&s->v[i].topic, &s->v[i - 1].topic, sizeof(kp_uuid)) != 0) {
+            int32_t j = i;
+            while (j < s->n && memcmp(&s->v[j].topic, &s->v[i].topic, sizeof(kp_uuid)) == 0)
+                j++;
+            hb_tps *tp = &a->topic_partitions.v[++t];
+            tp->topic_id = s->v[i].topic;
+            if (!KB_ARRAY_ALLOC(req, tp->partitions, j - i))
+                return KP_ERR__NOMEM;
+            tp->partitions.n = 0;
+        }
+        hb_tps *tp = &a->topic_partitions.v[t];
+        tp->partitions.v[tp->partitions.n++] = s->v[i].partition;
+    }
+    rs->assignment = a;
+    return KP_ERR_NONE;
+}
+
+static void hb_error(kb_req *req, kp_consumer_group_heartbeat_resp *rs, kp_err err,
+                     const char *msg)
+{
+    rs->error_code = err;
+    rs->error_message = msg != NULL ? kb_req_str(req, msg) : KP_STR_NULL;
+    rs->member_id = KP_STR_NULL;
+    rs->member_epoch = 0;
+    rs->heartbeat_interval_ms = 0;
+    rs->assignment = NULL;
+}
+
+/* The consumer group for the request: existing, converted from an empty
+ * classic group, or new (joins only). *created: made by this request. */
+static kp_err heartbeat_group(kb_req *req, const kp_consumer_group_heartbeat_req *rq,
+                              kb_group **out, bool *created, const char **msg)
+{
+    kb_groups *gs = kb_gcoord_groups(req->broker);
+    kb_group *g = kb_groups_find(gs, rq->group_id);
+    *created = false;
+    *out = g;
+    if (g != NULL && g->cg != NULL)
+        return KP_ERR_NONE;
+    if (g != NULL && g->state != KB_GS_EMPTY) {
+        *msg = kp_arena_printf(&req->arena, "Group %.*s is not a consumer group.",
+                               rq->group_id.len, rq->group_id.p);
+        return KP_ERR_GROUP_ID_NOT_FOUND;
+    }
+    if (g == NULL && rq->member_epoch != 0) {
+        *msg = kp_arena_printf(&req->arena, "Consumer group %.*s not found.", rq->group_id.len,
+                               rq->group_id.p);
+        return KP_ERR_GROUP_ID_NOT_FOUND;
+    }
+    if (g == NULL) {
+        if (kb_groups_get(gs, rq->group_id, &g) != KP_ERR_NONE)
+            return KP_ERR__NOMEM;
+        *created = true;
+    }
+    if ((g->cg = kb_cgroup_new()) == NULL) {
+        if (*created)
+            kb_groups_remove(gs, g);
+        return KP_ERR__NOMEM;
+    }
+    *out = g;
+    return KP_ERR_NONE;
+}
+
+/* Kafka's KafkaApis: GROUP READ, then TOPIC DESCRIBE on every subscribed
+ * name. (Kafka 4.1 also leaves topics a regex member may not describe out
+ * of its subscription; Runnel does not filter regex matches.) */
+static kp_err heartbeat_authz(kb_req *req, const kp_consumer_group_heartbeat_req *rq)
+{
+    if (!kb_authz(req, KB_OP_READ, KB_RES_GROUP, rq->group_id))
+        return KP_ERR_GROUP_AUTHORIZATION_FAILED;
+    for (int32_t i = 0; i < rq->subscribed_topic_names.n; i++)
+        if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, rq->subscribed_topic_names.v[i]))
+            return KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartbeat_req *rq,
+                                     kp_consumer_group_heartbeat_resp *rs)
+{
+    kb_topic *t;
+    const char *msg = NULL;
+    if (rq->group_id.len <= 0) {
+        hb_error(req, rs, KP_ERR_INVALID_REQUEST, "GroupId can't be empty.");
+        return KP_ERR_NONE;
+    }
+    kp_err bad = kb_cgroup_check_request(kb_gcoord_cgroup_env(req->broker), rq,
+                                         req->api_version, &msg);
+    if (bad == KP_ERR__NOMEM)
+        return bad;
+    if (bad != KP_ERR_NONE) {
+        hb_error(req, rs, bad, msg);
+        return KP_ERR_NONE;
+    }
+    if ((bad = heartbeat_authz(req, rq)) != KP_ERR_NONE) {
+        hb_error(req, rs, bad, NULL);
+        return KP_ERR_NONE;
+    }
+    if (kb_gcoord_offsets_topic(req->broker, &t) != KP_ERR_NONE) {
+        hb_error(req, rs, KP_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
+        return KP_ERR_NONE;
+    }
+    kb_group *g;
+    bool created;
+    kp_err err = heartbeat_group(req, rq, &g, &created, &msg);
+    if (err == KP_ERR__NOMEM)
+        return err;
+    if (err != KP_ERR_NONE) {
+        hb_error(req, rs, err, msg);
+        return KP_ERR_NONE;
+    }
+    kb_cgroup_client cl = {req->client_id, kb_req_client_host(req), req->api_version};
+    kb_cgroup_result res;
+    kb_cgroup_env env; /* the broker's settings under the group's configs */
+    kb_gcoord_cgroup_env_for(req->broker, g, &env);
+    err = kb_cgroup_heartbeat(g->cg, &env, rq, &cl, kb_gcoord_now(req->broker), &res);
+    if (err == KP_ERR_NONE && res.err == KP_ERR_NONE) {
+        rs->member_id = res.member_id != NULL ? kb_req_str(req, res.member_id) : rq->member_id;
+        rs->member_epoch = res.epoch;
+        rs->heartbeat_interval_ms = rq->member_epoch < 0 ? 0 : res.heartbeat_interval_ms;
+        if (res.with_assignment && rq->member_epoch >= 0)
+            err = fill_assignment(req, res.assignment, rs);
+    } else if (err == KP_ERR_NONE) {
+        hb_error(req, rs, res.err, res.message);
+    }
+    if (created && g->cg->nmembers == 0 && g->offsets.n == 0)
+        kb_groups_remove(kb_gcoord_groups(req->broker), g);
+    else
+        kb_gcoord_touch(req->broker, g);
+    return err;
+}
+
+/* ---- ConsumerGroupDescribe ---------------------------------------------- */
+
+typedef kp_consumer_group_describe_resp_described_group described;
+typedef kp_consumer_group_describe_resp_member described_member;
+
+static kp_err describe_set(kb_req *req, const kb_cg_set *s,
+                           kp_consumer_group_describe_resp_assignment *out)
+{
+    int32_t nt = 0;
+    for (int32_t i = 0; i < s->n; i++)
+        nt += i == 0 || memcmp(&s->v[i].topic, &s->v[i - 1].topic, sizeof(kp_uuid)) != 0;
+    if (!KB_ARRAY_ALLOC(req, out->topic_partitions, nt))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0, t = 0; i < s->n; t++) {
+        int32_t j = i;
+        while (j < s->n && memcmp(&s->v[j].topic, &s->v[i].topic, sizeof(kp_uuid)) == 0)
+            j++;
+        kp_consumer_group_describe_resp_topic_partitions *tp = &out->topic_partitions.v[t];
+        const kb_topic *topic = kb_topics_find_id(req->broker->topics, &s->v[i].topic);
+        tp->topic_id = s->v[i].topic;
+        tp->topic_name = topic != NULL ? kb_req_str(req, topic->name) : KP_STR_LIT("");
+        if (!KB_ARRAY_ALLOC(req, tp->partitions, j - i))
+            return KP_ERR__NOMEM;
+        for (int32_t k = i; k < j; k++)
+            tp->partitions.v[k - i] = s->v[k].partition;
+        i = j;
+    }
+    return KP_ERR_NONE;
+}
+
+static kp_str opt_str(kb_req *req, const char *s)
+{
+    return s != NULL ? kb_req_str(req, s) : KP_STR_NULL;
+}
+
+static kp_err describe_member(kb_req *req, const kb_cg_member *m, described_member *dm)
+{
+    kp_consumer_group_describe_resp_member_defaults(dm);
+    dm->member_id = kb_req_str(req, m->member_id);
+    dm->instance_id = opt_str(req, m->instance_id);
+    dm->rack_id = opt_str(req, m->rack_id);
+    dm->member_epoch = m->epoch;
+    dm->client_id = kb_req_str(req, m->client_id != NULL ? m->client_id : "");
+    dm->client_host = kb_req_str(req, m->client_host != NULL ? m->client_host : "");
+    dm->subscribed_topic_regex = kb_req_str(req, m->regex != NULL ? m->regex : "");
+    if (!KB_ARRAY_ALLOC(req, dm->subscribed_topic_names, m->ntopics))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < m->ntopics; i++)
+        dm->subscribed_topic_names.v[i] = kb_req_str(req, m->topics[i]);
+    kp_err e = describe_set(req, &m->assigned, &dm->assignment);
+    return e != KP_ERR_NONE ? e : describe_set(req, &m->target, &dm->target_assignment);
+}
+
+static kp_err describe_group(kb_req *req, kp_str id, bool ops, described *out)
+{
+    kp_consumer_group_describe_resp_described_group_defaults(out);
+    out->group_id = id;
+    out->group_state = out->assignor_name = KP_STR_LIT("");
+    if (id.len <= 0) {
+        out->error_code = KP_ERR_INVALID_GROUP_ID;
+        return KP_ERR_NONE;
+    }
+    if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, id)) {
+        out->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
+    if (ops)
+        out->authorized_operations = kb_authz_ops(req, KB_RES_GROUP, id);
+    const kb_group *g = kb_groups_find(kb_gcoord_groups(req->broker), id);
+    if (g == NULL || g->cg == NULL) {
+        out->error_code = KP_ERR_GROUP_ID_NOT_FOUND;
+        out->error_message = g == NULL ? kb_req_str(req, "Group not found.")
+                                       : kb_req_str(req, "Group is not a consumer group.");
+        return KP_ERR_NONE;
+    }
+    const kb_cgroup *cg = g->cg;
+    out->group_state = kb_req_str(req, kb_cgroup_state_name(kb_cgroup_state_of(cg)));
+    out->group_epoch = cg->group_epoch;
+    out->assignment_epoch = cg->assignment_epoch;
+    out->assignor_name = kb_req_str(req, kb_cgroup_assignor(cg, kb_gcoord_cgroup_env(req->broker)));
+    if (!KB_ARRAY_ALLOC(req, out->members, cg->nmembers))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < cg->nmembers; i++) {
+        kp_err e = describe_member(req, cg->members[i], &out->members.v[i]);
+        if (e != KP_ERR_NONE)
+            return e;
+    }
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_consumer_group_describe(kb_req *req, const kp_consumer_group_describe_req *rq,
+                                    kp_consumer_group_describe_resp *rs)
+{
+    int32_t n = rq->group_ids.n > 0 ? rq->group_ids.n : 0;
+    kb_topic *t;
+    bool ready = kb_gcoord_offsets_topic(req->broker, &t) == KP_ERR_NONE;
+    if (!KB_ARRAY_ALLOC(req, rs->groups, n))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        kp_err e = describe_group(req, rq->group_ids.v[i], rq->include_authorized_operations,
+                                  &rs->groups.v[i]);
+        if (e != KP_ERR_NONE)
+            return e;
+        if (!ready)
+            rs->groups.v[i].error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
+    return KP_ERR_NONE;
+}

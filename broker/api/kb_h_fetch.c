@@ -1,0 +1,329 @@
+/* Handler for Fetch: file slices of whole batches, sent with sendfile, and
+ * the long poll that waits for min_bytes until max_wait_ms. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb_admin.h"
+#include "kb_authz.h"
+#include "kb_config.h"
+#include "kb_context.h"
+#include "kb_dispatch.h"
+#include "kb_fetch.h"
+#include "kb_log.h"
+#include "kb_pidstate.h"
+#include "kb_plog.h"
+#include "kb_ptxn.h"
+#include "kb_tcoord.h"
+#include "kb_topics.h"
+
+typedef kp_fetch_req_fetch_partition fetch_part;
+typedef kp_fetch_req_fetch_topic fetch_topic;
+typedef kp_fetch_resp_partition_data part_out;
+
+/* A fetch in flight: the segment references its response holds, and while
+ * parked its place in the waiters list and its timer. */
+typedef struct fetch_state {
+    struct fetch_state *next;
+    struct fetch_state *prev;
+    kb_req *req;
+    kb_timer timer;
+    ks_log_slice *slices;
+    int32_t nslices;
+    bool parked;
+} fetch_state;
+
+struct kb_fetch_waiters {
+    fetch_state *head;
+};
+
+static kb_topic *fetch_topic_lookup(const kb_req *req, const fetch_topic *ft)
+{
+    kb_topics *ts = req->broker->topics;
+    return req->api_version >= 13 ? kb_topics_find_id(ts, &ft->topic_id)
+                                   : kb_topics_find(ts, ft->topic);
+}
+
+static void release_slices(fetch_state *st)
+{
+    for (int32_t i = 0; i < st->nslices; i++)
+        ks_log_slice_release(&st->slices[i]);
+    st->nslices = 0;
+}
+
+/* The aborted transactions a read_committed consumer must skip in the data
+ * returned from fetch_offset (everything returned lies below the LSO). */
+static void list_aborted(kb_req *req, kb_topic *t, const fetch_part *fp, int64_t lso,
+                         part_out *out)
+{
+    kb_pidstate *ps = t->partitions[fp->partition].pids;
+    kb_ptxn *x = ps != NULL ? kb_pidstate_txns(ps) : NULL;
+    if (x == NULL || kb_ptxn_aborted_count(x) == 0)
+        return;
+    kb_ptxn_prune(x, ks_log_start_offset(t->partitions[fp->partition].log));
+    int32_t max = kb_ptxn_aborted_count(x);
+    kb_aborted_txn *v = kp_arena_calloc(&req->arena, (size_t)max + 1, sizeof(*v));
+    if (v == NULL || !KB_ARRAY_ALLOC(req, out->aborted_transactions, max)) {
+        out->error_code = KP_ERR_UNKNOWN_SERVER_ERROR;
+        return;
+    }
+    int32_t n = kb_ptxn_aborted(x, fp->fetch_offset, lso, v, max);
+    for (int32_t i = 0; i < n; i++) {
+        out->aborted_transactions.v[i].producer_id = v[i].producer_id;
+        out->aborted_transactions.v[i].first_offset = v[i].first_offset;
+    }
+    out->aborted_transactions.n = n;
+}
+
+/* Reads one partition into out; *budget is what max_bytes leaves. */
+static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, const fetch_part *fp,
+                            fetch_state *st, int64_t *budget, part_out *out)
+{
+    ks_log *log;
+    kp_err e = kb_plog_get(req->broker, t, fp->partition, &log);
+    if (e != KP_ERR_NONE) {
+        out->error_code = kp_err_to_wire(e);
+        return;
+    }
+    int64_t hw = ks_log_high_watermark(log);
+    int64_t lso = kb_tcoord_lso(req->broker, t, fp->partition, log);
+    bool committed_only = rq->isolation_level == 1; /* read_committed stops at the LSO */
+    out->high_watermark = hw;
+    out->last_stable_offset = lso;
+    out->log_start_offset = ks_log_start_offset(log);
+    out->aborted_transactions.n = committed_only ? 0 : -1;
+    out->error_code = kb_plog_check_epoch(fp->current_leader_epoch,
+                                         t->partitions[fp->partition].leader_epoch);
+    if (out->error_code != KP_ERR_NONE)
+        return;
+    if (fp->fetch_offset < out->log_start_offset || fp->fetch_offset > ks_log_end_offset(log)) {
+        out->error_code = KP_ERR_OFFSET_OUT_OF_RANGE;
+        return;
+    }
+    out->records = (kp_records){(const uint8_t *)"", 0, NULL};
+    int64_t limit = fp->partition_max_bytes < *budget ? fp->partition_max_bytes : *budget;
+    bool first_data = *budget == rq->max_bytes;
+    if (limit <= 0 && !first_data)
+        return;
+    ks_log_slice s;
+    e = ks_log_read(log, fp->fetch_offset, limit > INT32_MAX ? INT32_MAX : (int32_t)limit,
+                    committed_only ? lso : hw, &s, NULL);
+    if (e != KP_ERR_NONE) {
+        out->error_code = kp_err_to_wire(e);
+        return;
+    }
+    /* KIP-74: only the first partition with data may exceed the limits. */
+    if (s.range.len == 0 || (s.range.len > limit && !first_data)) {
+        ks_log_slice_release(&s);
+        return;
+    }
+    kp_file_range *fr = kp_arena_alloc(&req->arena, sizeof(*fr));
+    if (fr == NULL) {
+        ks_log_slice_release(&s);
+        out->error_code = KP_ERR_UNKNOWN_SERVER_ERROR;
+        return;
+    }
+    *fr = s.range;
+    st->slices[st->nslices++] = s;
+    out->records = (kp_records){NULL, s.range.len, fr};
+    *budget -= s.range.len;
+    if (committed_only)
+        list_aborted(req, t, fp, lso, out);
+}
+
+static int32_t count_partitions(const kp_fetch_req *rq)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < rq->topics.n; i++)
+        n += rq->topics.v[i].partitions.n;
+    return n;
+}
+
+/* Fills the whole response; returns the record bytes it carries. */
+static int64_t fetch_fill(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs, fetch_state *st,
+                          bool *errors)
+{
+    release_slices(st);
+    int64_t budget = rq->max_bytes;
+    *errors = false;
+    if (!KB_ARRAY_ALLOC(req, rs->responses, rq->topics.n))
+        return -1;
+    for (int32_t i = 0; i < rq->topics.n; i++) {
+        const fetch_topic *ft = &rq->topics.v[i];
+        kp_fetch_resp_fetchable_topic_response *to = &rs->responses.v[i];
+        to->topic = ft->topic;
+        to->topic_id = ft->topic_id;
+        if (!KB_ARRAY_ALLOC(req, to->partitions, ft->partitions.n))
+            return -1;
+        kb_topic *t = fetch_topic_lookup(req, ft);
+        /* Kafka: an unknown id first, then READ, then existence by name. */
+        bool denied = t != NULL ? !kb_authz_topic(req, KB_OP_READ, t->name)
+                                : req->api_version < 13 &&
+                                      !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, ft->topic);
+        for (int32_t j = 0; j < ft->partitions.n; j++) {
+            const fetch_part *fp = &ft->partitions.v[j];
+            part_out *out = &to->partitions.v[j];
+            kp_fetch_resp_partition_data_defaults(out);
+            out->partition_index = fp->partition;
+            if (denied)
+                out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+            else if (t == NULL)
+                out->error_code = req->api_version >= 13 ? KP_ERR_UNKNOWN_TOPIC_ID
+                                                         : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            else if (fp->partition < 0 || fp->partition >= t->npartitions)
+                out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            else
+                fetch_partition(req, rq, t, fp, st, &budget, out);
+            *errors |= out->error_code != KP_ERR_NONE;
+        }
+    }
+    return rq->max_bytes - budget;
+}
+
+/* ---- parking ------------------------------------------------------------ */
+
+static void state_free(void *arg)
+{
+    fetch_state *st = arg;
+    release_slices(st);
+    free(st->slices);
+    free(st);
+}
+
+static void unpark(kb_broker *b, fetch_state *st)
+{
+    if (!st->parked)
+        return;
+    st->parked = false;
+    kb_timer_disarm(b->loop, &st->timer);
+    if (st->prev != NULL)
+        st->prev->next = st->next;
+    else
+        b->fetch_waiters->head = st->next;
+    if (st->next != NULL)
+        st->next->prev = st->prev;
+    st->next = st->prev = NULL;
+}
+
+/* Answers a parked fetch with whatever is there now. */
+static void finish_parked(fetch_state *st)
+{
+    kb_req *req = st->req;
+    unpark(req->broker, st);
+    bool errors;
+    if (fetch_fill(req, req->request, req->response, st, &errors) < 0)
+        ((kp_fetch_resp *)req->response)->error_code = KP_ERR_UNKNOWN_SERVER_ERROR;
+    req->on_cancel = NULL;
+    req->release = state_free;
+    req->release_arg = st;
+    kb_req_finish(req);
+}
+
+static void on_fetch_timeout(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    finish_parked(arg);
+}
+
+static void on_fetch_cancel(kb_req *req)
+{
+    fetch_state *st = req->park_state;
+    unpark(req->broker, st);
+    state_free(st);
+}
+
+static bool wants_partition(const kb_req *req, const kb_topic *t, int32_t partition)
+{
+    const kp_fetch_req *rq = req->request;
+    for (int32_t i = 0; i < rq->topics.n; i++) {
+        if (fetch_topic_lookup(req, &rq->topics.v[i]) != t)
+            continue;
+        for (int32_t j = 0; j < rq->topics.v[i].partitions.n; j++)
+            if (rq->topics.v[i].partitions.v[j].partition == partition)
+                return true;
+    }
+    return false;
+}
+
+/* Record bytes a parked fetch could return now, without building a response. */
+static int64_t bytes_available(kb_req *req, fetch_state *st)
+{
+    /* The probe builds into a scratch arena, dropped at once, so a parked
+     * fetch woken by many appends does not grow its request's arena. */
+    kp_arena kept = req->arena;
+    kp_arena_init(&req->arena);
+    kp_fetch_resp probe;
+    kp_fetch_resp_defaults(&probe);
+    bool errors;
+    int64_t n = fetch_fill(req, req->request, &probe, st, &errors);
+    release_slices(st);
+    kp_arena_fini(&req->arena);
+    req->arena = kept;
+    return errors ? INT64_MAX : n;
+}
+
+static void on_append(void *arg, kb_topic *t, int32_t partition)
+{
+    kb_broker *b = arg;
+    fetch_state *st = b->fetch_waiters->head;
+    while (st != NULL) {
+        fetch_state *next = st->next;
+        kb_req *req = st->req;
+        const kp_fetch_req *rq = req->request;
+        if (wants_partition(req, t, partition) && bytes_available(req, st) >= rq->min_bytes)
+            finish_parked(st);
+        st = next;
+    }
+}
+
+kp_err kb_fetch_start(kb_broker *b)
+{
+    b->fetch_waiters = calloc(1, sizeof(*b->fetch_waiters));
+    if (b->fetch_waiters == NULL)
+        return KP_ERR__NOMEM;
+    kb_plog_set_append_hook(b, on_append, b);
+    return KP_ERR_NONE;
+}
+
+void kb_fetch_stop(kb_broker *b)
+{
+    free(b->fetch_waiters);
+    b->fetch_waiters = NULL;
+}
+
+kp_err kb_h_fetch(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs)
+{
+    if (rq->session_id != 0 && rq->session_epoch != -1) {
+        /* Runnel never creates fetch sessions (it answers session id 0). */
+        rs->error_code = KP_ERR_FETCH_SESSION_ID_NOT_FOUND;
+        return KP_ERR_NONE;
+    }
+    fetch_state *st = calloc(1, sizeof(*st));
+    int32_t n = count_partitions(rq);
+    if (st == NULL || (st->slices = calloc((size_t)n + 1, sizeof(*st->slices))) == NULL) {
+        free(st);
+        return KP_ERR__NOMEM;
+    }
+    st->req = req;
+    bool errors;
+    int64_t bytes = fetch_fill(req, rq, rs, st, &errors);
+    if (bytes < 0) {
+        state_free(st);
+        return KP_ERR__NOMEM;
+    }
+    if (bytes >= rq->min_bytes || rq->max_wait_ms <= 0 || errors || n == 0) {
+        req->release = state_free;
+        req->release_arg = st;
+        return kb_quota_throttle(req, KB_QUOTA_FETCH, bytes, &rs->throttle_time_ms, KP_ERR_NONE);
+    }
+    release_slices(st);
+    st->parked = true;
+    st->next = req->broker->fetch_waiters->head;
+    if (st->next != NULL)
+        st->next->prev = st;
+    req->broker->fetch_waiters->head = st;
+    kb_timer_init(&st->timer, on_fetch_timeout, st);
+    (void)kb_timer_arm(req->broker->loop, &st->timer, rq->max_wait_ms);
+    req->park_state = st;
+    req->on_cancel = on_fetch_cancel;
+    return KB_PARKED;
+}

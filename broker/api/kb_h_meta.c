@@ -1,0 +1,327 @@
+/* Handlers for cluster metadata: ApiVersions, Metadata, DescribeCluster,
+ * DescribeQuorum. */
+#include <string.h>
+
+#include "kb_authz.h"
+#include "kb_config.h"
+#include "kb_context.h"
+#include "kb_gcoord.h"
+#include "kb_dispatch.h"
+#include "kb_log.h"
+#include "kb_server.h"
+#include "kb_topics.h"
+
+
+kp_str kb_req_str(kb_req *req, const char *s)
+{
+    size_t len = strlen(s);
+    char *p = kp_arena_strdup(&req->arena, s, len);
+    return p != NULL ? (kp_str){p, (int32_t)len} : (kp_str){"", 0};
+}
+
+/* Client software names and versions must match Kafka's pattern. */
+static bool software_string_ok(kp_str s)
+{
+    if (s.len <= 0)
+        return s.len == 0;
+    for (int32_t i = 0; i < s.len; i++) {
+        char c = s.p[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        bool inner = c == '-' || c == '.';
+        if (!alnum && (!inner || i == 0 || i == s.len - 1))
+            return false;
+    }
+    return true;
+}
+
+/* The features Kafka 4.1 finalizes that Runnel serves: group.version 1 (the
+ * KIP-848 consumer protocol). Like Kafka (KIP-1022), a v3 request is not
+ * told of supported ranges starting at 0, which its clients cannot parse. */
+static kp_err api_versions_features(kb_req *req, kp_api_versions_resp *rs)
+{
+    if (req->api_version < 3)
+        return KP_ERR_NONE;
+    if (req->api_version >= 4) {
+        if (!KB_ARRAY_ALLOC(req, rs->supported_features, 1))
+            return KP_ERR__NOMEM;
+        rs->supported_features.v[0].name = KP_STR_LIT("group.version");
+        rs->supported_features.v[0].min_version = 0;
+        rs->supported_features.v[0].max_version = 1;
+    }
+    if (!KB_ARRAY_ALLOC(req, rs->finalized_features, 1))
+        return KP_ERR__NOMEM;
+    rs->finalized_features_epoch = 1;
+    rs->finalized_features.v[0].name = KP_STR_LIT("group.version");
+    rs->finalized_features.v[0].min_version_level = 1;
+    rs->finalized_features.v[0].max_version_level = 1;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_api_versions(kb_req *req, const kp_api_versions_req *rq, kp_api_versions_resp *rs)
+{
+    if (req->api_version >= 3 &&
+        (!software_string_ok(rq->client_software_name) ||
+         !software_string_ok(rq->client_software_version))) {
+        rs->error_code = KP_ERR_INVALID_REQUEST;
+        return KP_ERR_NONE;
+    }
+    int n = 0;
+    for (int key = 0; key <= KP_API_KEY_MAX; key++) {
+        int16_t lo, hi;
+        n += kb_dispatch_versions(key, &lo, &hi) ? 1 : 0;
+    }
+    if (!KB_ARRAY_ALLOC(req, rs->api_keys, n))
+        return KP_ERR__NOMEM;
+    int i = 0;
+    for (int key = 0; key <= KP_API_KEY_MAX; key++) {
+        int16_t lo, hi;
+        if (!kb_dispatch_versions(key, &lo, &hi))
+            continue;
+        rs->api_keys.v[i].api_key = (int16_t)key;
+        rs->api_keys.v[i].min_version = lo;
+        rs->api_keys.v[i].max_version = hi;
+        i++;
+    }
+    return api_versions_features(req, rs);
+}
+
+static kp_err describe_partitions(kb_req *req, const kb_topic *t,
+                                  kp_metadata_resp_metadata_response_topic *out)
+{
+    int32_t node = req->broker->node_id;
+    if (!KB_ARRAY_ALLOC(req, out->partitions, t->npartitions))
+        return KP_ERR__NOMEM;
+    for (int32_t p = 0; p < t->npartitions; p++) {
+        kp_metadata_resp_metadata_response_partition *mp = &out->partitions.v[p];
+        mp->partition_index = p;
+        mp->leader_id = node;
+        mp->leader_epoch = t->partitions[p].leader_epoch;
+        if (!KB_ARRAY_ALLOC(req, mp->replica_nodes, 1) || !KB_ARRAY_ALLOC(req, mp->isr_nodes, 1))
+            return KP_ERR__NOMEM;
+        mp->replica_nodes.v[0] = node;
+        mp->isr_nodes.v[0] = node;
+        mp->offline_replicas.n = 0;
+    }
+    return KP_ERR_NONE;
+}
+
+static kp_err describe_topic(kb_req *req, const kp_metadata_req *rq, const kb_topic *t,
+                             kp_metadata_resp_metadata_response_topic *out)
+{
+    out->name = kb_req_str(req, t->name);
+    out->topic_id = t->id;
+    out->is_internal = t->internal;
+    (void)rq;
+    return describe_partitions(req, t, out);
+}
+
+/* Looks up one requested topic, creating it when Kafka would. */
+static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
+                           const kp_metadata_req_metadata_request_topic *want,
+                           kp_metadata_resp_metadata_response_topic *out)
+{
+    kb_broker *b = req->broker;
+    /* By topic id (KIP-516), as the KIP-848 consumer asks for the topics of
+     * an assignment it cannot name: the name is null or "" then. */
+    if (want->name.len < 0 || (want->name.len == 0 && !kp_uuid_is_zero(&want->topic_id))) {
+        kb_topic *t = kb_topics_find_id(b->topics, &want->topic_id);
+        out->topic_id = want->topic_id;
+        if (t == NULL) {
+            out->error_code = KP_ERR_UNKNOWN_TOPIC_ID;
+            return KP_ERR_NONE;
+        }
+        if (!kb_authz_topic(req, KB_OP_DESCRIBE, t->name)) {
+            out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+            return KP_ERR_NONE;
+        }
+        return describe_topic(req, rq, t, out);
+    }
+    out->name = want->name;
+    /* Not disclosed: whether a topic the principal may not DESCRIBE exists. */
+    if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, want->name)) {
+        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
+    kb_topic *t = kb_topics_find(b->topics, want->name);
+    if (t != NULL)
+        return describe_topic(req, rq, t, out);
+    kb_msgbuf msg;
+    kp_err e = kb_topics_check_name(want->name, &msg);
+    if (e != KP_ERR_NONE) {
+        out->error_code = e;
+        return KP_ERR_NONE;
+    }
+    bool allowed = req->api_version < 4 || rq->allow_auto_topic_creation;
+    if (!allowed || !b->cfg->auto_create_topics_enable) {
+        out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        return KP_ERR_NONE;
+    }
+    if (!kb_authz_create_topic(req, want->name)) {
+        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
+    e = kb_topics_create(b->topics, want->name, b->cfg->num_partitions, NULL, 0, false, &t, &msg);
+    if (e != KP_ERR_NONE) {
+        KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"auto-create failed\" topic=%.*s error=%s",
+               want->name.len, want->name.p, kp_err_name(e));
+        out->error_code = kp_err_to_wire(e);
+        return KP_ERR_NONE;
+    }
+    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%s partitions=%d", t->name,
+           t->npartitions);
+    return describe_topic(req, rq, t, out);
+}
+
+/* Kafka reports the cluster's operations only to a principal that may
+ * DESCRIBE the cluster (0 otherwise). */
+static int32_t cluster_operations(const kb_req *req)
+{
+    if (!kb_authz_cluster(req, KB_OP_DESCRIBE))
+        return 0;
+    return kb_authz_ops(req, KB_RES_CLUSTER, KP_STR_LIT(KB_ACL_CLUSTER_NAME));
+}
+
+kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *rs)
+{
+    kb_broker *b = req->broker;
+    if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
+        return KP_ERR__NOMEM;
+    rs->brokers.v[0].node_id = b->node_id;
+    rs->brokers.v[0].rack = KP_STR_NULL;
+    kb_server_advertised(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
+    rs->cluster_id = kb_req_str(req, b->cluster_id);
+    rs->controller_id = b->node_id;
+    if (rq->include_cluster_authorized_operations)
+        rs->cluster_authorized_operations = cluster_operations(req);
+
+    /* v0: an empty list means every topic; v1+: null means every topic. */
+    bool all = rq->topics.n < 0 || (req->api_version == 0 && rq->topics.n == 0);
+    size_t n = all ? kb_topics_count(b->topics) : (size_t)rq->topics.n;
+    if (!KB_ARRAY_ALLOC(req, rs->topics, n))
+        return KP_ERR__NOMEM;
+    int32_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[k];
+        kp_metadata_resp_metadata_response_topic_defaults(out);
+        const kb_topic *t = all ? kb_topics_at(b->topics, i) : NULL;
+        /* Listing every topic leaves out those the principal may not DESCRIBE. */
+        if (t != NULL && !kb_authz_topic(req, KB_OP_DESCRIBE, t->name))
+            continue;
+        kp_err e = t != NULL ? describe_topic(req, rq, t, out)
+                             : metadata_one(req, rq, &rq->topics.v[i], out);
+        if (e != KP_ERR_NONE)
+            return e;
+        k++;
+        /* Every operation the principal may do, error or not (as Kafka), but
+         * nothing for a topic it may not see. */
+        if (rq->include_topic_authorized_operations &&
+            out->error_code != KP_ERR_TOPIC_AUTHORIZATION_FAILED)
+            out->topic_authorized_operations = kb_authz_ops(req, KB_RES_TOPIC, out->name);
+    }
+    rs->topics.n = k;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_describe_cluster(kb_req *req, const kp_describe_cluster_req *rq,
+                             kp_describe_cluster_resp *rs)
+{
+    kb_broker *b = req->broker;
+    rs->endpoint_type = 1;
+    if (req->api_version >= 1 && rq->endpoint_type != 1) {
+        rs->error_code = KP_ERR_MISMATCHED_ENDPOINT_TYPE;
+        rs->error_message = KP_STR_LIT("The request was sent to an endpoint of type BROKER, but we "
+                                       "wanted an endpoint of type CONTROLLER");
+        return KP_ERR_NONE;
+    }
+    rs->cluster_id = kb_req_str(req, b->cluster_id);
+    rs->controller_id = b->node_id;
+    if (rq->include_cluster_authorized_operations)
+        rs->cluster_authorized_operations = cluster_operations(req);
+    if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
+        return KP_ERR__NOMEM;
+    rs->brokers.v[0].broker_id = b->node_id;
+    rs->brokers.v[0].rack = KP_STR_NULL;
+    kb_server_advertised(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
+    return KP_ERR_NONE;
+}
+
+/* The metadata quorum as a single-node KRaft cluster would describe itself:
+ * this node is the one voter and the leader, caught up now. Runnel keeps no
+ * metadata log, so the high watermark and the voter's log end offset are 0.
+ * As in Kafka, anything but exactly one topic __cluster_metadata with
+ * exactly partition 0 gets UNKNOWN_TOPIC_OR_PARTITION on every partition
+ * asked for, with leader and epoch 0. */
+#define QUORUM_TOPIC "__cluster_metadata"
+
+static bool quorum_request_valid(const kp_describe_quorum_req *rq)
+{
+    return rq->topics.n == 1 && kp_str_eq_c(rq->topics.v[0].topic_name, QUORUM_TOPIC) &&
+           rq->topics.v[0].partitions.n == 1 &&
+           rq->topics.v[0].partitions.v[0].partition_index == 0;
+}
+
+static kp_err quorum_voter(kb_req *req, kp_describe_quorum_resp_partition_data *p)
+{
+    if (!KB_ARRAY_ALLOC(req, p->current_voters, 1))
+        return KP_ERR__NOMEM;
+    kp_describe_quorum_resp_replica_state *v = &p->current_voters.v[0];
+    kp_describe_quorum_resp_replica_state_defaults(v);
+    v->replica_id = req->broker->node_id;
+    v->log_end_offset = 0;
+    v->last_fetch_timestamp = v->last_caught_up_timestamp = kb_gcoord_wall(req->broker);
+    p->leader_id = req->broker->node_id;
+    p->leader_epoch = 1;
+    p->high_watermark = 0;
+    return KP_ERR_NONE;
+}
+
+static kp_err quorum_nodes(kb_req *req, kp_describe_quorum_resp *rs)
+{
+    if (!KB_ARRAY_ALLOC(req, rs->nodes, 1))
+        return KP_ERR__NOMEM;
+    kp_describe_quorum_resp_node *n = &rs->nodes.v[0];
+    n->node_id = req->broker->node_id;
+    if (!KB_ARRAY_ALLOC(req, n->listeners, 1))
+        return KP_ERR__NOMEM;
+    kp_describe_quorum_resp_listener *l = &n->listeners.v[0];
+    int32_t port;
+    l->name = kb_req_str(req, req->listener->li_name);
+    kb_server_advertised(req, &l->host, &port);
+    l->port = (uint16_t)port;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_describe_quorum(kb_req *req, const kp_describe_quorum_req *rq,
+                            kp_describe_quorum_resp *rs)
+{
+    if (!kb_authz_cluster(req, KB_OP_DESCRIBE)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
+    bool valid = quorum_request_valid(rq); /* error messages stay "", as Kafka sends them */
+    int32_t nt = rq->topics.n > 0 ? rq->topics.n : 0;
+    if (!KB_ARRAY_ALLOC(req, rs->topics, nt))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < nt; i++) {
+        const kp_describe_quorum_req_topic_data *in = &rq->topics.v[i];
+        kp_describe_quorum_resp_topic_data *out = &rs->topics.v[i];
+        out->topic_name = in->topic_name;
+        int32_t np = in->partitions.n > 0 ? in->partitions.n : 0;
+        if (!KB_ARRAY_ALLOC(req, out->partitions, np))
+            return KP_ERR__NOMEM;
+        for (int32_t j = 0; j < np; j++) {
+            kp_describe_quorum_resp_partition_data *p = &out->partitions.v[j];
+            kp_describe_quorum_resp_partition_data_defaults(p);
+            p->partition_index = in->partitions.v[j].partition_index;
+            if (valid) {
+                kp_err e = quorum_voter(req, p);
+                if (e != KP_ERR_NONE)
+                    return e;
+                continue;
+            }
+            p->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            p->error_message = KP_STR_LIT("This server does not host this topic-partition.");
+        }
+    }
+    return valid ? quorum_nodes(req, rs) : KP_ERR_NONE;
+}

@@ -1,0 +1,569 @@
+/* Handler for Produce: validate (on a helper thread when the batches are
+ * compressed and large), deduplicate idempotent retries, append, and answer
+ * per acks (0: nothing, 1: page cache, -1: the flush policy). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kb_admin.h"
+#include "kb_authz.h"
+#include "kb_config.h"
+#include "kb_context.h"
+#include "kb_dispatch.h"
+#include "kb_log.h"
+#include "kb_pidstate.h"
+#include "kb_ptxn.h"
+#include "kb_plog.h"
+#include "kb_tconf.h"
+#include "kb_tcoord.h"
+#include "kb_topics.h"
+#include "kb_work.h"
+#include "kp_batch.h"
+#include "kp_compress.h"
+#include "kp_validate.h"
+
+typedef kp_produce_resp_partition_produce_response part_resp;
+
+/* The decompressed size allowed for a partition's records: 256 times the
+ * bytes received, at least 16 MiB, at most 256 MiB. A compression bomb thus
+ * costs memory in proportion to what the client sent. */
+#define KB_DECOMPRESS_RATIO 256
+#define KB_DECOMPRESS_FLOOR ((size_t)16 << 20)
+#define KB_DECOMPRESS_CEIL ((size_t)256 << 20)
+
+static size_t decompress_cap(size_t received)
+{
+    size_t cap = received > KB_DECOMPRESS_CEIL / KB_DECOMPRESS_RATIO ? KB_DECOMPRESS_CEIL
+                                                                     : received * KB_DECOMPRESS_RATIO;
+    return cap < KB_DECOMPRESS_FLOOR ? KB_DECOMPRESS_FLOOR : cap;
+}
+
+/* Compressed bytes in one request above which validation leaves the loop. */
+#define KB_OFFLOAD_MIN_BYTES (16 * 1024)
+
+/* One partition of a Produce request, from validation to durability. */
+typedef struct produce_part {
+    struct produce_state *state;
+    kb_topic *topic; /* NULL when resp already carries an error */
+    part_resp *resp;
+    uint8_t *bytes;  /* the records: in the frame, or an owned copy when offloaded */
+    size_t len;
+    kp_validate_opts opts;
+    int codec;       /* the topic's compression.type codec, -1 for "producer" */
+    kp_err verr;     /* validation result */
+    kp_validate_result vr;
+    uint8_t *recompressed;
+    size_t recompressed_len;
+    ks_log *log;     /* set after a successful append */
+    bool waiting;    /* a durability callback is due */
+} produce_part;
+
+/* A Produce in flight; heap-owned so it can outlive a closed connection
+ * while a helper thread or a flush still refers to it. */
+typedef struct produce_state {
+    kb_req *req;     /* NULL once detached (answered early, or connection closed) */
+    kb_loop *loop;
+    kb_timer timeout;
+    int16_t acks;
+    int32_t timeout_ms;
+    int32_t pending; /* durability callbacks due */
+    bool owns_copies;
+    int32_t nparts;
+    produce_part parts[];
+} produce_state;
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The last sequence of a batch: sequences wrap from INT32_MAX to 0. */
+static int32_t last_sequence(int32_t base, int32_t last_offset_delta)
+{
+    return (int32_t)(((int64_t)base + last_offset_delta) % ((int64_t)INT32_MAX + 1));
+}
+
+static void validate_opts(const kb_req *req, const kb_topic *t, kp_validate_opts *o)
+{
+    const kb_config *cfg = req->broker->cfg;
+    int8_t source;
+    const char *policy = kb_tconf_effective(cfg, t, "cleanup.policy", &source);
+    const char *tstype = kb_tconf_effective(cfg, t, "message.timestamp.type", &source);
+    memset(o, 0, sizeof(*o));
+    o->single_batch = true; /* Kafka refuses a second v2 batch at every version */
+    o->compacted = policy != NULL && strstr(policy, "compact") != NULL;
+    o->allow_zstd = req->api_version >= 7;
+    o->log_append_time = tstype != NULL && strcmp(tstype, "LogAppendTime") == 0;
+    o->max_message_bytes = (int32_t)kb_tconf_long(cfg, t, "max.message.bytes", 1048588);
+    o->now_ms = wall_ms();
+    o->timestamp_before_max_ms =
+        kb_tconf_long(cfg, t, "message.timestamp.before.max.ms", INT64_MAX);
+    o->timestamp_after_max_ms = kb_tconf_long(cfg, t, "message.timestamp.after.max.ms", INT64_MAX);
+}
+static int topic_codec(const kb_config *cfg, const kb_topic *t)
+{
+    static const char *const names[] = {"uncompressed", "gzip", "snappy", "lz4", "zstd"};
+    int8_t source;
+    const char *c = kb_tconf_effective(cfg, t, "compression.type", &source);
+    for (int i = 0; c != NULL && i < 5; i++)
+        if (strcmp(c, names[i]) == 0)
+            return i;
+    return -1;
+}
+/* A refused batch's answer, as Kafka's ReplicaManager gives it: per-record
+ * faults each as a record error with LogValidator's text and a summary
+ * message; the partition's log start offset, which Kafka reports for every
+ * refusal the log's validation makes (not for those below). */
+static void validation_error(kb_req *req, const produce_part *p)
+{
+    part_resp *pr = p->resp;
+    const kp_validate_result *vr = &p->vr;
+    ks_log *log;
+    pr->error_code = kp_err_to_wire(p->verr);
+    if ((pr->error_code == KP_ERR_INVALID_RECORD || pr->error_code == KP_ERR_INVALID_TIMESTAMP ||
+         pr->error_code == KP_ERR_UNKNOWN_SERVER_ERROR) &&
+        kb_plog_get(req->broker, p->topic, pr->index, &log) == KP_ERR_NONE)
+        pr->log_start_offset = ks_log_start_offset(log);
+    if (vr->record_errors_listed == 0 || !KB_ARRAY_ALLOC(req, pr->record_errors,
+                                                         vr->record_errors_listed)) {
+        pr->error_message = kb_req_str(req, vr->msg);
+        return;
+    }
+    char text[256], prev[256] = "";
+    for (int32_t i = 0; i < vr->record_errors_listed; i++) {
+        kp_produce_resp_batch_index_and_error_message *re = &pr->record_errors.v[i];
+        kp_record_error_text(&vr->record_errors[i], &p->opts, p->topic->name, pr->index, text,
+                             sizeof(text));
+        re->batch_index = vr->record_errors[i].index;
+        /* Records refused for the same reason mostly share one text. */
+        if (i > 0 && strcmp(text, prev) == 0) {
+            re->batch_index_error_message = pr->record_errors.v[i - 1].batch_index_error_message;
+            continue;
+        }
+        re->batch_index_error_message = kb_req_str(req, text);
+        memcpy(prev, text, sizeof(prev));
+    }
+    char summary[1024];
+    kp_record_errors_summary(vr, &p->opts, p->topic->name, pr->index, summary, sizeof(summary));
+    pr->error_message = kb_req_str(req, summary);
+}
+static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
+{
+    kb_broker *b = req->broker;
+    kb_topic *t = kb_topics_find(b->topics, name);
+    *err = KP_ERR_NONE;
+    if (t != NULL)
+        return t;
+    kb_msgbuf msg;
+    if (!b->cfg->auto_create_topics_enable || kb_topics_check_name(name, &msg) != KP_ERR_NONE ||
+        !kb_authz_create_topic(req, name)) {
+        *err = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        return NULL;
+    }
+    kp_err e = kb_topics_create(b->topics, name, b->cfg->num_partitions, NULL, 0, false, &t, &msg);
+    if (e != KP_ERR_NONE) {
+        *err = kp_err_to_wire(e);
+        return NULL;
+    }
+    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%s partitions=%d", t->name,
+           t->npartitions);
+    return t;
+}
+
+static void state_free(produce_state *st)
+{
+    for (int32_t i = 0; i < st->nparts; i++) {
+        kp_validate_result_fini(&st->parts[i].vr);
+        free(st->parts[i].recompressed);
+        if (st->owns_copies)
+            free(st->parts[i].bytes);
+    }
+    free(st);
+}
+
+/* ---- validation (loop, or a helper thread) ------------------------------ */
+
+static void validate_part(produce_part *p)
+{
+    p->verr = kp_validate_batches(p->bytes, p->len, &p->opts, &p->vr);
+    int batch_codec = p->vr.attributes & KP_BATCH_ATTR_CODEC_MASK;
+    if (p->verr != KP_ERR_NONE || p->codec < 0 || p->codec == batch_codec)
+        return;
+    p->verr = kp_recompress_batches(p->bytes, p->len, p->codec, KP_COMPRESS_LEVEL_DEFAULT,
+                                    p->opts.max_decompressed, &p->recompressed,
+                                    &p->recompressed_len);
+}
+
+/* Runs on a helper thread: touches only what the state owns. */
+static void validate_all(void *arg)
+{
+    produce_state *st = arg;
+    for (int32_t i = 0; i < st->nparts; i++)
+        if (st->parts[i].topic != NULL)
+            validate_part(&st->parts[i]);
+}
+
+static size_t compressed_bytes(const produce_state *st)
+{
+    size_t n = 0;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        const produce_part *p = &st->parts[i];
+        if (p->topic != NULL && p->len >= KP_BATCH_HDR_SIZE &&
+            (p->bytes[KP_BATCH_OFF_ATTRIBUTES + 1] & KP_BATCH_ATTR_CODEC_MASK) != 0)
+            n += p->len;
+    }
+    return n;
+}
+
+/* Gives the state its own copy of every partition's records, so the
+ * helper thread never reads a frame a closing connection frees. */
+static bool copy_records(produce_state *st)
+{
+    st->owns_copies = true;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        produce_part *p = &st->parts[i];
+        if (p->topic == NULL)
+            continue;
+        uint8_t *copy = malloc(p->len > 0 ? p->len : 1);
+        if (copy == NULL) {
+            p->bytes = NULL;
+            return false;
+        }
+        memcpy(copy, p->bytes, p->len);
+        p->bytes = copy;
+    }
+    return true;
+}
+
+/* ---- append (loop) ------------------------------------------------------ */
+
+static void append_part(kb_req *req, produce_part *p)
+{
+    part_resp *pr = p->resp;
+    if (p->verr != KP_ERR_NONE) {
+        validation_error(req, p);
+        return;
+    }
+    ks_log *log;
+    kp_err e = kb_plog_get(req->broker, p->topic, pr->index, &log);
+    if (e != KP_ERR_NONE) {
+        pr->error_code = kp_err_to_wire(e);
+        return;
+    }
+    kb_partition *part = &p->topic->partitions[pr->index];
+    const kp_validate_result *vr = &p->vr;
+    bool idempotent = vr->producer_id >= 0 && vr->base_sequence >= 0;
+    bool transactional = (vr->attributes & KP_BATCH_ATTR_TRANSACTIONAL) != 0;
+    if (transactional &&
+        (pr->error_code = kb_tcoord_verify(req->broker,
+                                           ((const kp_produce_req *)req->request)->transactional_id,
+                                           vr->producer_id, vr->producer_epoch, p->topic,
+                                           pr->index, req->api_version)) != KP_ERR_NONE)
+        return;
+    /* A producer with a transaction open on this partition may not slip a
+     * non-transactional batch into it (Kafka answers INVALID_TXN_STATE). */
+    if (!transactional && vr->producer_id >= 0 &&
+        kb_ptxn_open(kb_pidstate_txns(part->pids), vr->producer_id, NULL)) {
+        pr->error_code = KP_ERR_INVALID_TXN_STATE;
+        return;
+    }
+    int32_t last_seq = last_sequence(vr->base_sequence, vr->last_offset_delta);
+    kb_pid_batch dup;
+    if (idempotent) {
+        e = kb_pidstate_check(part->pids, vr->producer_id, vr->producer_epoch, vr->base_sequence,
+                              last_seq, &dup);
+        if (e == KP_ERR_DUPLICATE_SEQUENCE_NUMBER) {
+            /* a retry of a batch already appended: answer with its offsets */
+            pr->base_offset = dup.first_offset;
+            pr->log_start_offset = ks_log_start_offset(log);
+            return;
+        }
+        if (e != KP_ERR_NONE) {
+            pr->error_code = (int16_t)e;
+            return;
+        }
+    }
+    ks_append_result res;
+    e = p->recompressed != NULL
+            ? kb_plog_append(req->broker, p->topic, pr->index, p->recompressed,
+                             p->recompressed_len, &res)
+            : kb_plog_append(req->broker, p->topic, pr->index, p->bytes, p->len, &res);
+    if (e != KP_ERR_NONE) {
+        pr->error_code = kp_err_to_wire(e);
+        return;
+    }
+    if (idempotent) {
+        kb_pid_batch nb = {vr->base_sequence, last_seq, res.base_offset, res.last_offset,
+                           res.log_append_time >= 0 ? res.log_append_time : vr->max_timestamp};
+        (void)kb_pidstate_record(part->pids, vr->producer_id, vr->producer_epoch, &nb);
+    }
+    if (transactional)
+        kb_tcoord_appended(req->broker, p->topic, pr->index, vr->producer_id, res.base_offset);
+    kb_plog_appended(req->broker, p->topic, pr->index);
+    pr->base_offset = res.base_offset;
+    pr->log_append_time_ms = res.log_append_time;
+    pr->log_start_offset = res.log_start_offset;
+    p->log = log;
+}
+
+/* ---- durability (acks=-1) ----------------------------------------------- */
+
+/* Detaches the request from its state; pending callbacks still run. */
+static kb_req *state_detach(produce_state *st)
+{
+    kb_req *req = st->req;
+    st->req = NULL;
+    kb_timer_disarm(st->loop, &st->timeout);
+    if (req != NULL) {
+        req->park_state = NULL;
+        req->on_cancel = NULL;
+    }
+    return req;
+}
+
+static void on_durable(void *arg, kp_err err)
+{
+    produce_part *p = arg;
+    produce_state *st = p->state;
+    p->waiting = false;
+    if (st->req != NULL && err != KP_ERR_NONE) {
+        p->resp->error_code = KP_ERR_KAFKA_STORAGE_ERROR;
+        p->resp->base_offset = -1;
+    }
+    if (--st->pending > 0)
+        return;
+    kb_req *req = state_detach(st);
+    state_free(st);
+    if (req != NULL)
+        kb_req_finish(req);
+}
+
+/* timeout_ms passed: partitions not yet durable answer REQUEST_TIMED_OUT. */
+static void on_produce_timeout(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    produce_state *st = arg;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        if (st->parts[i].waiting) {
+            st->parts[i].resp->error_code = KP_ERR_REQUEST_TIMED_OUT;
+            st->parts[i].resp->base_offset = -1;
+        }
+    }
+    kb_req_finish(state_detach(st));
+}
+
+static void on_produce_cancel(kb_req *req)
+{
+    produce_state *st = req->park_state;
+    if (st != NULL)
+        (void)state_detach(st);
+}
+
+/* Registers a durability wait per appended partition; KB_PARKED if any. */
+static kp_err await_durable(kb_req *req, produce_state *st)
+{
+    st->pending = 1; /* held until every wait is registered */
+    st->req = req;   /* so an immediate failure still reaches the response */
+    for (int32_t i = 0; i < st->nparts; i++) {
+        produce_part *p = &st->parts[i];
+        if (p->log == NULL)
+            continue;
+        st->pending++;
+        p->waiting = true;
+        int64_t upto = ks_log_end_offset(p->log);
+        if (kb_plog_when_durable(req->broker, p->log, upto, on_durable, p) != KP_ERR_NONE)
+            on_durable(p, KP_ERR__IO);
+    }
+    if (--st->pending == 0) {
+        state_free(st);
+        return KP_ERR_NONE;
+    }
+    req->park_state = st;
+    req->on_cancel = on_produce_cancel;
+    /* A zero or negative timeout waits for the flush (a single replica has no
+     * ISR to wait for, so Kafka itself would answer at once from the page cache). */
+    if (st->timeout_ms > 0)
+        (void)kb_timer_arm(st->loop, &st->timeout, st->timeout_ms);
+    return KB_PARKED;
+}
+
+/* Appends every validated partition and answers per acks. */
+static kp_err produce_commit(kb_req *req, produce_state *st)
+{
+    bool any_error = false;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        if (st->parts[i].topic != NULL)
+            append_part(req, &st->parts[i]);
+        any_error |= st->parts[i].resp->error_code != KP_ERR_NONE;
+    }
+    int16_t acks = st->acks;
+    if (acks == -1)
+        return await_durable(req, st);
+    state_free(st);
+    if (acks == 0) {
+        req->no_response = true;
+        /* Kafka closes an acks=0 connection on error: the client sees no response. */
+        if (any_error)
+            kb_conn_close(req->conn, "acks=0 produce failed");
+    }
+    return KP_ERR_NONE;
+}
+
+/* Back on the loop after a helper thread validated the batches. */
+static void after_validate(void *arg)
+{
+    produce_state *st = arg;
+    kb_req *req = st->req;
+    if (req == NULL) {
+        state_free(st); /* the connection closed meanwhile */
+        return;
+    }
+    st->req = NULL;
+    req->park_state = NULL;
+    req->on_cancel = NULL;
+    if (produce_commit(req, st) != KB_PARKED)
+        kb_req_finish(req);
+}
+
+static void on_validate_cancel(kb_req *req)
+{
+    produce_state *st = req->park_state;
+    st->req = NULL; /* after_validate frees it */
+}
+
+/* ---- the handler -------------------------------------------------------- */
+
+/* Sets up one partition: topic, limits, config; or an error in pr. */
+static void part_init(kb_req *req, kb_topic *t, int16_t terr, bool acks_ok,
+                      const kp_produce_req_partition_produce_data *pd, produce_part *p)
+{
+    part_resp *pr = p->resp;
+    kp_produce_resp_partition_produce_response_defaults(pr);
+    pr->index = pd->index;
+    pr->base_offset = -1; /* Kafka's INVALID_OFFSET until an append sets it */
+    if (!acks_ok)
+        pr->error_code = KP_ERR_INVALID_REQUIRED_ACKS;
+    else if (t == NULL)
+        pr->error_code = terr;
+    else if (pr->index < 0 || pr->index >= t->npartitions)
+        pr->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (pr->error_code != KP_ERR_NONE)
+        return;
+    p->topic = t;
+    /* The records live in the connection's receive buffer, which we own. */
+    p->bytes = (uint8_t *)(uintptr_t)pd->records.p;
+    p->len = pd->records.len < 0 ? 0 : (size_t)pd->records.len;
+    validate_opts(req, t, &p->opts);
+    p->opts.max_decompressed = decompress_cap(p->len);
+    p->codec = topic_codec(req->broker->cfg, t);
+}
+
+/* Whether any partition carries a transactional batch (the attribute bit in
+ * the low byte of a magic 2 batch's big-endian attributes; Kafka's
+ * RequestUtils.hasTransactionalRecords). */
+static bool has_transactional(const kp_produce_req *rq)
+{
+    for (int32_t i = 0; i < rq->topic_data.n; i++)
+        for (int32_t j = 0; j < rq->topic_data.v[i].partition_data.n; j++) {
+            kp_records r = rq->topic_data.v[i].partition_data.v[j].records;
+            if (r.len > KP_BATCH_OFF_ATTRIBUTES + 1 && r.p[KP_BATCH_OFF_MAGIC] == 2 &&
+                (r.p[KP_BATCH_OFF_ATTRIBUTES + 1] & KP_BATCH_ATTR_TRANSACTIONAL) != 0)
+                return true;
+        }
+    return false;
+}
+
+/* The error every partition of a topic gets before any lookup: a
+ * transactional produce without TRANSACTIONAL_ID WRITE, or no TOPIC WRITE. */
+static int16_t produce_authz(kb_req *req, const kp_produce_req *rq, kp_str topic, bool *txn_checked,
+                             int16_t *txn_err)
+{
+    if (!kb_authz_on(req))
+        return KP_ERR_NONE;
+    if (!*txn_checked) {
+        *txn_checked = true;
+        if (has_transactional(rq) &&
+            (rq->transactional_id.len < 0 ||
+             !kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, rq->transactional_id)))
+            *txn_err = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    }
+    if (*txn_err != KP_ERR_NONE)
+        return *txn_err;
+    return kb_authz(req, KB_OP_WRITE, KB_RES_TOPIC, topic) ? KP_ERR_NONE
+                                                          : KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+}
+
+static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
+{
+    int32_t nparts = 0;
+    for (int32_t i = 0; i < rq->topic_data.n; i++)
+        nparts += rq->topic_data.v[i].partition_data.n;
+    produce_state *st = calloc(1, sizeof(*st) + (size_t)nparts * sizeof(st->parts[0]));
+    if (st == NULL || !KB_ARRAY_ALLOC(req, rs->responses, rq->topic_data.n)) {
+        free(st);
+        return NULL;
+    }
+    st->loop = req->broker->loop;
+    kb_timer_init(&st->timeout, on_produce_timeout, st);
+    st->acks = rq->acks;
+    st->timeout_ms = rq->timeout_ms;
+    st->nparts = nparts;
+    bool acks_ok = rq->acks == 0 || rq->acks == 1 || rq->acks == -1;
+    bool txn_checked = false;
+    int16_t txn_err = KP_ERR_NONE;
+    int32_t k = 0;
+    for (int32_t i = 0; i < rq->topic_data.n; i++) {
+        const kp_produce_req_topic_produce_data *td = &rq->topic_data.v[i];
+        kp_produce_resp_topic_produce_response *tr = &rs->responses.v[i];
+        tr->name = td->name;
+        if (!KB_ARRAY_ALLOC(req, tr->partition_responses, td->partition_data.n)) {
+            state_free(st);
+            return NULL;
+        }
+        int16_t terr = produce_authz(req, rq, td->name, &txn_checked, &txn_err);
+        kb_topic *t = acks_ok && terr == KP_ERR_NONE ? produce_topic(req, td->name, &terr) : NULL;
+        for (int32_t j = 0; j < td->partition_data.n; j++, k++) {
+            produce_part *p = &st->parts[k];
+            p->state = st;
+            p->resp = &tr->partition_responses.v[j];
+            part_init(req, t, terr, acks_ok, &td->partition_data.v[j], p);
+        }
+    }
+    return st;
+}
+
+/* The record bytes a produce carries (what its client quota counts). */
+static int64_t produce_request_bytes(const kp_produce_req *rq)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < rq->topic_data.n; i++)
+        for (int32_t j = 0; j < rq->topic_data.v[i].partition_data.n; j++)
+            n += rq->topic_data.v[i].partition_data.v[j].records.len > 0
+                     ? rq->topic_data.v[i].partition_data.v[j].records.len
+                     : 0;
+    return n;
+}
+
+kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
+{
+    produce_state *st = state_new(req, rq, rs);
+    if (st == NULL)
+        return KP_ERR__NOMEM;
+    if (compressed_bytes(st) >= KB_OFFLOAD_MIN_BYTES) {
+        if (!copy_records(st)) {
+            state_free(st);
+            return KP_ERR__NOMEM;
+        }
+        if (kb_work_submit(req->broker, validate_all, after_validate, st) == KP_ERR_NONE) {
+            st->req = req;
+            req->park_state = st;
+            req->on_cancel = on_validate_cancel;
+            return KB_PARKED;
+        }
+    }
+    validate_all(st);
+    return kb_quota_throttle(req, KB_QUOTA_PRODUCE, produce_request_bytes(rq),
+                             &rs->throttle_time_ms, produce_commit(req, st));
+}

@@ -1,0 +1,73 @@
+/*
+ * kb_context: the broker's process-lifetime context, the one struct every
+ * module is handed (nothing in the broker is a global).
+ *
+ * Job: name the loop, the frozen config and each subsystem's state. Every
+ * subsystem sits behind an opaque pointer, so this header, at the bottom of
+ * the house, depends on no room above it; a module reaches a subsystem's
+ * state only through that subsystem's own header.
+ *
+ * Invariants:
+ *   1. All state here is owned by the loop thread (no locks).
+ *   2. cluster_id and node_id never change while the broker runs, and the
+ *      cluster id persists in meta.properties of the first log dir.
+ *   3. Each pointer is set by its subsystem's start function (called in
+ *      order by kb_broker_start, kb_broker.h) and cleared by its stop.
+ *
+ * Ownership: kb_broker_start() creates everything; kb_broker_stop() frees
+ * it. The config is borrowed and must outlive the broker.
+ *
+ * Threading: loop thread only.
+ */
+#ifndef KB_CONTEXT_H
+#define KB_CONTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_loop.h"
+#include "kp_types.h"
+
+typedef struct kb_config kb_config;
+typedef struct kb_topics kb_topics;
+typedef struct kb_conn kb_conn;
+typedef struct kb_server kb_server;
+typedef struct kb_gcoord kb_gcoord;
+typedef struct kb_tcoord kb_tcoord;
+typedef struct kb_req kb_req;
+typedef struct kb_plog kb_plog;
+typedef struct kb_work kb_work;
+typedef struct kb_fetch_waiters kb_fetch_waiters;
+typedef struct kb_scram_store kb_scram_store;
+typedef struct kb_dynconf kb_dynconf;
+typedef struct kb_gconf kb_gconf;
+typedef struct kb_quotas kb_quotas;
+typedef struct kb_acl_store kb_acl_store;
+
+/* Where a whole request frame goes (kb_dispatch, api/kb_dispatch.h). */
+typedef void kb_frame_fn(kb_conn *c, const uint8_t *frame, size_t len);
+
+typedef struct kb_broker {
+    const kb_config *cfg;
+    kb_loop *loop;
+    kb_frame_fn *dispatch; /* the request entry point, set by kb_broker_start */
+    kb_topics *topics;
+    kb_server *server;
+    kb_gcoord *gcoord; /* the group coordinator (kb_gcoord.h) */
+    kb_tcoord *tcoord; /* the transaction coordinator (kb_tcoord.h) */
+    kb_plog *plog;
+    kb_work *work; /* helper threads for CPU-heavy work */
+    kb_fetch_waiters *fetch_waiters;
+    kb_scram_store *scram; /* SCRAM credentials (kb_scram_store.h) */
+    kb_dynconf *dynconf; /* dynamic broker configs (kb_admin.h) */
+    kb_gconf *gconf;     /* group configs (kb_gconf.h) */
+    kb_quotas *quotas;   /* client quotas (kb_quota.h) */
+    kb_acl_store *acl;   /* ACLs; NULL without an authorizer (kb_acl.h, kb_authz.h) */
+    char cluster_id[64];
+    int32_t node_id;
+    int signal_fd;
+    int64_t next_pid;      /* next producer id to hand out (kb_tcoord.h) */
+    int64_t pid_block_end; /* first id past the durably reserved block */
+} kb_broker;
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * kb_plog: the broker's partition logs: opening them from the topic
+ * registry, appending, durability for acks=-1, the flush policy, retention
+ * and checkpoints.
+ *
+ * Job: connect kb_topics (what partitions exist) to storage's ks_log (the
+ * bytes), with each topic's effective configuration, and run the periodic
+ * log work on the event loop: flush policy ticks, retention steps (time and
+ * size retention only when cleanup.policy lists delete), the log cleaner
+ * for compacted topics (every log.cleaner.backoff.ms the dirtiest log above
+ * its min.cleanable.dirty.ratio, or past max.compaction.lag.ms, gets one
+ * ks_compact job), offset checkpoints (recovery point, log start, cleaner). At a clean stop every log is flushed and closed, the
+ * checkpoints written and the clean-shutdown marker left.
+ *
+ * Invariants:
+ *   1. A partition's ks_log is opened at most once, on first use, with the
+ *      recovery point and log start offset from the checkpoints.
+ *   2. A durability callback fires exactly once: after an fdatasync that
+ *      covers the offset (runnel.flush.acks.all=fsync), or at once
+ *      (page-cache), or with an error.
+ *   3. A log is never closed while a flush for it is in flight.
+ *   4. At most one cleaning runs; a log is never closed or deleted while it
+ *      is being cleaned (the cleaning is cancelled and joined first), and a
+ *      cleaning commits only on the loop.
+ *
+ * Ownership: kb_plog owns every open ks_log (reachable through
+ * kb_partition.log), the flush thread, the cleaner's helper thread and the
+ * unlink threads.
+ * Threading: loop thread only (the flush thread is inside ks_flush; a
+ * cleaning's work runs on a pthread that touches only its job, polled for
+ * completion on the tick and joined there; unlinks likewise).
+ * Errors: storage's codes (KP_ERR__IO, __NOSPC, __CORRUPT, ...); callers map
+ * them to the wire with kp_err_to_wire().
+ */
+#ifndef KB_PLOG_H
+#define KB_PLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_config.h"
+#include "kb_context.h"
+#include "kb_topics.h"
+#include "ks_log.h"
+
+kp_err kb_plog_start(kb_broker *b, char *err, size_t errlen);
+void kb_plog_stop(kb_broker *b);
+
+/* The partition's log, opened (and recovered) on first use. */
+kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out);
+
+/* Finds a topic's partition log by name: KP_ERR_NONE or the wire error
+ * (UNKNOWN_TOPIC_OR_PARTITION, a storage error). */
+int16_t kb_plog_lookup(kb_broker *b, kp_str topic, int32_t partition, kb_topic **t,
+                       ks_log **log);
+
+/* A client's leader epoch against ours: NONE, or FENCED_LEADER_EPOCH /
+ * UNKNOWN_LEADER_EPOCH (client_epoch -1 means unchecked). */
+int16_t kb_plog_check_epoch(int32_t client_epoch, int32_t ours);
+
+/* The I/O interface the logs use (for readers such as kb_log_scan). */
+const ks_io *kb_plog_io(const kb_broker *b);
+
+/* Appends whole validated v2 batches; the buffer is rewritten in place. On
+ * return the bytes are in the page cache and readable, but parked readers
+ * have not been told: the caller first records what the batch means (its
+ * producer's sequence, an open transaction, a marker), then calls
+ * kb_plog_appended(), so no fetch sees the bytes before that state (a
+ * read_committed fetch would read past a transaction not yet known open). */
+kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *batches, size_t len,
+                      ks_append_result *res);
+/* Wakes the readers parked on (t, partition) after an append (the hook). */
+void kb_plog_appended(kb_broker *b, kb_topic *t, int32_t partition);
+
+typedef void kb_durable_cb(void *arg, kp_err err);
+/* Calls cb once the log is durable below offset, per the acks=-1 policy. */
+kp_err kb_plog_when_durable(kb_broker *b, ks_log *log, int64_t offset, kb_durable_cb *cb,
+                            void *arg);
+
+/* Closes and deletes a topic's partition logs (before the registry forgets it). */
+void kb_plog_drop_topic(kb_broker *b, kb_topic *t);
+
+/* Re-applies a topic's effective configuration to its open logs. */
+void kb_plog_config_changed(kb_broker *b, kb_topic *t);
+
+/* Called by kb_plog_appended (long-poll fetches wake on it). */
+typedef void kb_append_hook(void *arg, kb_topic *t, int32_t partition);
+void kb_plog_set_append_hook(kb_broker *b, kb_append_hook *hook, void *arg);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * kb_topics: the topic registry: names, topic ids, partition counts and
+ * topic-level configs, persisted in the first log dir.
+ *
+ * Job: create, find, alter and delete topics with Kafka's rules and error
+ * codes, and keep the registry on disk so topics survive a restart.
+ *
+ * On disk (first entry of log.dirs):
+ *   meta.properties          Kafka's format: cluster.id, node.id, version=1
+ *   runnel-topics.properties one `topic <name> <id hex> <partitions>` line per
+ *                            topic, each followed by `config <name> <key>=<value>`
+ *                            lines (values %-escaped); replaced atomically
+ *   <topic>-<n>/             one directory per partition, with Kafka's
+ *                            partition.metadata (version, topic_id)
+ *
+ * Invariants:
+ *   1. Topic names are unique, valid by Kafka's rules, and no two differ
+ *      only by '.' versus '_'.
+ *   2. Topic ids are unique, non-zero, and never change for a topic.
+ *   3. The registry file is written (temp, fsync, rename, dir fsync) before a
+ *      create, alter or delete is acknowledged.
+ *
+ * Ownership: the registry owns every kb_topic; a kb_topic pointer stays
+ * valid until that topic is deleted or the registry closed.
+ * Threading: loop thread only.
+ * Errors: Kafka codes (INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS,
+ * INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG,
+ * UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR) with a message.
+ */
+#ifndef KB_TOPICS_H
+#define KB_TOPICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kb_cfgops.h"
+#include "kb_config.h"
+#include "kb_file.h"
+#include "kb_msgbuf.h"
+#include "kb_uuid.h"
+#include "kp_types.h"
+
+#define KB_TOPIC_NAME_MAX 249
+#define KB_TOPIC_MAX_PARTITIONS 100000
+
+struct ks_log;
+struct kb_pidstate;
+
+typedef struct kb_partition {
+    int32_t index;
+    int32_t leader_epoch;
+    struct ks_log *log;         /* opened on first use by kb_plog; NULL until then */
+    struct kb_pidstate *pids;   /* idempotent producers; set with log */
+} kb_partition;
+
+typedef struct kb_topic {
+    char *name;
+    kp_uuid id;
+    int32_t npartitions;
+    kb_partition *partitions;
+    size_t nconfigs;
+    kb_topic_config *configs; /* explicitly set keys only, sorted by key */
+    bool internal;            /* __consumer_offsets, __transaction_state */
+    const struct kb_dynconf *dyn; /* dynamic broker defaults (the registry's; may be NULL) */
+} kb_topic;
+
+typedef struct kb_topics kb_topics;
+
+kp_err kb_topics_open(const kb_config *cfg, kb_topics **out, char *err, size_t errlen);
+void kb_topics_close(kb_topics *ts);
+
+/* The cluster id (22 characters, base64url) from meta.properties. */
+const char *kb_topics_cluster_id(const kb_topics *ts);
+
+kb_topic *kb_topics_find(const kb_topics *ts, kp_str name);
+kb_topic *kb_topics_find_id(const kb_topics *ts, const kp_uuid *id);
+size_t kb_topics_count(const kb_topics *ts);
+/* The i-th topic, in creation order; stable until a create or delete. */
+kb_topic *kb_topics_at(const kb_topics *ts, size_t i);
+
+/* Kafka's topic name rule (Topic.validate). */
+kp_err kb_topics_check_name(kp_str name, kb_msgbuf *msg);
+
+/* Creates a topic (or only validates it). partitions >= 1. */
+kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
+                        const kb_topic_config *configs, size_t nconfigs, bool validate_only,
+                        kb_topic **out, kb_msgbuf *msg);
+kp_err kb_topics_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg);
+/* Grows a topic to total partitions (or only validates it). */
+kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool validate_only,
+                                kb_msgbuf *msg);
+
+/* Points every topic, present and future, at the dynamic broker configs
+ * (kb_dynconf.h) so kb_tconf resolves their defaults through them. */
+void kb_topics_set_dynconf(kb_topics *ts, const struct kb_dynconf *dyn);
+
+/* Replaces every explicitly set config of t with configs[0..n) (keys unique;
+ * copied), persisting the registry before returning; on failure t keeps its
+ * old configs. Values are not checked here (kb_tconf_check does that). */
+kp_err kb_topics_set_configs(kb_topics *ts, kb_topic *t, const kb_topic_config *configs,
+                             size_t n, kb_msgbuf *msg);
+
+/* An explicitly set topic config, or NULL. */
+const char *kb_topic_config_get(const kb_topic *t, const char *key);
+
+#endif
