@@ -40,17 +40,4 @@ const char *kb_admin_cstr(kb_req *req, kp_str s);
  * dynamic broker config changed). */
 void kb_admin_configs_changed(kb_broker *b);
 
-/*
- * Client quota enforcement for Produce (kind PRODUCE, request bytes) and
- * Fetch (kind FETCH, response bytes): records bytes against the quota that
- * applies to the connection's user and client id, writes the throttle time
- * into *throttle_time_ms, and when throttled delays the response by that
- * time (the request stays in flight, so the connection reads nothing
- * meanwhile, as Kafka mutes the channel). ret is what the handler would
- * return; the result is ret, or KB_PARKED when the response was delayed
- * (only a ret of KP_ERR_NONE with a response to send is ever delayed).
- */
-kp_err kb_quota_throttle(kb_req *req, kb_quota_kind kind, int64_t bytes, int32_t *throttle_time_ms,
-                         kp_err ret);
-
 #endif

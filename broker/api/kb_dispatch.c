@@ -9,7 +9,7 @@
 
 typedef kp_err handler_fn(kb_req *req, const void *rq, void *rs);
 
-#define X(key, name, top)                                                \
+#define X(key, name, top, quota, auth)                                    \
     static kp_err name##_any(kb_req *req, const void *rq, void *rs)      \
     {                                                                    \
         return kb_h_##name(req, rq, rs);                                 \
@@ -20,8 +20,11 @@ typedef kp_err handler_fn(kb_req *req, const void *rq, void *rs);
 static const struct {
     handler_fn *fn;
     int16_t top;
+    kb_req_quota quota;
+    kb_req_auth auth;
 } handlers[KP_API_KEY_MAX + 1] = {
-#define X(key, name, top) [KP_API_##key] = {name##_any, top},
+#define X(key, name, top, quota, auth) \
+    [KP_API_##key] = {name##_any, top, KB_REQ_QUOTA_##quota, KB_REQ_##auth},
 #include "kb_dispatch.def"
 #undef X
 };
@@ -73,62 +76,6 @@ bool kb_dispatch_versions(int key, int16_t *min_version, int16_t *max_version)
     return true;
 }
 
-static bool is_flexible(const kp_api_info *api, int16_t version)
-{
-    return api->first_flexible >= 0 && version >= api->first_flexible;
-}
-
-/* Frames w's bytes as a kb_out, taking its buffer and chunks. */
-static kb_out *out_from_writer(kp_writer *w)
-{
-    kb_out *o = calloc(1, sizeof(*o));
-    if (o == NULL)
-        return NULL;
-    kp_writer_patch_i32(w, 0, (int32_t)(w->total - 4));
-    o->mem_len = w->len;
-    o->total = w->total;
-    o->mem = kp_writer_steal(w);
-    o->chunks = w->chunks;
-    o->nchunks = w->nchunks;
-    w->chunks = NULL;
-    w->nchunks = 0;
-    return o;
-}
-
-static void send_encoded(kb_conn *c, kp_writer *w, void (*release)(void *), void *arg)
-{
-    kb_out *o = w->err == KP_ERR_NONE ? out_from_writer(w) : NULL;
-    if (o == NULL) {
-        if (release != NULL)
-            release(arg);
-        kb_conn_close(c, "out of memory encoding a response");
-        return;
-    }
-    o->release = release;
-    o->release_arg = arg;
-    kb_conn_send(c, o);
-}
-
-void kb_req_finish(kb_req *req)
-{
-    kb_conn *c = req->conn;
-    if (!req->no_response && !c->closing) {
-        kp_writer w;
-        kp_writer_init(&w, 512);
-        kp_write_i32(&w, 0); /* size, patched */
-        kp_write_i32(&w, req->correlation_id);
-        /* ApiVersions answers with header v0 at every version (KIP-511). */
-        if (req->api_key != KP_API_API_VERSIONS && is_flexible(req->api, req->api_version))
-            kp_write_uvarint(&w, 0);
-        req->api->response.encode(&w, req->response, req->api_version);
-        send_encoded(c, &w, req->release, req->release_arg);
-        kp_writer_fini(&w);
-    } else if (req->release != NULL) {
-        req->release(req->release_arg);
-    }
-    kb_conn_request_done(c);
-}
-
 /* KIP-511: a too-new ApiVersions gets a v0 body with UNSUPPORTED_VERSION and
  * the ranges, so the client can retry with a version both sides know. */
 static void answer_unsupported_api_versions(kb_conn *c, int32_t correlation_id)
@@ -153,9 +100,15 @@ static void answer_unsupported_api_versions(kb_conn *c, int32_t correlation_id)
     kp_write_i32(&w, 0);
     kp_write_i32(&w, correlation_id);
     kp_api_versions_resp_encode(&w, &rs, 0);
-    send_encoded(c, &w, NULL, NULL);
+    kb_req_send_encoded(c, &w, NULL, NULL);
     kp_writer_fini(&w);
     kp_arena_fini(&a);
+}
+
+/* Not a SASL listener, or its exchange completed. */
+static bool authenticated(kb_sasl_phase phase)
+{
+    return phase == KB_SASL_OFF || phase == KB_SASL_DONE;
 }
 
 static void reject(kb_conn *c, const char *why, int16_t key, int16_t version)
@@ -182,24 +135,27 @@ void kb_dispatch(kb_conn *c, const uint8_t *frame, size_t len)
     int16_t version = kp_read_i16(&r);
     if (r.err != KP_ERR_NONE)
         return reject(c, "frame too short for a request header", -1, -1);
-    if (!kb_sasl_allows(c->sasl_phase, key))
-        return reject(c, "request not allowed before SASL authentication", key, version);
     const kp_api_info *api = kp_api_lookup(key);
     int16_t lo, hi;
-    if (api == NULL || !kb_dispatch_versions(key, &lo, &hi))
+    bool known = api != NULL && kb_dispatch_versions(key, &lo, &hi);
+    if (!kb_sasl_allows(c->sasl_phase, key) ||
+        (!authenticated(c->sasl_phase) && (!known || handlers[key].auth != KB_REQ_PRE_AUTH)))
+        return reject(c, "request not allowed before SASL authentication", key, version);
+    if (!known)
         return reject(c, "unsupported api key", key, version);
     r = kp_reader_make(frame, len);
     kp_request_header hdr;
-    int16_t header_version = is_flexible(api, version) ? 2 : 1;
+    int16_t header_version = kb_req_flexible(api, version) ? 2 : 1;
     if (kp_request_header_decode(&r, &req->arena, &hdr, header_version) != KP_ERR_NONE)
         return reject(c, "malformed request header", key, version);
     if (key == KP_API_API_VERSIONS && version > hi) {
         answer_unsupported_api_versions(c, hdr.correlation_id);
-        return kb_conn_request_done(c);
+        return kb_conn_request_done(c, 0);
     }
     if (version < lo || version > hi)
         return reject(c, "unsupported api version", key, version);
 
+    kb_req_begin(req, handlers[key].quota);
     req->api = api;
     req->api_key = key;
     req->api_version = version;

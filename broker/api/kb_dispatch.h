@@ -5,9 +5,11 @@
  * a too-new ApiVersions with the KIP-511 v0 error response, close the
  * connection on anything Kafka would close it for (an unknown API key, an
  * unsupported version, a body that does not parse), and call the handler
- * named in kb_dispatch.def. On a SASL listener, before authentication
- * completes, only the requests kb_sasl_allows() lets through are decoded;
- * anything else closes the connection, as Kafka's authenticator does.
+ * named in kb_dispatch.def, with the request's pipeline policy (its quota
+ * kind) from the same line. On a SASL listener, before authentication
+ * completes, only APIs marked PRE_AUTH there, in the order kb_sasl_allows()
+ * lets them through, are decoded; anything else closes the connection, as
+ * Kafka's authenticator does.
  *
  * Invariants:
  *   1. Only APIs listed in kb_dispatch.def are advertised or served, at
@@ -32,7 +34,7 @@
 /* Declares every handler: kp_err kb_h_<name>(kb_req *, const kp_<name>_req *,
  * kp_<name>_resp *). A handler fills the response (pre-set to defaults) and
  * returns KP_ERR_NONE, or KB_PARKED to answer later. */
-#define X(key, name, top) \
+#define X(key, name, top, quota, auth) \
     kp_err kb_h_##name(kb_req *req, const kp_##name##_req *rq, kp_##name##_resp *rs);
 #include "kb_dispatch.def"
 #undef X

@@ -210,8 +210,10 @@ static void finish_parked(fetch_state *st)
     kb_req *req = st->req;
     unpark(req->broker, st);
     bool errors;
-    if (fetch_fill(req, req->request, req->response, st, &errors) < 0)
+    int64_t bytes = fetch_fill(req, req->request, req->response, st, &errors);
+    if (bytes < 0)
         ((kp_fetch_resp *)req->response)->error_code = KP_ERR_UNKNOWN_SERVER_ERROR;
+    req->quota_bytes = bytes > 0 ? bytes : 0; /* the pipeline's quota counts these */
     req->on_cancel = NULL;
     req->release = state_free;
     req->release_arg = st;
@@ -313,7 +315,8 @@ kp_err kb_h_fetch(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs)
     if (bytes >= rq->min_bytes || rq->max_wait_ms <= 0 || errors || n == 0) {
         req->release = state_free;
         req->release_arg = st;
-        return kb_quota_throttle(req, KB_QUOTA_FETCH, bytes, &rs->throttle_time_ms, KP_ERR_NONE);
+        req->quota_bytes = bytes;
+        return KP_ERR_NONE;
     }
     release_slices(st);
     st->parked = true;

@@ -197,15 +197,6 @@ static void join_done(kb_gwaiter *w, const kb_group *g, const kb_group_join_resu
     gwait_answered(gw);
 }
 
-kp_str kb_req_client_host(kb_req *req)
-{
-    const char *peer = req->conn->peer;
-    const char *colon = strrchr(peer, ':');
-    int len = colon != NULL ? (int)(colon - peer) : (int)strlen(peer);
-    char *s = kp_arena_printf(&req->arena, "/%.*s", len, peer);
-    return s != NULL ? kp_str_from(s) : KP_STR_LIT("");
-}
-
 static void sync_done(kb_gwaiter *w, const kb_group *g, kp_err err, kp_slice assignment);
 
 /* Checks the group id and the coordinator (a Kafka error code), then makes

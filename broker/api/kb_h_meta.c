@@ -12,13 +12,6 @@
 #include "kb_topics.h"
 
 
-kp_str kb_req_str(kb_req *req, const char *s)
-{
-    size_t len = strlen(s);
-    char *p = kp_arena_strdup(&req->arena, s, len);
-    return p != NULL ? (kp_str){p, (int32_t)len} : (kp_str){"", 0};
-}
-
 /* Client software names and versions must match Kafka's pattern. */
 static bool software_string_ok(kp_str s)
 {

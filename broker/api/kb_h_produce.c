@@ -551,6 +551,7 @@ kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
     produce_state *st = state_new(req, rq, rs);
     if (st == NULL)
         return KP_ERR__NOMEM;
+    req->quota_bytes = produce_request_bytes(rq); /* the pipeline's quota counts these */
     if (compressed_bytes(st) >= KB_OFFLOAD_MIN_BYTES) {
         if (!copy_records(st)) {
             state_free(st);
@@ -564,6 +565,5 @@ kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
         }
     }
     validate_all(st);
-    return kb_quota_throttle(req, KB_QUOTA_PRODUCE, produce_request_bytes(rq),
-                             &rs->throttle_time_ms, produce_commit(req, st));
+    return produce_commit(req, st);
 }

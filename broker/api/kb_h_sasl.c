@@ -162,7 +162,7 @@ void kb_h_sasl_raw(kb_conn *c, const uint8_t *token, size_t len)
     if (r == KB_AUTH_SUCCESS)
         authenticated(c);
     kb_conn_send(c, o);
-    kb_conn_request_done(c);
+    kb_conn_request_done(c, 0);
 }
 
 /* ---- DescribeUserScramCredentials --------------------------------------------- */

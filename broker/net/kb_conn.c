@@ -32,6 +32,52 @@ static void conn_read(kb_conn *c);
 static void conn_kick(kb_loop *loop, void *arg);
 static void conn_unmute(kb_loop *loop, void *arg);
 
+/* ---- state ------------------------------------------------------------ */
+
+static bool transition_allowed(kb_conn_state from, kb_conn_state to)
+{
+    switch (to) {
+    case KB_CONN_HANDSHAKING:
+        return from == KB_CONN_READING;
+    case KB_CONN_READING:
+        return from == KB_CONN_HANDSHAKING || from == KB_CONN_PROCESSING ||
+               from == KB_CONN_MUTED;
+    case KB_CONN_PROCESSING:
+        return from == KB_CONN_READING;
+    case KB_CONN_MUTED:
+        return from == KB_CONN_PROCESSING;
+    case KB_CONN_DRAINING:
+        return from == KB_CONN_READING || from == KB_CONN_PROCESSING || from == KB_CONN_MUTED;
+    case KB_CONN_CLOSED:
+        return from != KB_CONN_CLOSED;
+    }
+    return false;
+}
+
+bool kb_conn_in_flight(const kb_conn *c)
+{
+    return c->req.conn != NULL;
+}
+
+bool kb_conn_is_closing(const kb_conn *c)
+{
+    return c->state == KB_CONN_CLOSED;
+}
+
+/* The one place a connection changes state (kb_conn.h, States). */
+static void conn_set_state(kb_conn *c, kb_conn_state to)
+{
+    KB_DCHECK(transition_allowed(c->state, to));
+    c->state = to;
+    /* Invariant 2: a request is in flight in PROCESSING, never while reading. */
+    KB_DCHECK(to != KB_CONN_PROCESSING || kb_conn_in_flight(c));
+    KB_DCHECK((to != KB_CONN_READING && to != KB_CONN_MUTED && to != KB_CONN_HANDSHAKING) ||
+              !kb_conn_in_flight(c));
+    /* Invariant 6: muted exactly while the mute timer runs. */
+    KB_DCHECK(to == KB_CONN_CLOSED || to == KB_CONN_DRAINING ||
+              (to == KB_CONN_MUTED) == kb_timer_armed(&c->mute_timer));
+}
+
 kb_conn *kb_conn_new(kb_server *srv, kb_broker *b, int fd, const kb_listener *l,
                      const char *peer)
 {
@@ -69,7 +115,7 @@ static void out_free(kb_out *o)
 
 void kb_conn_free(kb_conn *c)
 {
-    if (c->in_flight)
+    if (kb_conn_in_flight(c))
         kp_arena_fini(&c->req.arena);
     while (c->out_head != NULL) {
         kb_out *o = c->out_head;
@@ -89,9 +135,9 @@ void kb_conn_free(kb_conn *c)
 
 void kb_conn_close(kb_conn *c, const char *reason)
 {
-    if (c->closing)
+    if (c->state == KB_CONN_CLOSED)
         return;
-    c->closing = true;
+    conn_set_state(c, KB_CONN_CLOSED);
     KB_LOG(KB_LL_DEBUG, KB_SUB_NET,
            "msg=\"connection closed\" conn=%llu peer=%s reason=\"%s\" file_bytes_sendfile=%llu "
            "file_bytes_ktls=%llu file_bytes_copied=%llu",
@@ -100,7 +146,7 @@ void kb_conn_close(kb_conn *c, const char *reason)
     kb_loop_del_fd(c->broker->loop, c->fd);
     kb_timer_disarm(c->broker->loop, &c->tls_kick);
     kb_timer_disarm(c->broker->loop, &c->mute_timer);
-    if (c->in_flight && c->req.on_cancel != NULL) {
+    if (kb_conn_in_flight(c) && c->req.on_cancel != NULL) {
         kb_req_cancel_cb *cancel = c->req.on_cancel;
         c->req.on_cancel = NULL;
         cancel(&c->req);
@@ -113,7 +159,7 @@ kp_err kb_conn_start_tls(kb_conn *c, kb_tls_ctx *ctx)
     c->tls = kb_tls_new(ctx, c->fd);
     if (c->tls == NULL)
         return KP_ERR__NOMEM;
-    c->tls_handshaking = true;
+    conn_set_state(c, KB_CONN_HANDSHAKING);
     return KP_ERR_NONE;
 }
 
@@ -130,7 +176,7 @@ static bool backlog_full(const kb_conn *c)
 
 static bool conn_wants_read(const kb_conn *c)
 {
-    return !c->in_flight && !c->close_after_send && !c->muted && !backlog_full(c);
+    return c->state == KB_CONN_READING && !backlog_full(c);
 }
 
 /* Reading runs while no request is in flight and the backlog is small;
@@ -138,10 +184,10 @@ static bool conn_wants_read(const kb_conn *c)
  * handshake waits for whichever direction OpenSSL asked for. */
 static void conn_update_events(kb_conn *c)
 {
-    if (c->closing)
+    if (c->state == KB_CONN_CLOSED)
         return;
     unsigned ev = 0;
-    if (c->tls_handshaking) {
+    if (c->state == KB_CONN_HANDSHAKING) {
         ev = c->tls_hs_want_write ? KB_EV_WRITE : KB_EV_READ;
     } else {
         if (conn_wants_read(c) || c->tls_write_on_read)
@@ -160,7 +206,7 @@ static void conn_kick(kb_loop *loop, void *arg)
 {
     (void)loop;
     kb_conn *c = arg;
-    if (!c->closing && conn_wants_read(c))
+    if (c->state != KB_CONN_CLOSED && conn_wants_read(c))
         conn_read(c);
 }
 
@@ -228,7 +274,7 @@ static void conn_handshake(kb_conn *c)
         kb_conn_close(c, "TLS handshake failed");
         return;
     }
-    c->tls_handshaking = false;
+    conn_set_state(c, KB_CONN_READING);
     kb_tls_principal(c->tls, c->principal, sizeof(c->principal));
     char desc[128];
     kb_tls_describe(c->tls, desc, sizeof(desc));
@@ -326,7 +372,7 @@ static int out_write(kb_conn *c, kb_out *o)
 
 static void conn_flush(kb_conn *c)
 {
-    while (c->out_head != NULL && !c->closing) {
+    while (c->out_head != NULL && c->state != KB_CONN_CLOSED) {
         kb_out *o = c->out_head;
         int rc = out_write(c, o);
         if (rc < 0) {
@@ -352,12 +398,12 @@ static void conn_flush(kb_conn *c)
         c->copy_buf = NULL;
         c->copy_len = c->copy_off = 0;
     }
-    if (c->close_after_send && c->out_head == NULL && !c->closing) {
+    if (c->state == KB_CONN_DRAINING && c->out_head == NULL) {
         kb_conn_close(c, "closed after the last response");
         return;
     }
     /* The backlog drained: frames held back by it can go now. */
-    if (!c->dispatching && !c->in_flight && c->rlen >= 4) {
+    if (!c->dispatching && c->state == KB_CONN_READING && c->rlen >= 4) {
         conn_process(c);
         return;
     }
@@ -366,16 +412,17 @@ static void conn_flush(kb_conn *c)
 
 void kb_conn_close_after_send(kb_conn *c, const char *reason)
 {
-    if (c->close_after_send || c->closing)
+    if (c->state == KB_CONN_DRAINING || c->state == KB_CONN_CLOSED)
         return;
     KB_LOG(KB_LL_DEBUG, KB_SUB_NET, "msg=\"closing after the last response\" conn=%llu reason=\"%s\"",
            (unsigned long long)c->id, reason);
-    c->close_after_send = true;
+    kb_timer_disarm(c->broker->loop, &c->mute_timer);
+    conn_set_state(c, KB_CONN_DRAINING);
 }
 
 void kb_conn_send(kb_conn *c, kb_out *out)
 {
-    if (c->closing) {
+    if (c->state == KB_CONN_CLOSED) {
         out_free(out);
         return;
     }
@@ -409,36 +456,34 @@ static bool conn_reserve(kb_conn *c, size_t need)
     return true;
 }
 
-void kb_conn_request_done(kb_conn *c)
+void kb_conn_request_done(kb_conn *c, int64_t mute_ms)
 {
+    KB_DCHECK(kb_conn_in_flight(c));
     size_t used = 4 + (size_t)frame_size(c->rbuf);
     kp_arena_fini(&c->req.arena);
     memset(&c->req, 0, sizeof(c->req));
-    c->in_flight = false;
     memmove(c->rbuf, c->rbuf + used, c->rlen - used);
     c->rlen -= used;
+    if (c->state != KB_CONN_PROCESSING)
+        return; /* DRAINING or CLOSED: no further request */
+    if (mute_ms > 0 && kb_timer_arm(c->broker->loop, &c->mute_timer, mute_ms) == KP_ERR_NONE)
+        conn_set_state(c, KB_CONN_MUTED);
+    else
+        conn_set_state(c, KB_CONN_READING);
     /* Inside the dispatch, conn_process's own loop picks up the next frame. */
-    if (c->closing || c->dispatching)
+    if (c->dispatching)
         return;
     conn_process(c);
-    conn_update_events(c);
-}
-
-void kb_conn_mute(kb_conn *c, int64_t ms)
-{
-    if (c->closing || kb_timer_arm(c->broker->loop, &c->mute_timer, ms) != KP_ERR_NONE)
-        return;
-    c->muted = true;
-    conn_update_events(c);
 }
 
 static void conn_unmute(kb_loop *loop, void *arg)
 {
     (void)loop;
     kb_conn *c = arg;
-    c->muted = false;
-    if (!c->closing && !c->in_flight)
-        conn_process(c); /* ends by re-arming reading */
+    if (c->state != KB_CONN_MUTED)
+        return;
+    conn_set_state(c, KB_CONN_READING);
+    conn_process(c); /* ends by re-arming reading */
 }
 
 /* Dispatches every whole frame at the front of the buffer, one at a time. */
@@ -446,8 +491,7 @@ static void conn_process(kb_conn *c)
 {
     /* Frames already buffered wait while the output backlog is large, so a
      * client that pipelines requests and never reads cannot grow it further. */
-    while (!c->in_flight && !c->closing && !c->close_after_send && !c->muted && c->rlen >= 4 &&
-           !backlog_full(c)) {
+    while (c->state == KB_CONN_READING && c->rlen >= 4 && !backlog_full(c)) {
         int32_t size = frame_size(c->rbuf);
         int32_t max = kb_sasl_frame_limit(c->sasl_cfg, c->sasl_phase,
                                           c->broker->cfg->socket_request_max_bytes);
@@ -467,7 +511,8 @@ static void conn_process(kb_conn *c)
             }
             break;
         }
-        c->in_flight = true;
+        c->req.conn = c; /* in flight; kb_dispatch fills the rest */
+        conn_set_state(c, KB_CONN_PROCESSING);
         c->dispatching = true;
         c->broker->dispatch(c, c->rbuf + 4, (size_t)size);
         c->dispatching = false;
@@ -509,16 +554,16 @@ static void conn_on_event(kb_loop *loop, int fd, unsigned events, void *arg)
     (void)loop;
     (void)fd;
     kb_conn *c = arg;
-    if (c->tls_handshaking) {
+    if (c->state == KB_CONN_HANDSHAKING) {
         conn_handshake(c);
         return;
     }
-    if (!c->closing && (events & KB_EV_WRITE) && c->tls_read_on_write && conn_wants_read(c))
+    if (c->state != KB_CONN_CLOSED && (events & KB_EV_WRITE) && c->tls_read_on_write && conn_wants_read(c))
         conn_read(c);
-    if (!c->closing && ((events & KB_EV_WRITE) || c->tls_write_on_read)) {
+    if (c->state != KB_CONN_CLOSED && ((events & KB_EV_WRITE) || c->tls_write_on_read)) {
         c->tls_write_on_read = false;
         conn_flush(c);
     }
-    if (!c->closing && (events & KB_EV_READ) && conn_wants_read(c))
+    if (c->state != KB_CONN_CLOSED && (events & KB_EV_READ) && conn_wants_read(c))
         conn_read(c);
 }

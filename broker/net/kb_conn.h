@@ -10,15 +10,32 @@
  * pieces with SSL_write and file ranges with SSL_sendfile where the kernel
  * encrypts (kTLS) or pread + SSL_write otherwise.
  *
- * States: READING (waiting for a whole frame) -> PROCESSING (a request in
- * flight; reading paused, as Kafka mutes the channel) -> READING, and
- * CLOSING from anywhere. Output is written whenever the socket accepts it.
+ * States (kb_conn_state; every change goes through one transition function
+ * that checks it is one of these arrows and asserts the invariants below):
+ *
+ *   READING     -> HANDSHAKING                 (a TLS listener, at accept)
+ *   HANDSHAKING -> READING                     (TLS handshake done)
+ *   READING     -> PROCESSING                  (a whole frame dispatched)
+ *   PROCESSING  -> READING | MUTED             (request done; MUTED when
+ *                                               throttled, KIP-219)
+ *   MUTED       -> READING                     (the throttle time passed)
+ *   READING | PROCESSING | MUTED -> DRAINING   (close once output is sent;
+ *                                               a request in flight still
+ *                                               finishes and is answered)
+ *   any but CLOSED -> CLOSED                   (freed after the event batch)
+ *
+ * Output is written whenever the socket accepts it, in every state but
+ * HANDSHAKING and CLOSED. The transport's wait flags (write_blocked, the
+ * tls_* wants) say which socket event the transport needs next; they are
+ * not connection states.
  *
  * Invariants:
  *   1. A frame is accepted only if 0 < size <= socket.request.max.bytes;
  *      otherwise the connection closes before anything is allocated for it.
  *   2. At most one request is in flight; the frame it borrows is not moved
- *      until kb_conn_request_done().
+ *      until kb_conn_request_done(). A request is in flight (req.conn set)
+ *      in PROCESSING always, in READING, MUTED and HANDSHAKING never.
+ *   6. MUTED holds exactly while mute_timer is armed (unless CLOSED).
  *   3. A closing connection is freed after the current event batch, never
  *      inside its own callback; its fd is closed at the same moment.
  *   4. No request is read before the TLS handshake completes; decrypted
@@ -49,6 +66,15 @@ typedef struct kb_listener kb_listener;
 typedef struct kb_tls kb_tls;
 typedef struct kb_tls_ctx kb_tls_ctx;
 
+typedef enum kb_conn_state {
+    KB_CONN_READING = 0, /* waiting for a whole frame */
+    KB_CONN_HANDSHAKING, /* TLS handshake; no request read yet */
+    KB_CONN_PROCESSING,  /* a request in flight; reading paused */
+    KB_CONN_MUTED,       /* quota throttle: no request read until the timer */
+    KB_CONN_DRAINING,    /* closes once the queued responses are written */
+    KB_CONN_CLOSED,      /* retired: no more I/O; freed after the batch */
+} kb_conn_state;
+
 /* A finished response: memory bytes with file ranges spliced in. */
 typedef struct kb_out {
     struct kb_out *next;
@@ -78,8 +104,8 @@ struct kb_conn {
     uint8_t *rbuf;
     size_t rlen;
     size_t rcap;
-    bool in_flight;
-    kb_req req;
+    kb_conn_state state; /* changed by conn_set_state() only */
+    kb_req req;          /* in flight while req.conn is set */
     /* send side */
     kb_out *out_head;
     kb_out *out_tail;
@@ -102,17 +128,13 @@ struct kb_conn {
     int64_t last_active_ms;
     bool write_blocked; /* the socket refused bytes; EPOLLOUT is armed */
     bool dispatching;   /* inside kb_dispatch for the frame at the front */
-    bool closing;
-    bool close_after_send; /* close once the output queue drains */
     /* TLS: NULL on PLAINTEXT and SASL_PLAINTEXT listeners */
     kb_tls *tls;
-    bool tls_handshaking;
     bool tls_hs_want_write; /* the handshake waits for a writable socket */
     bool tls_read_on_write; /* SSL_read needs the socket writable first */
     bool tls_write_on_read; /* SSL_write needs the socket readable first */
     kb_timer tls_kick;      /* reads what OpenSSL already decrypted */
-    kb_timer mute_timer;    /* ends a quota mute */
-    bool muted;             /* quota throttling: no new request until the timer */
+    kb_timer mute_timer;    /* ends a quota mute (state MUTED) */
     /* authentication */
     const kb_sasl_listener *sasl_cfg; /* NULL unless a SASL listener */
     kb_sasl_phase sasl_phase;
@@ -135,10 +157,13 @@ void kb_conn_close(kb_conn *c, const char *reason);
 void kb_conn_free(kb_conn *c);
 /* Queues an encoded response (takes ownership) and tries to write it. */
 void kb_conn_send(kb_conn *c, kb_out *out);
-/* Quota throttling (KIP-219): processes no further request for ms
- * milliseconds; the response already queued goes out meanwhile. */
-void kb_conn_mute(kb_conn *c, int64_t ms);
-/* Ends the request in flight and resumes reading. */
-void kb_conn_request_done(kb_conn *c);
+/* Ends the request in flight and resumes reading; with mute_ms > 0 (quota
+ * throttling, KIP-219) reads no further request for that long, the
+ * responses already queued going out meanwhile. */
+void kb_conn_request_done(kb_conn *c, int64_t mute_ms);
+/* The connection was closed (kb_conn_close); it does no more I/O. */
+bool kb_conn_is_closing(const kb_conn *c);
+/* A request is in flight (dispatched, not yet done). */
+bool kb_conn_in_flight(const kb_conn *c);
 
 #endif

@@ -190,7 +190,7 @@ static void on_idle_sweep(kb_loop *loop, void *arg)
     kb_conn *c = srv->live;
     while (c != NULL) {
         kb_conn *next = c->next;
-        if (idle_ms >= 0 && !c->in_flight && c->out_head == NULL &&
+        if (idle_ms >= 0 && !kb_conn_in_flight(c) && c->out_head == NULL &&
             now - c->last_active_ms > idle_ms)
             kb_conn_close(c, "idle");
         c = next;
