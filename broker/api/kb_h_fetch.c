@@ -29,6 +29,8 @@ typedef struct fetch_state {
     kb_timer timer;
     ks_log_slice *slices;
     int32_t nslices;
+    int64_t max_bytes; /* the request's, capped by its quota window */
+    int64_t min_bytes; /* the request's, at most max_bytes */
     bool parked;
 } fetch_state;
 
@@ -101,7 +103,7 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
     }
     out->records = (kp_records){(const uint8_t *)"", 0, NULL};
     int64_t limit = fp->partition_max_bytes < *budget ? fp->partition_max_bytes : *budget;
-    bool first_data = *budget == rq->max_bytes;
+    bool first_data = *budget == st->max_bytes;
     if (limit <= 0 && !first_data)
         return;
     ks_log_slice s;
@@ -143,7 +145,7 @@ static int64_t fetch_fill(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs
                           bool *errors)
 {
     release_slices(st);
-    int64_t budget = rq->max_bytes;
+    int64_t budget = st->max_bytes;
     *errors = false;
     if (!KB_ARRAY_ALLOC(req, rs->responses, rq->topics.n))
         return -1;
@@ -176,7 +178,7 @@ static int64_t fetch_fill(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs
             *errors |= out->error_code != KP_ERR_NONE;
         }
     }
-    return rq->max_bytes - budget;
+    return st->max_bytes - budget;
 }
 
 /* ---- parking ------------------------------------------------------------ */
@@ -270,8 +272,7 @@ static void on_append(void *arg, kb_topic *t, int32_t partition)
     while (st != NULL) {
         fetch_state *next = st->next;
         kb_req *req = st->req;
-        const kp_fetch_req *rq = req->request;
-        if (wants_partition(req, t, partition) && bytes_available(req, st) >= rq->min_bytes)
+        if (wants_partition(req, t, partition) && bytes_available(req, st) >= st->min_bytes)
             finish_parked(st);
         st = next;
     }
@@ -306,13 +307,17 @@ kp_err kb_h_fetch(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs)
         return KP_ERR__NOMEM;
     }
     st->req = req;
+    /* Kafka caps a fetch by what its quota allows in one window. */
+    int64_t window = kb_req_quota_window_bytes(req);
+    st->max_bytes = rq->max_bytes < window ? rq->max_bytes : window;
+    st->min_bytes = rq->min_bytes < st->max_bytes ? rq->min_bytes : st->max_bytes;
     bool errors;
     int64_t bytes = fetch_fill(req, rq, rs, st, &errors);
     if (bytes < 0) {
         state_free(st);
         return KP_ERR__NOMEM;
     }
-    if (bytes >= rq->min_bytes || rq->max_wait_ms <= 0 || errors || n == 0) {
+    if (bytes >= st->min_bytes || rq->max_wait_ms <= 0 || errors || n == 0) {
         req->release = state_free;
         req->release_arg = st;
         req->quota_bytes = bytes;

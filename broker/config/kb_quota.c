@@ -489,6 +489,18 @@ static kb_rate *meter_for(kb_quotas *q, const char *key, int64_t now_ms)
     return &m[q->nmeters++].rate;
 }
 
+int64_t kb_quotas_window_bytes(const kb_quotas *q, kb_quota_kind kind, const char *user,
+                               const char *client_id)
+{
+    const char *key = kind == KB_QUOTA_PRODUCE ? "producer_byte_rate" : "consumer_byte_rate";
+    double quota;
+    bool by_user, by_client;
+    if (q == NULL || q->n == 0 || !resolve(q, key, user, client_id, &quota, &by_user, &by_client))
+        return INT64_MAX;
+    double bytes = quota * (double)(q->samples - 1) * (double)q->window_ms / 1000.0;
+    return bytes >= (double)INT64_MAX ? INT64_MAX : bytes < 1 ? 1 : (int64_t)bytes;
+}
+
 int64_t kb_quotas_record(kb_quotas *q, kb_quota_kind kind, const char *user,
                          const char *client_id, int64_t bytes, int64_t now_ms)
 {

@@ -114,4 +114,10 @@ typedef enum kb_quota_kind {
 int64_t kb_quotas_record(kb_quotas *q, kb_quota_kind kind, const char *user,
                          const char *client_id, int64_t bytes, int64_t now_ms);
 
+/* The most bytes one response may carry under the quota that applies, as
+ * Kafka's getMaxValueInQuotaWindow: quota x (samples - 1) x window;
+ * INT64_MAX when no quota applies. */
+int64_t kb_quotas_window_bytes(const kb_quotas *q, kb_quota_kind kind, const char *user,
+                               const char *client_id);
+
 #endif

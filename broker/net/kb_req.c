@@ -86,6 +86,26 @@ static int32_t *throttle_field(kb_req *req)
     }
 }
 
+/* The quota's user: the principal's name, "ANONYMOUS" until SASL says otherwise. */
+static const char *quota_user(const kb_req *req)
+{
+    const char *principal = req->conn->principal;
+    return strncmp(principal, "User:", 5) == 0 ? principal + 5 : principal;
+}
+
+static kb_quota_kind quota_kind(const kb_req *req)
+{
+    return req->quota == KB_REQ_QUOTA_PRODUCE ? KB_QUOTA_PRODUCE : KB_QUOTA_FETCH;
+}
+
+int64_t kb_req_quota_window_bytes(kb_req *req)
+{
+    if (req->quota != KB_REQ_QUOTA_PRODUCE && req->quota != KB_REQ_QUOTA_FETCH)
+        return INT64_MAX;
+    return kb_quotas_window_bytes(req->broker->quotas, quota_kind(req), quota_user(req),
+                                  kb_admin_cstr(req, req->client_id));
+}
+
 /* Records the request's bytes against its byte-rate quota; the throttle
  * time in ms (0 when none applies), also written into the response. */
 static int64_t quota_record(kb_req *req)
@@ -93,12 +113,8 @@ static int64_t quota_record(kb_req *req)
     int32_t *field = throttle_field(req);
     if (field == NULL)
         return 0;
-    kb_quota_kind kind = req->quota == KB_REQ_QUOTA_PRODUCE ? KB_QUOTA_PRODUCE : KB_QUOTA_FETCH;
-    const char *client = kb_admin_cstr(req, req->client_id);
-    /* The quota user is the principal's name: "ANONYMOUS" until SASL says otherwise. */
-    const char *principal = req->conn->principal;
-    const char *user = strncmp(principal, "User:", 5) == 0 ? principal + 5 : principal;
-    int64_t ms = kb_quotas_record(req->broker->quotas, kind, user, client, req->quota_bytes,
+    int64_t ms = kb_quotas_record(req->broker->quotas, quota_kind(req), quota_user(req),
+                                  kb_admin_cstr(req, req->client_id), req->quota_bytes,
                                   kb_loop_now_ms(req->broker->loop));
     if (ms <= 0)
         return 0;

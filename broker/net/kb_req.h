@@ -119,6 +119,10 @@ bool kb_req_flexible(const kp_api_info *api, int16_t version);
  * Closes c when out of memory. */
 void kb_req_send_encoded(kb_conn *c, kp_writer *w, void (*release)(void *), void *arg);
 
+/* The most bytes one response may carry under the request's byte-rate
+ * quota (Kafka caps a fetch's max bytes so); INT64_MAX when none applies. */
+int64_t kb_req_quota_window_bytes(kb_req *req);
+
 /* Sets the pipeline fields of a request about to be dispatched. */
 void kb_req_begin(kb_req *req, kb_req_quota quota);
 
