@@ -8,7 +8,8 @@ responses are delayed) and with confluent-kafka (the newest versions: the
 response goes out at once and the connection is muted, KIP-219). Both
 measured against Runnel and Kafka (--target=kafka).
 
-Quota windows are 2 x 1 s (quota.window.num, quota.window.size.seconds), so
+The ceiling (1.2x) is what the defects broke: on main the gzip producer
+and the long-polling consumer got several times their quota. Quota windows are 2 x 1 s (quota.window.num, quota.window.size.seconds), so
 the burst a fresh quota allows (about one window's worth) weighs little
 against a 10 s measurement.
 """
@@ -29,6 +30,11 @@ BROKER_PROPS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
 
 RATE = 100_000  # bytes per second, per client id
 SECONDS = 10.0
+# A consumer's fetches are kept well below what one quota window allows
+# (100 KB): Kafka answers a fetch that would exceed its quota with no data
+# and forgets its bytes, so fetches of a whole window's worth would get
+# about half the rate there.
+FETCH_BYTES = 12_000
 ALTER_CLIENT_QUOTAS = 49
 
 
@@ -63,9 +69,7 @@ def set_quota(broker, client_id, key, value):
 def gzip_batch(nrecords=20, size=1024):
     """A gzip batch of random (incompressible) values: about nrecords*size bytes."""
     recs = [(None, os.urandom(size), ()) for _ in range(nrecords)]
-    batch = wire_data.build_batch(recs, int(time.time() * 1000), codec=1)
-    assert len(batch) >= 16 * 1024
-    return batch
+    return wire_data.build_batch(recs, int(time.time() * 1000), codec=1)
 
 
 def produce_v3(sock, corr, client_id, topic, batch):
@@ -81,11 +85,11 @@ def produce_v3(sock, corr, client_id, topic, batch):
     return err, r.take(">i")
 
 
-def fetch_v4(sock, corr, client_id, topic, offset, max_wait_ms):
+def fetch_v4(sock, corr, client_id, topic, offset, max_wait_ms, max_bytes=FETCH_BYTES):
     """One Fetch v4 of partition 0; returns (error_code, throttle_time_ms, records)."""
-    body = struct.pack(">iiiib", -1, max_wait_ms, 1, 1 << 20, 0)
+    body = struct.pack(">iiiib", -1, max_wait_ms, 1, max_bytes, 0)
     body += struct.pack(">i", 1) + _string(topic)
-    body += struct.pack(">i", 1) + struct.pack(">iqi", 0, offset, 1 << 20)
+    body += struct.pack(">i", 1) + struct.pack(">iqi", 0, offset, max_bytes)
     sock.sendall(wire.frame(wire.request_header(wire_data.FETCH, 4, corr,
                                                 client_id=client_id.encode()) + body))
     r = wire.Reader(wire.recv_frame(sock))
@@ -102,20 +106,33 @@ def fetch_v4(sock, corr, client_id, topic, offset, max_wait_ms):
             r.off += n
         return err, data
 
-    (_, ((err, data),)), = r.array(lambda r: (r.string(), r.array(part)))
+    topics = r.array(lambda r: (r.string(), r.array(part)))
+    if not topics:  # Kafka answers a throttled fetch with no data at all
+        return 0, throttle, b""
+    (_, ((err, data),)), = topics
     return err, throttle, data
 
 
-def assert_rate(what, nbytes, seconds):
+def assert_rate(what, nbytes, seconds, floor=0.8):
     rate = nbytes / seconds
     print("%s: %.0f B/s against %d over %.1f s" % (what, rate, RATE, seconds))
-    assert 0.8 * RATE <= rate <= 1.2 * RATE, "%s: %.0f B/s against a quota of %d" % (
+    assert floor * RATE <= rate <= 1.2 * RATE, "%s: %.0f B/s against a quota of %d" % (
         what, rate, RATE)
 
 
+def consumer_floor(target):
+    """Kafka answers a fetch that would exceed the quota with no data and
+    forgets its bytes (KafkaApis, getThrottledResponse); each such round trip
+    costs a long-polling consumer time, 14-22% of its quota in our runs
+    (Kafka 4.1: 78-86 KB/s of 100). Runnel answers with the data and then
+    throttles, as for every other fetch."""
+    return 0.7 if target == "kafka" else 0.8
+
+
 class Feeder(threading.Thread):
-    """Appends gzip batches to partition 0 at about 3x the quota, under a client id
-    without quota, until stopped: a consumer that keeps up long-polls."""
+    """Appends small gzip batches (5 KB) to partition 0 at about 3x the quota,
+    under a client id without quota, until stopped: a consumer that keeps up
+    long-polls."""
 
     def __init__(self, broker, topic):
         super().__init__(daemon=True)
@@ -126,7 +143,7 @@ class Feeder(threading.Thread):
     def run(self):
         try:
             with wire.connect(self.broker.host, self.broker.port) as s:
-                batch = gzip_batch()
+                batch = gzip_batch(nrecords=5)
                 corr = 1
                 while not self.stop.is_set():
                     err, _ = produce_v3(s, corr, "q-feeder", self.topic, batch)
@@ -139,7 +156,7 @@ class Feeder(threading.Thread):
 
 def log_end(broker, topic):
     with wire.connect(broker.host, broker.port) as s:
-        err, _, data = fetch_v4(s, 1, "q-probe", topic, 0, 0)
+        err, _, data = fetch_v4(s, 1, "q-probe", topic, 0, 0, max_bytes=64 << 20)
         assert err == 0
         b = wire_data.parse_batches(data)
         return b[-1].last_offset + 1 if b else 0
@@ -153,6 +170,7 @@ def test_wire_gzip_producer_held_to_quota(broker, topic_name):
     create_topic(broker.bootstrap, topic, 1)
     set_quota(broker, "q-wire-prod", "producer_byte_rate", RATE)
     batch = gzip_batch()
+    assert len(batch) >= 16 * 1024  # validated on a helper thread
     sent, throttled, corr = 0, 0, 1
     with wire.connect(broker.host, broker.port, timeout=60) as s:
         start = time.monotonic()
@@ -167,7 +185,7 @@ def test_wire_gzip_producer_held_to_quota(broker, topic_name):
     assert_rate("wire gzip producer", sent, elapsed)
 
 
-def test_wire_long_poll_consumer_held_to_quota(broker, topic_name):
+def test_wire_long_poll_consumer_held_to_quota(broker, topic_name, target):
     topic = topic_name()
     create_topic(broker.bootstrap, topic, 1)
     set_quota(broker, "q-wire-cons", "consumer_byte_rate", RATE)
@@ -192,7 +210,7 @@ def test_wire_long_poll_consumer_held_to_quota(broker, topic_name):
         feeder.stop.set()
         feeder.join(30)
     assert feeder.error is None, feeder.error
-    assert_rate("wire long-poll consumer", got, elapsed)
+    assert_rate("wire long-poll consumer", got, elapsed, consumer_floor(target))
 
 
 # ---- confluent-kafka --------------------------------------------------------------
@@ -230,7 +248,7 @@ def test_confluent_gzip_producer_held_to_quota(ck, broker, topic_name):
     assert_rate("confluent-kafka gzip producer", counted, elapsed)
 
 
-def test_confluent_long_poll_consumer_held_to_quota(ck, broker, topic_name):
+def test_confluent_long_poll_consumer_held_to_quota(ck, broker, topic_name, target):
     topic = topic_name()
     create_topic(broker.bootstrap, topic, 1)
     set_quota(broker, "q-ck-cons", "consumer_byte_rate", RATE)
@@ -238,7 +256,9 @@ def test_confluent_long_poll_consumer_held_to_quota(ck, broker, topic_name):
     feeder.start()
     c = ck.Consumer({"bootstrap.servers": broker.bootstrap, "client.id": "q-ck-cons",
                      "group.id": "q-ck-cons-group", "enable.auto.commit": False,
-                     "fetch.wait.max.ms": 500})
+                     "fetch.wait.max.ms": 500, "fetch.max.bytes": FETCH_BYTES,
+                     "max.partition.fetch.bytes": FETCH_BYTES,
+                     "message.max.bytes": FETCH_BYTES})
     try:
         time.sleep(0.5)
         c.assign([ck.TopicPartition(topic, 0, log_end(broker, topic))])
@@ -254,4 +274,4 @@ def test_confluent_long_poll_consumer_held_to_quota(ck, broker, topic_name):
         feeder.stop.set()
         feeder.join(30)
     assert feeder.error is None, feeder.error
-    assert_rate("confluent-kafka long-poll consumer", got, elapsed)
+    assert_rate("confluent-kafka long-poll consumer", got, elapsed, consumer_floor(target))

@@ -26,6 +26,8 @@ struct kb_loop {
     kb_hook_cb *before_sleep;
     void *before_sleep_arg;
     int64_t now_ms;
+    int64_t (*clock)(void *arg); /* NULL: CLOCK_MONOTONIC */
+    void *clock_arg;
     bool stop;
 };
 
@@ -34,6 +36,18 @@ static int64_t monotonic_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t loop_clock(const kb_loop *loop)
+{
+    return loop->clock != NULL ? loop->clock(loop->clock_arg) : monotonic_ms();
+}
+
+void kb_loop_set_clock(kb_loop *loop, int64_t (*clock)(void *arg), void *arg)
+{
+    loop->clock = clock;
+    loop->clock_arg = arg;
+    loop->now_ms = loop_clock(loop);
 }
 
 kb_loop *kb_loop_new(void)
@@ -251,22 +265,39 @@ static void dispatch_events(kb_loop *loop, const struct epoll_event *evs, int n)
     }
 }
 
-kp_err kb_loop_run(kb_loop *loop)
+/* One wait of at most wait_ms (-1: until the next timer), its events,
+ * then the timers due. */
+static kp_err loop_once(kb_loop *loop, int wait_ms)
 {
     struct epoll_event evs[KB_LOOP_BATCH];
+    int n = epoll_wait(loop->epfd, evs, KB_LOOP_BATCH, wait_ms < 0 ? next_timeout_ms(loop) : wait_ms);
+    if (n < 0 && errno != EINTR)
+        return KP_ERR__IO;
+    loop->now_ms = loop_clock(loop);
+    if (n > 0)
+        dispatch_events(loop, evs, n);
+    run_due_timers(loop);
+    return KP_ERR_NONE;
+}
+
+kp_err kb_loop_step(kb_loop *loop, int wait_ms)
+{
+    if (loop->before_sleep != NULL)
+        loop->before_sleep(loop, loop->before_sleep_arg);
+    return loop_once(loop, wait_ms);
+}
+
+kp_err kb_loop_run(kb_loop *loop)
+{
     loop->stop = false;
     while (!loop->stop) {
         if (loop->before_sleep != NULL)
             loop->before_sleep(loop, loop->before_sleep_arg);
         if (loop->stop)
             break;
-        int n = epoll_wait(loop->epfd, evs, KB_LOOP_BATCH, next_timeout_ms(loop));
-        if (n < 0 && errno != EINTR)
-            return KP_ERR__IO;
-        loop->now_ms = monotonic_ms();
-        if (n > 0)
-            dispatch_events(loop, evs, n);
-        run_due_timers(loop);
+        kp_err e = loop_once(loop, -1);
+        if (e != KP_ERR_NONE)
+            return e;
     }
     return KP_ERR_NONE;
 }

@@ -11,7 +11,8 @@
  *      after kb_loop_del_fd() returned, even within the same event batch.
  *   2. The heap holds exactly the armed timers; a timer's heap_index is its
  *      slot while armed and KB_TIMER_IDLE otherwise.
- *   3. kb_loop_now_ms() is CLOCK_MONOTONIC in ms, refreshed once per wakeup.
+ *   3. kb_loop_now_ms() is CLOCK_MONOTONIC in ms (or the clock a test
+ *      set), refreshed once per wakeup.
  *
  * Ownership: the loop owns its epoll descriptor and tables; callers own the
  * fds they register and the kb_timer structs they arm (which must stay
@@ -69,6 +70,12 @@ bool kb_timer_armed(const kb_timer *t);
 void kb_loop_set_before_sleep(kb_loop *loop, kb_hook_cb *cb, void *arg);
 
 int64_t kb_loop_now_ms(const kb_loop *loop);
+/* Tests: the loop's clock becomes clock(arg), read once per wakeup as
+ * CLOCK_MONOTONIC is (a fake clock the test advances). */
+void kb_loop_set_clock(kb_loop *loop, int64_t (*clock)(void *arg), void *arg);
+/* Tests: one iteration of kb_loop_run (the before-sleep hook, a wait of at
+ * most wait_ms for events, their callbacks, the timers due). */
+kp_err kb_loop_step(kb_loop *loop, int wait_ms);
 /* Runs until kb_loop_stop(); returns KP_ERR__IO if epoll_wait fails. */
 kp_err kb_loop_run(kb_loop *loop);
 void kb_loop_stop(kb_loop *loop);

@@ -128,6 +128,36 @@ static void peer_name(const struct sockaddr_storage *ss, char *out, size_t cap)
     snprintf(out, cap, "%s:%u", host, port);
 }
 
+/* Makes a connection of a socket accepted on sl; NULL (fd closed) on failure. */
+static kb_conn *adopt(server_listener *sl, int fd, const char *peer)
+{
+    kb_server *srv = sl->srv;
+    kb_conn *c = kb_conn_new(srv, srv->broker, fd, sl->cfg, peer);
+    if (c == NULL) {
+        close(fd);
+        return NULL;
+    }
+    if (sl->sasl != NULL)
+        kb_conn_require_sasl(c, sl->sasl);
+    if (sl->tls != NULL && kb_conn_start_tls(c, sl->tls) != KP_ERR_NONE) {
+        kb_loop_del_fd(srv->broker->loop, fd);
+        kb_conn_free(c);
+        return NULL;
+    }
+    list_push(&srv->live, c);
+    srv->nlive++;
+    return c;
+}
+
+kb_conn *kb_server_adopt(kb_server *srv, size_t listener_index, int fd, const char *peer)
+{
+    if (listener_index >= srv->nlisteners) {
+        close(fd);
+        return NULL;
+    }
+    return adopt(&srv->listeners[listener_index], fd, peer);
+}
+
 static void on_accept(kb_loop *loop, int fd, unsigned events, void *arg)
 {
     (void)loop;
@@ -165,20 +195,7 @@ static void on_accept(kb_loop *loop, int fd, unsigned events, void *arg)
             close(cfd);
             continue;
         }
-        kb_conn *c = kb_conn_new(srv, srv->broker, cfd, sl->cfg, peer);
-        if (c == NULL) {
-            close(cfd);
-            continue;
-        }
-        if (sl->sasl != NULL)
-            kb_conn_require_sasl(c, sl->sasl);
-        if (sl->tls != NULL && kb_conn_start_tls(c, sl->tls) != KP_ERR_NONE) {
-            kb_loop_del_fd(srv->broker->loop, cfd);
-            kb_conn_free(c);
-            continue;
-        }
-        list_push(&srv->live, c);
-        srv->nlive++;
+        (void)adopt(sl, cfd, peer);
     }
 }
 

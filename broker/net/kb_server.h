@@ -29,6 +29,10 @@ kp_err kb_server_start(kb_broker *b, kb_server **out, char *err, size_t errlen);
 void kb_server_stop(kb_server *srv);
 /* Moves a closing connection to the dead list. */
 void kb_server_retire(kb_server *srv, kb_conn *c);
+/* Serves an already connected non-blocking socket as if accepted on the
+ * listener at listener_index (a socketpair() in the unit tests); takes fd.
+ * NULL (fd closed) on failure. */
+kb_conn *kb_server_adopt(kb_server *srv, size_t listener_index, int fd, const char *peer);
 /* The port a listener is bound to (index into cfg->listeners). */
 uint16_t kb_server_port(const kb_server *srv, size_t listener_index);
 
