@@ -14,6 +14,7 @@ the burst a fresh quota allows (about one window's worth) weighs little
 against a 10 s measurement.
 """
 
+import base64
 import os
 import struct
 import threading
@@ -181,8 +182,8 @@ def test_wire_gzip_producer_held_to_quota(broker, topic_name):
             throttled += throttle > 0
             corr += 1
         elapsed = time.monotonic() - start
-    assert throttled > 0, "never throttled"
     assert_rate("wire gzip producer", sent, elapsed)
+    assert throttled > 0, "never throttled"
 
 
 def test_wire_long_poll_consumer_held_to_quota(broker, topic_name, target):
@@ -217,35 +218,38 @@ def test_wire_long_poll_consumer_held_to_quota(broker, topic_name, target):
 
 
 def test_confluent_gzip_producer_held_to_quota(ck, broker, topic_name):
+    """Values are base64 of random bytes: gzip shrinks them by a quarter, so
+    librdkafka sends them compressed (it sends a batch that would not shrink
+    uncompressed). The quota counts the bytes as sent, so the rate is what the
+    log holds (gzip batches) over the time from the first send to the flush."""
     topic = topic_name()
     create_topic(broker.bootstrap, topic, 1)
     set_quota(broker, "q-ck-prod", "producer_byte_rate", RATE)
     p = ck.Producer({"bootstrap.servers": broker.bootstrap, "client.id": "q-ck-prod",
                      "compression.type": "gzip", "linger.ms": 50, "batch.size": 65536,
-                     "acks": 1, "queue.buffering.max.kbytes": 256,
+                     "acks": 1, "queue.buffering.max.kbytes": 128,
                      "message.timeout.ms": 60000})
-    delivered = [0]
-    errors = []
+    errors, count = [], [0]
 
     def cb(err, msg):
         if err is not None:
             errors.append(err)
-        else:
-            delivered[0] += len(msg.value())
 
     start = time.monotonic()
     while time.monotonic() - start < SECONDS:
         try:
-            p.produce(topic, os.urandom(1024), partition=0,
-                      on_delivery=cb)
+            p.produce(topic, base64.b64encode(os.urandom(768)), partition=0, on_delivery=cb)
+            count[0] += 1
         except BufferError:
             p.poll(0.05)
         p.poll(0)
+    assert p.flush(60) == 0
     elapsed = time.monotonic() - start
-    counted = delivered[0]
-    p.flush(60)
     assert not errors, errors[:3]
-    assert_rate("confluent-kafka gzip producer", counted, elapsed)
+    batches = wire_data.fetch_all_batches(broker.host, broker.port, topic, 0, count[0])
+    assert sum(b.codec == 1 for b in batches) >= 0.9 * len(batches), "not sent compressed"
+    assert max(b.size for b in batches) >= 16 * 1024, "batches below 16 KiB"
+    assert_rate("confluent-kafka gzip producer", sum(b.size for b in batches), elapsed)
 
 
 def test_confluent_long_poll_consumer_held_to_quota(ck, broker, topic_name, target):
@@ -253,15 +257,17 @@ def test_confluent_long_poll_consumer_held_to_quota(ck, broker, topic_name, targ
     create_topic(broker.bootstrap, topic, 1)
     set_quota(broker, "q-ck-cons", "consumer_byte_rate", RATE)
     feeder = Feeder(broker, topic)
-    feeder.start()
     c = ck.Consumer({"bootstrap.servers": broker.bootstrap, "client.id": "q-ck-cons",
                      "group.id": "q-ck-cons-group", "enable.auto.commit": False,
                      "fetch.wait.max.ms": 500, "fetch.max.bytes": FETCH_BYTES,
                      "max.partition.fetch.bytes": FETCH_BYTES,
                      "message.max.bytes": FETCH_BYTES})
     try:
-        time.sleep(0.5)
-        c.assign([ck.TopicPartition(topic, 0, log_end(broker, topic))])
+        # Caught up before the first append: each fetch parks, then an append
+        # wakes it (unthrottled, it keeps up with the feeder).
+        c.assign([ck.TopicPartition(topic, 0, 0)])
+        c.poll(1.0)
+        feeder.start()
         got = 0
         start = time.monotonic()
         while time.monotonic() - start < SECONDS:
@@ -272,6 +278,7 @@ def test_confluent_long_poll_consumer_held_to_quota(ck, broker, topic_name, targ
     finally:
         c.close()
         feeder.stop.set()
-        feeder.join(30)
+        if feeder.ident is not None:
+            feeder.join(30)
     assert feeder.error is None, feeder.error
     assert_rate("confluent-kafka long-poll consumer", got, elapsed, consumer_floor(target))
