@@ -67,6 +67,7 @@ void kb_req_begin(kb_req *req, kb_req_quota quota)
     req->quota = quota;
     req->quota_bytes = 0;
     req->policy_done = false;
+    req->start_ms = kb_loop_now_ms(req->broker->loop);
     kb_timer_init(&req->delay, NULL, req);
 }
 
@@ -182,6 +183,25 @@ static void send_response(kb_req *req)
     kp_writer_fini(&w);
 }
 
+/* Request accounting: one DEBUG line per completed request, as Kafka's
+ * kafka.request.logger (total time includes a held response's throttle). */
+static void account(kb_req *req, int64_t throttle_ms)
+{
+    if (!kb_log_enabled(KB_LL_DEBUG, KB_SUB_PROTO))
+        return;
+    char client[KB_LOG_ESC_SHORT], principal[KB_LOG_ESC_SHORT];
+    kb_log_escape(client, sizeof(client), req->client_id.p,
+                  req->client_id.len > 0 ? (size_t)req->client_id.len : 0);
+    kb_log_escape(principal, sizeof(principal), req->conn->principal,
+                  strlen(req->conn->principal));
+    KB_LOG(KB_LL_DEBUG, KB_SUB_PROTO,
+           "msg=\"request completed\" conn=%llu api_key=%d api_version=%d correlation_id=%d "
+           "client_id=\"%s\" principal=\"%s\" quota_bytes=%lld throttle_ms=%lld total_ms=%lld",
+           (unsigned long long)req->conn->id, req->api_key, req->api_version, req->correlation_id,
+           client, principal, (long long)req->quota_bytes, (long long)throttle_ms,
+           (long long)(kb_loop_now_ms(req->broker->loop) - req->start_ms));
+}
+
 void kb_req_finish(kb_req *req)
 {
     kb_conn *c = req->conn;
@@ -190,11 +210,13 @@ void kb_req_finish(kb_req *req)
     int64_t mute_ms = 0;
     if (!req->policy_done) {
         req->policy_done = true;
-        int64_t ms = quota_record(req);
-        if (ms > 0 && !mutes(req) && !kb_conn_is_closing(c) && delay_response(req, ms))
+        req->throttle_ms = quota_record(req);
+        if (req->throttle_ms > 0 && !mutes(req) && !kb_conn_is_closing(c) &&
+            delay_response(req, req->throttle_ms))
             return; /* on_delay_done finishes */
-        mute_ms = ms;
+        mute_ms = req->throttle_ms;
     }
+    account(req, req->throttle_ms);
     send_response(req);
     kb_conn_request_done(c, mute_ms);
 }

@@ -4,11 +4,12 @@
  *
  * Job: carry what a handler needs (the broker, the decoded header, an arena)
  * and finish it: the pipeline's one finish step applies every per-request
- * policy (the produce or fetch client quota, KIP-219 throttling), turns the
- * handler's response struct into an encoded frame queued on the connection,
- * and releases the request, whichever path completes it (at once, after a
- * helper thread, after a flush, after a parked long poll wakes). Handlers
- * record what the policy needs (quota_bytes) and never apply it themselves.
+ * policy (the produce or fetch client quota with KIP-219 throttling; request
+ * accounting, a DEBUG line per request), turns the handler's response
+ * struct into an encoded frame queued on the connection, and releases the
+ * request, whichever path completes it (at once, after a helper thread,
+ * after a flush, after a parked long poll wakes). Handlers record what the
+ * policy needs (quota_bytes) and never apply it themselves.
  *
  * Throttling, as Kafka does it: the bytes are recorded against the quota of
  * the connection's user and client id; a throttled Produce v6+ or Fetch v8+
@@ -89,6 +90,8 @@ struct kb_req {
     kb_req_quota quota;  /* from kb_dispatch.def */
     int64_t quota_bytes; /* set by the handler: what its quota counts */
     bool policy_done;    /* the finish step applied the policy */
+    int64_t start_ms;    /* dispatched at (request accounting) */
+    int64_t throttle_ms; /* the quota's answer, once policy_done */
     kb_timer delay;      /* holds a throttled response (before KIP-219) */
 };
 

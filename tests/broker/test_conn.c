@@ -16,6 +16,7 @@
 #include "kb_broker.h"
 #include "kb_config.h"
 #include "kb_conn.h"
+#include "kb_log.h"
 #include "kb_plog.h"
 #include "kb_quota.h"
 #include "kb_server.h"
@@ -457,6 +458,28 @@ START_TEST(test_conn_close_while_a_response_is_held)
 }
 END_TEST
 
+static void one_api_versions(void)
+{
+    kb_conn *c;
+    int fd = connect_pair(&c);
+    api_versions(fd, 7);
+    buf in;
+    ck_assert_int_gt(recv_frame(fd, &in, 10), 0);
+    close(fd);
+}
+
+/* The finish step accounts for every request (a DEBUG line). */
+START_TEST(test_conn_accounts_each_request)
+{
+    kb_log_set_level(KB_LL_DEBUG);
+    const char *out = capture_stderr(one_api_versions);
+    kb_log_set_level(KB_LL_INFO);
+    ck_assert_ptr_nonnull(strstr(out, "msg=\"request completed\""));
+    ck_assert_ptr_nonnull(strstr(out, "api_key=18 api_version=0 correlation_id=7"));
+    ck_assert_ptr_nonnull(strstr(out, "client_id=\"" FREE_CLIENT "\""));
+}
+END_TEST
+
 Suite *conn_suite(void)
 {
     Suite *s = suite_create("conn");
@@ -472,6 +495,7 @@ Suite *conn_suite(void)
     tcase_add_test(tc, test_conn_delays_a_throttled_old_long_poll);
     tcase_add_test(tc, test_conn_long_poll_times_out_on_the_clock);
     tcase_add_test(tc, test_conn_close_while_a_response_is_held);
+    tcase_add_test(tc, test_conn_accounts_each_request);
     suite_add_tcase(s, tc);
     return s;
 }
