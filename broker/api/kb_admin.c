@@ -60,12 +60,6 @@ bool kb_admin_is_self(const kb_req *req, kp_str name, bool allow_default)
     return kp_str_eq_c(name, self);
 }
 
-const char *kb_admin_cstr(kb_req *req, kp_str s)
-{
-    char *c = kp_arena_strdup(&req->arena, s.len > 0 ? s.p : "", s.len > 0 ? (size_t)s.len : 0);
-    return c != NULL ? c : "";
-}
-
 void kb_admin_configs_changed(kb_broker *b)
 {
     for (size_t i = 0; i < kb_topics_count(b->topics); i++)

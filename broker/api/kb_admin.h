@@ -33,9 +33,6 @@ const char *kb_admin_dir(const kb_broker *b);
  * default, when allow_default) or the node id in decimal. */
 bool kb_admin_is_self(const kb_req *req, kp_str name, bool allow_default);
 
-/* A NUL-terminated arena copy of s ("" for null). */
-const char *kb_admin_cstr(kb_req *req, kp_str s);
-
 /* Re-applies every topic's effective config to its open logs (after a
  * dynamic broker config changed). */
 void kb_admin_configs_changed(kb_broker *b);

@@ -315,8 +315,8 @@ kp_err kb_h_alter_configs(kb_req *req, const kp_alter_configs_req *rq, kp_alter_
             return KP_ERR__NOMEM;
         for (int32_t k = 0; k < res->configs.n; k++) {
             const kp_alter_configs_req_alterable_config *c = &res->configs.v[k];
-            ops[k] = (alter_op){kb_admin_cstr(req, c->name), KB_CFG_OP_SET,
-                                c->value.len < 0 ? NULL : kb_admin_cstr(req, c->value)};
+            ops[k] = (alter_op){kb_req_cstr(req, c->name), KB_CFG_OP_SET,
+                                c->value.len < 0 ? NULL : kb_req_cstr(req, c->value)};
         }
         alter_job j = {req, res->resource_type, res->resource_name, ops, res->configs.n, false,
                        rq->validate_only};
@@ -345,8 +345,8 @@ kp_err kb_h_incremental_alter_configs(kb_req *req, const kp_incremental_alter_co
             return KP_ERR__NOMEM;
         for (int32_t k = 0; k < res->configs.n; k++) {
             const kp_incremental_alter_configs_req_alterable_config *c = &res->configs.v[k];
-            ops[k] = (alter_op){kb_admin_cstr(req, c->name), c->config_operation,
-                                c->value.len < 0 ? NULL : kb_admin_cstr(req, c->value)};
+            ops[k] = (alter_op){kb_req_cstr(req, c->name), c->config_operation,
+                                c->value.len < 0 ? NULL : kb_req_cstr(req, c->value)};
         }
         alter_job j = {req, res->resource_type, res->resource_name, ops, res->configs.n, true,
                        rq->validate_only};

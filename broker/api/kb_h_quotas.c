@@ -111,11 +111,11 @@ static int16_t alter_entry(kb_req *req, const kp_alter_client_quotas_req_entry_d
         return KP_ERR_UNKNOWN_SERVER_ERROR;
     for (size_t k = 0; k < ne; k++) {
         kp_str name = in->entity.v[k].entity_name;
-        ent[k].type = (char *)(uintptr_t)kb_admin_cstr(req, in->entity.v[k].entity_type);
-        ent[k].name = name.len < 0 ? NULL : (char *)(uintptr_t)kb_admin_cstr(req, name);
+        ent[k].type = (char *)(uintptr_t)kb_req_cstr(req, in->entity.v[k].entity_type);
+        ent[k].name = name.len < 0 ? NULL : (char *)(uintptr_t)kb_req_cstr(req, name);
     }
     for (size_t k = 0; k < no; k++)
-        ops[k] = (kb_quota_op){kb_admin_cstr(req, in->ops.v[k].key), in->ops.v[k].value,
+        ops[k] = (kb_quota_op){kb_req_cstr(req, in->ops.v[k].key), in->ops.v[k].value,
                                in->ops.v[k].remove};
     qsort(ent, ne, sizeof(*ent), entity_cmp);
     kp_err e = kb_quotas_check(ent, ne, ops, no, msg);

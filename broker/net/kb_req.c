@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb_admin.h"
-#include "kb_broker.h"
+#include "kb_config.h"
+#include "kb_context.h"
 #include "kb_conn.h"
 #include "kb_log.h"
 #include "kb_quota.h"
@@ -104,7 +104,7 @@ int64_t kb_req_quota_window_bytes(kb_req *req)
     if (req->quota != KB_REQ_QUOTA_PRODUCE && req->quota != KB_REQ_QUOTA_FETCH)
         return INT64_MAX;
     return kb_quotas_window_bytes(req->broker->quotas, quota_kind(req), quota_user(req),
-                                  kb_admin_cstr(req, req->client_id));
+                                  kb_req_cstr(req, req->client_id));
 }
 
 /* Records the request's bytes against its byte-rate quota; the throttle
@@ -115,7 +115,7 @@ static int64_t quota_record(kb_req *req)
     if (field == NULL)
         return 0;
     int64_t ms = kb_quotas_record(req->broker->quotas, quota_kind(req), quota_user(req),
-                                  kb_admin_cstr(req, req->client_id), req->quota_bytes,
+                                  kb_req_cstr(req, req->client_id), req->quota_bytes,
                                   kb_loop_now_ms(req->broker->loop));
     if (ms <= 0)
         return 0;
@@ -219,4 +219,10 @@ void kb_req_finish(kb_req *req)
     account(req, req->throttle_ms);
     send_response(req);
     kb_conn_request_done(c, mute_ms);
+}
+
+const char *kb_req_cstr(kb_req *req, kp_str s)
+{
+    char *c = kp_arena_strdup(&req->arena, s.len > 0 ? s.p : "", s.len > 0 ? (size_t)s.len : 0);
+    return c != NULL ? c : "";
 }

@@ -129,4 +129,8 @@ int64_t kb_req_quota_window_bytes(kb_req *req);
 /* Sets the pipeline fields of a request about to be dispatched. */
 void kb_req_begin(kb_req *req, kb_req_quota quota);
 
+/* s as a NUL-terminated copy in the request arena ("" for null or
+ * empty, or when the arena is out of memory). */
+const char *kb_req_cstr(kb_req *req, kp_str s);
+
 #endif
