@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kb_cgroup.h"
+#include "kb_log.h"
 
 struct kb_groups {
     kb_group_env env;
@@ -42,8 +43,32 @@ static int64_t wall(const kb_groups *gs)
     return gs->env.wall_ms != NULL ? gs->env.wall_ms(gs->env.ctx) : 0;
 }
 
+/* Kafka's classic-group transitions: each state and the states it may follow. */
+static bool transition_allowed(kb_group_state from, kb_group_state to)
+{
+    switch (to) {
+    case KB_GS_PREPARING_REBALANCE:
+        return from == KB_GS_EMPTY || from == KB_GS_STABLE || from == KB_GS_COMPLETING_REBALANCE;
+    case KB_GS_COMPLETING_REBALANCE:
+    case KB_GS_EMPTY:
+        return from == KB_GS_PREPARING_REBALANCE;
+    case KB_GS_STABLE:
+        return from == KB_GS_COMPLETING_REBALANCE;
+    case KB_GS_DEAD:
+        return true;
+    }
+    return false;
+}
+
+/* The one way a live group changes state; checks invariant 1 of kb_group.h
+ * for the states a generation ends in. */
 static void set_state(kb_groups *gs, kb_group *g, kb_group_state s)
 {
+    KB_DCHECK(transition_allowed(g->state, s));
+    KB_DCHECK(s != KB_GS_EMPTY || g->nmembers == 0);
+    KB_DCHECK((s != KB_GS_COMPLETING_REBALANCE && s != KB_GS_STABLE) ||
+              (g->nmembers > 0 && g->leader_id != NULL &&
+               kb_group_member_find(g, kp_str_from(g->leader_id)) != NULL));
     g->prev_state = g->state;
     g->state = s;
     g->state_timestamp = wall(gs);

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_log.h"
+
 #define NBUCKETS_MIN 64
 
 struct kb_txns {
@@ -235,9 +237,37 @@ static int64_t now_ms(const kb_txns *ts)
     return ts->env.wall_ms(ts->env.ctx);
 }
 
-/* Writes next (with t's partitions, or none) and then applies it. */
+/* Kafka's transaction transitions: the states each state may follow
+ * (aborting from Empty or Complete* is transaction protocol v2's). */
+static bool transition_allowed(kb_txn_state from, kb_txn_state to)
+{
+    bool idle = from == KB_TXN_EMPTY || from == KB_TXN_COMPLETE_COMMIT ||
+                from == KB_TXN_COMPLETE_ABORT;
+    switch (to) {
+    case KB_TXN_EMPTY:
+    case KB_TXN_DEAD:
+        return idle;
+    case KB_TXN_ONGOING:
+        return idle || from == KB_TXN_ONGOING;
+    case KB_TXN_PREPARE_COMMIT:
+    case KB_TXN_PREPARE_EPOCH_FENCE:
+        return from == KB_TXN_ONGOING;
+    case KB_TXN_PREPARE_ABORT:
+        return idle || from == KB_TXN_ONGOING || from == KB_TXN_PREPARE_EPOCH_FENCE;
+    case KB_TXN_COMPLETE_COMMIT:
+        return from == KB_TXN_PREPARE_COMMIT;
+    case KB_TXN_COMPLETE_ABORT:
+        return from == KB_TXN_PREPARE_ABORT;
+    }
+    return false;
+}
+
+/* Writes next (with t's partitions, or none) and then applies it: the one
+ * way a transaction changes state (invariants 1 and 4 of kb_txn.h). */
 static kp_err transit(kb_txns *ts, kb_txn *t, const kb_txn_meta *next, bool keep_parts)
 {
+    KB_DCHECK(transition_allowed(t->m.state, next->state));
+    KB_DCHECK(next->state != KB_TXN_ONGOING || next->start_ms >= 0);
     kp_err e = ts->env.persist(ts->env.ctx, t->id, next, keep_parts ? t->parts : NULL,
                                keep_parts ? t->nparts : 0);
     if (e != KP_ERR_NONE)
