@@ -13,7 +13,7 @@
 #include "kb_log.h"
 #include "kb_pidstate.h"
 #include "kb_ptxn.h"
-#include "kb_tconf.h"
+#include "kb_topic_settings.h"
 #include "ks_checkpoint.h"
 #include "ks_compact.h"
 #include "ks_flush.h"
@@ -105,37 +105,6 @@ static const char *log_dir(const kb_broker *b)
     return b->cfg->log_dirs.v[0];
 }
 
-/* Whether the topic's effective cleanup.policy lists word. */
-static bool has_policy(const kb_config *cfg, const kb_topic *t, const char *word)
-{
-    int8_t source;
-    const char *v = kb_tconf_effective(cfg, t, "cleanup.policy", &source);
-    return v != NULL && strstr(v, word) != NULL;
-}
-
-static void topic_log_config(const kb_broker *b, const kb_topic *t, ks_log_config *lc)
-{
-    const kb_config *cfg = b->cfg;
-    ks_log_config_default(lc);
-    lc->segment_bytes = kb_tconf_long(cfg, t, "segment.bytes", lc->segment_bytes);
-    lc->segment_ms = kb_tconf_long(cfg, t, "segment.ms", lc->segment_ms);
-    lc->index_interval_bytes =
-        (int32_t)kb_tconf_long(cfg, t, "index.interval.bytes", lc->index_interval_bytes);
-    lc->segment_index_bytes =
-        (int32_t)kb_tconf_long(cfg, t, "segment.index.bytes", lc->segment_index_bytes);
-    lc->retention_ms = kb_tconf_long(cfg, t, "retention.ms", lc->retention_ms);
-    lc->retention_bytes = kb_tconf_long(cfg, t, "retention.bytes", lc->retention_bytes);
-    if (!has_policy(cfg, t, "delete")) /* compact only: no time or size retention */
-        lc->retention_ms = lc->retention_bytes = -1;
-    lc->flush_messages = kb_tconf_long(cfg, t, "flush.messages", lc->flush_messages);
-    lc->flush_ms = kb_tconf_long(cfg, t, "flush.ms", lc->flush_ms);
-    int8_t source;
-    const char *tt = kb_tconf_effective(cfg, t, "message.timestamp.type", &source);
-    lc->message_timestamp_type = tt != NULL && strcmp(tt, "LogAppendTime") == 0
-                                     ? KS_TS_LOG_APPEND_TIME
-                                     : KS_TS_CREATE_TIME;
-}
-
 kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
 {
     if (partition < 0 || partition >= t->npartitions)
@@ -146,8 +115,7 @@ kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
         return KP_ERR_NONE;
     }
     kb_plog *pl = b->plog;
-    ks_log_config lc;
-    topic_log_config(b, t, &lc);
+    ks_log_config lc = kb_topic_settings_of(b->cfg, t)->log;
     ks_log_open_args args = {
         .recovery_point = ks_checkpoint_find(pl->recovery, pl->nrecovery, t->name, partition),
         .log_start_offset = ks_checkpoint_find(pl->starts, pl->nstarts, t->name, partition),
@@ -405,18 +373,10 @@ static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *
 
 /* ---- log cleaner (compacted topics) -------------------------------------- */
 
-static void topic_compact_config(const kb_config *cfg, const kb_topic *t, ks_compact_config *cc)
+/* The cleaner's settings for t: the topic's, with this broker's map size. */
+static void topic_compact_config(const kb_config *cfg, kb_topic *t, ks_compact_config *cc)
 {
-    int8_t source;
-    ks_compact_config_default(cc);
-    const char *ratio = kb_tconf_effective(cfg, t, "min.cleanable.dirty.ratio", &source);
-    cc->min_cleanable_ratio = ratio != NULL ? strtod(ratio, NULL) : cfg->log_cleaner_min_cleanable_ratio;
-    cc->delete_retention_ms = kb_tconf_long(cfg, t, "delete.retention.ms",
-                                            cfg->log_cleaner_delete_retention_ms);
-    cc->min_lag_ms = kb_tconf_long(cfg, t, "min.compaction.lag.ms",
-                                   cfg->log_cleaner_min_compaction_lag_ms);
-    cc->max_lag_ms = kb_tconf_long(cfg, t, "max.compaction.lag.ms",
-                                   cfg->log_cleaner_max_compaction_lag_ms);
+    *cc = kb_topic_settings_of(cfg, t)->compact;
     cc->map_entries = cfg->log_cleaner_dedupe_buffer_size / KB_CLEANER_MAP_SLOT;
 }
 
@@ -472,7 +432,7 @@ static bool clean_skipped(kb_plog *pl, const ks_log *log, int64_t now)
 static void clean_consider(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
 {
     const kb_config *cfg = pl->broker->cfg;
-    if (!has_policy(cfg, t, "compact") || clean_skipped(pl, log, wall_ms()))
+    if (!kb_topic_settings_of(cfg, t)->cleanup_compact || clean_skipped(pl, log, wall_ms()))
         return;
     ks_compact_config cc;
     ks_compact_stats st;
@@ -712,8 +672,8 @@ void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
 
 void kb_plog_config_changed(kb_broker *b, kb_topic *t)
 {
-    ks_log_config lc;
-    topic_log_config(b, t, &lc);
+    kb_topic_settings_invalidate(t);
+    ks_log_config lc = kb_topic_settings_of(b->cfg, t)->log;
     for (int32_t p = 0; p < t->npartitions; p++) {
         kp_errctx ctx = {{0}, NULL, 0, 0};
         if (t->partitions[p].log != NULL &&
