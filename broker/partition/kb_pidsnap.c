@@ -569,12 +569,14 @@ kp_err kb_pidsnap_restore(const ks_io *io, ks_log *log, kb_pidstate *ps, kb_pids
         return e;
     int64_t from = rep->snapshot_offset >= 0 ? rep->snapshot_offset : ks_log_start_offset(log);
     e = kb_pidstate_rebuild_from(ps, io, log, from, &rep->batches_scanned);
-    if (e == KP_ERR_NONE)
-        KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"producer state loaded\" topic=%s partition=%d "
+    if (e != KP_ERR_NONE)
+        return e;
+    kb_pidstate_keep_last(ps);
+    KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"producer state loaded\" topic=%s partition=%d "
                "snapshot_offset=%lld snapshot_producers=%d batches_scanned=%lld from=%lld "
                "log_end=%lld files_deleted=%d", ks_log_topic(log), ks_log_partition(log),
                (long long)rep->snapshot_offset, rep->producers,
                (long long)rep->batches_scanned, (long long)from,
                (long long)ks_log_end_offset(log), rep->deleted);
-    return e;
+    return KP_ERR_NONE;
 }

@@ -14,10 +14,13 @@
  *   offset int64, offset delta int32, timestamp int64, coordinator epoch
  *   int32, current txn first offset int64 (46 bytes); the CRC-32C covers
  *   every byte after the crc field.
- * Like Kafka's, a snapshot keeps one batch per producer (its last), so
- * after a load only that batch is known as a duplicate until new batches
- * arrive; a retry of an older one is OUT_OF_ORDER_SEQUENCE_NUMBER, as in
- * Kafka. Kafka keeps its aborted transactions in .txnindex files; Runnel
+ * Like Kafka's, a snapshot keeps one batch per producer (its last). Kafka
+ * ends every open, clean or not, knowing only that batch (after a
+ * recovery it snapshots the recovered state and reloads it), so
+ * kb_pidsnap_restore trims the replayed state the same way: after a restart
+ * a retry of the last batch is a duplicate and of an older one
+ * OUT_OF_ORDER_SEQUENCE_NUMBER, as in Kafka (integration/
+ * test_producer_snapshot.py asserts both on both brokers). Kafka keeps its aborted transactions in .txnindex files; Runnel
  * keeps them in memory (kb_ptxn.h), so a snapshot taken while some are
  * known also gets a Runnel-only companion <20-digit offset>.aborted:
  *   version int16 (0) | crc uint32 | count int32 | count x (producer id
@@ -113,7 +116,8 @@ kp_err kb_pidsnap_write(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t o
  * logged and changes nothing else (the next open scans further back). */
 void kb_pidsnap_save(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offset);
 /* The open path: rebuilds an empty state from the newest usable snapshot
- * and the batches after it (or from every batch), and logs what it did. */
+ * and the batches after it (or from every batch), keeps each producer's
+ * last batch only (see above), and logs what it did. */
 kp_err kb_pidsnap_restore(const ks_io *io, ks_log *log, kb_pidstate *ps, kb_pidsnap_report *rep);
 
 #endif

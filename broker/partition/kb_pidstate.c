@@ -71,6 +71,17 @@ bool kb_pidstate_last_batch(const kb_pidstate *ps, int32_t i, kb_pid_batch *out)
     return true;
 }
 
+void kb_pidstate_keep_last(kb_pidstate *ps)
+{
+    for (int32_t i = 0; i < ps->n; i++) {
+        pid_entry *e = &ps->v[i];
+        if (e->nbatches > 1) {
+            e->batches[0] = e->batches[e->nbatches - 1];
+            e->nbatches = 1;
+        }
+    }
+}
+
 static pid_entry *find(const kb_pidstate *ps, int64_t producer_id)
 {
     /* Few producers write to one partition; a linear scan is the fast path. */

@@ -81,6 +81,11 @@ kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log);
 kp_err kb_pidstate_rebuild_from(kb_pidstate *ps, const ks_io *io, ks_log *log, int64_t from,
                                 int64_t *batches);
 
+/* Forgets every cached batch but each producer's last: what a restart
+ * leaves Kafka knowing (it reloads its state from a snapshot, which keeps
+ * one batch per producer; see kb_pidsnap.h). */
+void kb_pidstate_keep_last(kb_pidstate *ps);
+
 /* Producers tracked (for tests and DescribeProducers). */
 int32_t kb_pidstate_count(const kb_pidstate *ps);
 /* The i-th tracked producer (0 <= i < count); false when it has no batch
