@@ -44,6 +44,12 @@ def ck():
     return require_module("confluent_kafka")
 
 
+@pytest.fixture(autouse=True)
+def live(broker):
+    if not broker.alive():
+        broker.start()  # an earlier test failed while it was stopped
+
+
 def decode_snapshot(data):
     """Kafka's ProducerSnapshot v1: version int16, crc32c uint32 of the rest,
     then an int32 count of 46-byte entries."""
