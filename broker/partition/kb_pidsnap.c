@@ -475,6 +475,11 @@ kp_err kb_pidsnap_write(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t o
     return e;
 }
 
+void kb_pidsnap_prune(const ks_io *io, ks_log *log)
+{
+    prune(io, ks_log_dir(log), ks_log_start_offset(log));
+}
+
 void kb_pidsnap_save(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offset)
 {
     if (ps == NULL)

@@ -40,7 +40,8 @@
  *   4. Files are written atomically (temp, fdatasync, rename, dir fsync);
  *      the companion goes first, so a .snapshot is never newer than it.
  *   5. At most KB_PIDSNAP_KEEP snapshots stay; older ones, and those below
- *      the log start, are deleted whenever one is written.
+ *      the log start, are deleted whenever one is written, and those below
+ *      the log start when retention deletes segments.
  *
  * Ownership: the caller owns the state and the log; buffers returned by
  * the encoders and decoders are malloc'ed and the caller frees them.
@@ -112,6 +113,9 @@ kp_err kb_pidsnap_read(const ks_io *io, const char *dir, int64_t offset, kb_pids
  * prunes (invariant 5). */
 kp_err kb_pidsnap_write(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offset,
                         kp_errctx *ctx);
+/* Retention's part (invariant 5): drops the snapshots below the log start
+ * (never usable again) and their companions. */
+void kb_pidsnap_prune(const ks_io *io, ks_log *log);
 /* kb_pidsnap_write for the broker's hooks (roll, clean stop): a failure is
  * logged and changes nothing else (the next open scans further back). */
 void kb_pidsnap_save(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offset);

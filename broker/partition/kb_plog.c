@@ -407,6 +407,7 @@ static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *
            "log_start_offset=%lld", t->name, partition, job.n, (long long)job.bytes,
            (long long)ks_log_start_offset(log));
     unlink_later(pl, &job);
+    kb_pidsnap_prune(&pl->io, log);
 }
 
 /* ---- log cleaner (compacted topics) -------------------------------------- */

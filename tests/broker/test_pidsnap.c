@@ -336,6 +336,11 @@ START_TEST(test_pidsnap_keeps_a_few)
     char p[4096];
     ck_assert(exists(snap_path(&fx, 24, p, sizeof(p))));
     ck_assert(!exists(snap_path(&fx, 12, p, sizeof(p))));
+    /* retention: below the log start none is usable any more */
+    ck_assert_int_eq(ks_log_advance_start(fx.log, 21, NULL), KP_ERR_NONE);
+    kb_pidsnap_prune(&fx.io, fx.log);
+    ck_assert_int_eq(count_snapshots(&fx), 1);
+    ck_assert(exists(snap_path(&fx, 24, p, sizeof(p))));
     kb_pidstate_free(ps);
     fx_fini(&fx);
 }
