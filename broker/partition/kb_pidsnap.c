@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kb_log.h"
 #include "kp_batch.h"
@@ -480,9 +481,25 @@ void kb_pidsnap_prune(const ks_io *io, ks_log *log)
     prune(io, ks_log_dir(log), ks_log_start_offset(log));
 }
 
+/* Whether dir/<offset>.snapshot exists: then it already holds the state at
+ * offset (files above the log end went at open, so the log below offset is
+ * the one it was written from). */
+static bool snapshot_exists(const ks_io *io, const char *dir, int64_t offset)
+{
+    char name[KB_PIDSNAP_NAME_MAX], path[4096];
+    kb_pidsnap_name(offset, name);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int fd;
+    if (ks_io_open(io, path, O_RDONLY, &fd, NULL) != KP_ERR_NONE)
+        return false;
+    ks_io_close(io, fd);
+    return true;
+}
+
 void kb_pidsnap_save(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offset)
 {
-    if (ps == NULL)
+    /* an idle partition's clean stop costs no fsync */
+    if (ps == NULL || snapshot_exists(io, ks_log_dir(log), offset))
         return;
     kp_errctx ctx = {{0}, NULL, 0, 0};
     kp_err e = kb_pidsnap_write(io, log, ps, offset, &ctx);
@@ -541,11 +558,12 @@ static int64_t load_newest(const ks_io *io, ks_log *log, const snap_list *l, kb_
         *err = load_one(io, dir, f->offset, ps, &rep->producers, &ctx);
         if (*err == KP_ERR_NONE)
             return f->offset;
-        if (*err != KP_ERR__CORRUPT)
-            return -1; /* out of memory or an I/O error: the open fails */
-        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"ignoring corrupt producer snapshot\" "
-               "topic=%s partition=%d offset=%lld detail=\"%s\"", ks_log_topic(log),
-               ks_log_partition(log), (long long)f->offset, ctx.msg);
+        if (*err == KP_ERR__NOMEM)
+            return -1; /* the open fails */
+        /* corrupt, or unreadable (a directory, EIO): the log is the truth */
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"ignoring bad producer snapshot\" "
+               "topic=%s partition=%d offset=%lld error=%s detail=\"%s\"", ks_log_topic(log),
+               ks_log_partition(log), (long long)f->offset, kp_err_name(*err), ctx.msg);
         remove_file(io, dir, f);
         remove_file(io, dir, &(snap_file){f->offset, true});
         rep->deleted++;
@@ -555,8 +573,16 @@ static int64_t load_newest(const ks_io *io, ks_log *log, const snap_list *l, kb_
     return -1;
 }
 
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 kp_err kb_pidsnap_restore(const ks_io *io, ks_log *log, kb_pidstate *ps, kb_pidsnap_report *rep)
 {
+    int64_t t0 = mono_us();
     kb_pidsnap_report local;
     rep = rep != NULL ? rep : &local;
     *rep = (kb_pidsnap_report){-1, 0, 0, 0};
@@ -579,9 +605,9 @@ kp_err kb_pidsnap_restore(const ks_io *io, ks_log *log, kb_pidstate *ps, kb_pids
     kb_pidstate_keep_last(ps);
     KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"producer state loaded\" topic=%s partition=%d "
                "snapshot_offset=%lld snapshot_producers=%d batches_scanned=%lld from=%lld "
-               "log_end=%lld files_deleted=%d", ks_log_topic(log), ks_log_partition(log),
+               "log_end=%lld files_deleted=%d us=%lld", ks_log_topic(log), ks_log_partition(log),
                (long long)rep->snapshot_offset, rep->producers,
                (long long)rep->batches_scanned, (long long)from,
-               (long long)ks_log_end_offset(log), rep->deleted);
+               (long long)ks_log_end_offset(log), rep->deleted, (long long)(mono_us() - t0));
     return KP_ERR_NONE;
 }

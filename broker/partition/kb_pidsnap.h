@@ -8,24 +8,29 @@
  * usable snapshot and replay only the batches from its offset to the log
  * end, instead of every batch from the log start.
  *
- * File format (Kafka's ProducerSnapshot, version 1, big-endian):
- *   version int16 (1) | crc uint32 | count int32 | count x entry, where
- *   entry = producer id int64, epoch int16, last sequence int32, last
- *   offset int64, offset delta int32, timestamp int64, coordinator epoch
- *   int32, current txn first offset int64 (46 bytes); the CRC-32C covers
- *   every byte after the crc field.
+ * File <20-digit offset>.snapshot: Kafka's ProducerSnapshot v1, big-endian
+ *   offset size  meaning
+ *   0      2     version, 1
+ *   2      4     CRC-32C of every byte from offset 6 to the end
+ *   6      4     entry count n (the file is exactly 10 + 46 n bytes)
+ *   10     46 n  entries, each:
+ *                  +0 8 producer id      +8  2 epoch
+ *                  +10 4 last sequence   +14 8 last offset
+ *                  +22 4 offset delta (last - first offset of the last batch)
+ *                  +26 8 timestamp       +34 4 coordinator epoch (-1: none)
+ *                  +38 8 current transaction's first offset (-1: none)
+ * File <20-digit offset>.aborted (Runnel only: Kafka keeps aborted
+ * transactions in .txnindex files, Runnel in memory, kb_ptxn.h), written
+ * beside a snapshot only while some are known; none means none:
+ *   0 2 version, 0 | 2 4 CRC-32C as above | 6 4 count n |
+ *   10 24 n entries: producer id, first offset, last (marker) offset, int64s
+ *
  * Like Kafka's, a snapshot keeps one batch per producer (its last). Kafka
- * ends every open, clean or not, knowing only that batch (after a
- * recovery it snapshots the recovered state and reloads it), so
- * kb_pidsnap_restore trims the replayed state the same way: after a restart
- * a retry of the last batch is a duplicate and of an older one
- * OUT_OF_ORDER_SEQUENCE_NUMBER, as in Kafka (integration/
- * test_producer_snapshot.py asserts both on both brokers). Kafka keeps its aborted transactions in .txnindex files; Runnel
- * keeps them in memory (kb_ptxn.h), so a snapshot taken while some are
- * known also gets a Runnel-only companion <20-digit offset>.aborted:
- *   version int16 (0) | crc uint32 | count int32 | count x (producer id
- *   int64, first offset int64, last offset int64); crc as above.
- * A .snapshot without a companion means no aborted transactions.
+ * ends every open, clean or not, knowing only that batch (after a recovery
+ * it snapshots the recovered state and reloads it), so kb_pidsnap_restore
+ * trims a replayed state the same way: after a restart a retry of the last
+ * batch is a duplicate and of an older one OUT_OF_ORDER_SEQUENCE_NUMBER
+ * (integration/test_producer_snapshot.py asserts both on both brokers).
  *
  * Invariants:
  *   1. A snapshot at offset X describes exactly the batches below X: it is
@@ -35,13 +40,17 @@
  *      the log end (a truncated tail) are deleted at open, before any
  *      append could reach their offset again.
  *   3. Every length, the version and the CRC are checked before anything
- *      is applied: a bad file is deleted and the next older one tried;
- *      with none left the state is rebuilt from the log start, like Kafka.
+ *      is applied: a bad (or unreadable) file is deleted and the next older
+ *      one tried; with none left the state is rebuilt from the log start,
+ *      like Kafka.
  *   4. Files are written atomically (temp, fdatasync, rename, dir fsync);
  *      the companion goes first, so a .snapshot is never newer than it.
  *   5. At most KB_PIDSNAP_KEEP snapshots stay; older ones, and those below
  *      the log start, are deleted whenever one is written, and those below
  *      the log start when retention deletes segments.
+ *   6. The hooks write an offset's snapshot once: by invariant 2 a file
+ *      already there holds the state at that offset (an idle partition's
+ *      clean stop costs no fsync).
  *
  * Ownership: the caller owns the state and the log; buffers returned by
  * the encoders and decoders are malloc'ed and the caller frees them.

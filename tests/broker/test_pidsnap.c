@@ -224,7 +224,8 @@ START_TEST(test_pidsnap_restore_reads_only_the_tail)
     ck_assert_int_eq(rep.producers, 1);
     ck_assert_int_eq(rep.batches_scanned, 3);
     kb_pid_batch dup;
-    ck_assert_int_eq(kb_pidstate_check(ps, 42, 0, 408, 411, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    ck_assert_int_eq(kb_pidstate_check(ps, 42, 0, 408, 411, &dup),
+                     KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
     ck_assert_int_eq(dup.first_offset, 408);
     /* as Kafka after a restart: only the last batch is known */
     ck_assert_int_eq(kb_pidstate_check(ps, 42, 0, 404, 407, &dup),
