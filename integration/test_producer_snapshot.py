@@ -173,6 +173,15 @@ def check_after_restart(ck, broker, topic, p, hand, end):
     assert values == want, "every record once, in order"
 
 
+def start_and_check(ck, broker, topic, p, hand, end):
+    """Starts the stopped broker, runs check_after_restart; -> Runnel's log
+    lines about loading the partition's producer state."""
+    mark = broker.log_path.stat().st_size
+    broker.start()
+    check_after_restart(ck, broker, topic, p, hand, end)
+    return loaded_lines(broker, mark, topic)
+
+
 def test_clean_stop_writes_snapshots_and_restart_replays_nothing(ck, broker, target,
                                                                  topic_name):
     topic = create_topic(broker.bootstrap, topic_name(), 1, {"segment.bytes": str(SEGMENT)})
@@ -191,12 +200,8 @@ def test_clean_stop_writes_snapshots_and_restart_replays_nothing(ck, broker, tar
     assert len(others) == 1 and others[0].last_seq == RECORDS - 1
     assert others[0].last_offset == hand.sent[0] - 1
 
-    mark = broker.log_path.stat().st_size
-    broker.start()
-    check_after_restart(ck, broker, topic, p, hand, end)
-    p = None
+    lines = start_and_check(ck, broker, topic, p, hand, end)
     if target == "runnel":
-        lines = loaded_lines(broker, mark, topic)
         assert lines == [(end, 2, 0)], "loaded the log end's snapshot, replayed no batch"
 
 
@@ -213,12 +218,8 @@ def test_kill9_replays_only_the_last_segment(ck, broker, target, topic_name):
     assert 0 < tail < len(batches) / 2
 
     broker.kill9()
-    mark = broker.log_path.stat().st_size
-    broker.start()
-    check_after_restart(ck, broker, topic, p, hand, end)
-    p = None
+    lines = start_and_check(ck, broker, topic, p, hand, end)
     if target == "runnel":
-        lines = loaded_lines(broker, mark, topic)
         assert len(lines) == 1, lines
         snap_offset, _producers, scanned = lines[0]
         assert snap_offset == roll

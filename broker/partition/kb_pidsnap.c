@@ -64,100 +64,124 @@ static kp_err frame_check(const uint8_t *buf, size_t len, int16_t version, size_
     return KP_ERR_NONE;
 }
 
-uint8_t *kb_pidsnap_encode(const kb_pidsnap_entry *v, int32_t n, size_t *len)
+/* One item's bytes <-> its struct (i: its index, for order checks). */
+typedef void item_put_fn(uint8_t *p, const void *v, int32_t i);
+typedef bool item_get_fn(const uint8_t *p, void *v, int32_t i);
+
+typedef struct frame_kind {
+    int16_t version;
+    size_t size;     /* on disk */
+    size_t mem_size; /* in memory */
+    item_put_fn *put;
+    item_get_fn *get;
+} frame_kind;
+
+static uint8_t *frame_encode(const frame_kind *k, const void *v, int32_t n, size_t *len)
 {
-    uint8_t *buf = frame_new(KB_PIDSNAP_VERSION, n, KB_PIDSNAP_ENTRY_SIZE, len);
+    uint8_t *buf = frame_new(k->version, n, k->size, len);
     if (buf == NULL)
         return NULL;
-    uint8_t *p = buf + KB_PIDSNAP_HDR_SIZE;
-    for (int32_t i = 0; i < n; i++, p += KB_PIDSNAP_ENTRY_SIZE) {
-        kp_be64_put(p, v[i].producer_id);
-        put16(p + 8, v[i].epoch);
-        kp_be32_put(p + 10, v[i].last_seq);
-        kp_be64_put(p + 14, v[i].last_offset);
-        kp_be32_put(p + 22, v[i].offset_delta);
-        kp_be64_put(p + 26, v[i].timestamp);
-        kp_be32_put(p + 34, v[i].coordinator_epoch);
-        kp_be64_put(p + 38, v[i].txn_first_offset);
-    }
+    for (int32_t i = 0; i < n; i++)
+        k->put(buf + KB_PIDSNAP_HDR_SIZE + (size_t)i * k->size,
+               (const uint8_t *)v + (size_t)i * k->mem_size, i);
     frame_seal(buf, *len);
     return buf;
 }
 
-/* Values a sane writer never produces, rejected as corruption. */
-static bool entry_sane(const kb_pidsnap_entry *e)
+/* Checks the frame, then every item (a failing get is corruption). */
+static kp_err frame_decode(const frame_kind *k, const uint8_t *buf, size_t len, void **out,
+                           int32_t *n)
 {
+    *out = NULL;
+    *n = 0;
+    int32_t count;
+    kp_err e = frame_check(buf, len, k->version, k->size, &count);
+    if (e != KP_ERR_NONE || count == 0)
+        return e;
+    uint8_t *v = calloc((size_t)count, k->mem_size);
+    if (v == NULL)
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < count; i++) {
+        if (!k->get(buf + KB_PIDSNAP_HDR_SIZE + (size_t)i * k->size, v + (size_t)i * k->mem_size,
+                    i)) {
+            free(v);
+            return KP_ERR__CORRUPT;
+        }
+    }
+    *out = v;
+    *n = count;
+    return KP_ERR_NONE;
+}
+
+static void entry_put(uint8_t *p, const void *arg, int32_t i)
+{
+    (void)i;
+    const kb_pidsnap_entry *e = arg;
+    kp_be64_put(p, e->producer_id);
+    put16(p + 8, e->epoch);
+    kp_be32_put(p + 10, e->last_seq);
+    kp_be64_put(p + 14, e->last_offset);
+    kp_be32_put(p + 22, e->offset_delta);
+    kp_be64_put(p + 26, e->timestamp);
+    kp_be32_put(p + 34, e->coordinator_epoch);
+    kp_be64_put(p + 38, e->txn_first_offset);
+}
+
+/* Rejects values a sane writer never produces. */
+static bool entry_get(const uint8_t *p, void *arg, int32_t i)
+{
+    (void)i;
+    kb_pidsnap_entry *e = arg;
+    *e = (kb_pidsnap_entry){kp_be64_get(p),      get16(p + 8),        kp_be32_get(p + 10),
+                            kp_be64_get(p + 14), kp_be32_get(p + 22), kp_be64_get(p + 26),
+                            kp_be32_get(p + 34), kp_be64_get(p + 38)};
     return e->producer_id >= 0 && e->offset_delta >= 0 && e->last_offset >= -1 &&
            (e->last_offset < 0 || e->offset_delta <= e->last_offset) &&
            e->txn_first_offset >= -1;
 }
 
+static void aborted_put(uint8_t *p, const void *arg, int32_t i)
+{
+    (void)i;
+    const kb_aborted_txn *a = arg;
+    kp_be64_put(p, a->producer_id);
+    kp_be64_put(p + 8, a->first_offset);
+    kp_be64_put(p + 16, a->last_offset);
+}
+
+/* kb_ptxn invariant 2: first <= last, last strictly increasing. */
+static bool aborted_get(const uint8_t *p, void *arg, int32_t i)
+{
+    kb_aborted_txn *a = arg;
+    *a = (kb_aborted_txn){kp_be64_get(p), kp_be64_get(p + 8), kp_be64_get(p + 16)};
+    return a->first_offset >= 0 && a->first_offset <= a->last_offset &&
+           (i == 0 || a->last_offset > a[-1].last_offset);
+}
+
+static const frame_kind snapshot_kind = {KB_PIDSNAP_VERSION, KB_PIDSNAP_ENTRY_SIZE,
+                                         sizeof(kb_pidsnap_entry), entry_put, entry_get};
+static const frame_kind aborted_kind = {ABORTED_VERSION, KB_PIDSNAP_ABORTED_SIZE,
+                                        sizeof(kb_aborted_txn), aborted_put, aborted_get};
+
+uint8_t *kb_pidsnap_encode(const kb_pidsnap_entry *v, int32_t n, size_t *len)
+{
+    return frame_encode(&snapshot_kind, v, n, len);
+}
+
 kp_err kb_pidsnap_decode(const uint8_t *buf, size_t len, kb_pidsnap_entry **out, int32_t *n)
 {
-    *out = NULL;
-    *n = 0;
-    int32_t count;
-    kp_err e = frame_check(buf, len, KB_PIDSNAP_VERSION, KB_PIDSNAP_ENTRY_SIZE, &count);
-    if (e != KP_ERR_NONE || count == 0)
-        return e;
-    kb_pidsnap_entry *v = calloc((size_t)count, sizeof(*v));
-    if (v == NULL)
-        return KP_ERR__NOMEM;
-    const uint8_t *p = buf + KB_PIDSNAP_HDR_SIZE;
-    for (int32_t i = 0; i < count; i++, p += KB_PIDSNAP_ENTRY_SIZE) {
-        v[i] = (kb_pidsnap_entry){kp_be64_get(p), get16(p + 8), kp_be32_get(p + 10),
-                                  kp_be64_get(p + 14), kp_be32_get(p + 22), kp_be64_get(p + 26),
-                                  kp_be32_get(p + 34), kp_be64_get(p + 38)};
-        if (!entry_sane(&v[i])) {
-            free(v);
-            return KP_ERR__CORRUPT;
-        }
-    }
-    *out = v;
-    *n = count;
-    return KP_ERR_NONE;
+    return frame_decode(&snapshot_kind, buf, len, (void **)out, n);
 }
 
 uint8_t *kb_pidsnap_encode_aborted(const kb_aborted_txn *v, int32_t n, size_t *len)
 {
-    uint8_t *buf = frame_new(ABORTED_VERSION, n, KB_PIDSNAP_ABORTED_SIZE, len);
-    if (buf == NULL)
-        return NULL;
-    uint8_t *p = buf + KB_PIDSNAP_HDR_SIZE;
-    for (int32_t i = 0; i < n; i++, p += KB_PIDSNAP_ABORTED_SIZE) {
-        kp_be64_put(p, v[i].producer_id);
-        kp_be64_put(p + 8, v[i].first_offset);
-        kp_be64_put(p + 16, v[i].last_offset);
-    }
-    frame_seal(buf, *len);
-    return buf;
+    return frame_encode(&aborted_kind, v, n, len);
 }
 
 kp_err kb_pidsnap_decode_aborted(const uint8_t *buf, size_t len, kb_aborted_txn **out,
                                  int32_t *n)
 {
-    *out = NULL;
-    *n = 0;
-    int32_t count;
-    kp_err e = frame_check(buf, len, ABORTED_VERSION, KB_PIDSNAP_ABORTED_SIZE, &count);
-    if (e != KP_ERR_NONE || count == 0)
-        return e;
-    kb_aborted_txn *v = calloc((size_t)count, sizeof(*v));
-    if (v == NULL)
-        return KP_ERR__NOMEM;
-    const uint8_t *p = buf + KB_PIDSNAP_HDR_SIZE;
-    for (int32_t i = 0; i < count; i++, p += KB_PIDSNAP_ABORTED_SIZE) {
-        v[i] = (kb_aborted_txn){kp_be64_get(p), kp_be64_get(p + 8), kp_be64_get(p + 16)};
-        /* kb_ptxn invariant 2: first <= last, last strictly increasing */
-        if (v[i].first_offset < 0 || v[i].first_offset > v[i].last_offset ||
-            (i > 0 && v[i].last_offset <= v[i - 1].last_offset)) {
-            free(v);
-            return KP_ERR__CORRUPT;
-        }
-    }
-    *out = v;
-    *n = count;
-    return KP_ERR_NONE;
+    return frame_decode(&aborted_kind, buf, len, (void **)out, n);
 }
 
 /* ---- state <-> entries --------------------------------------------------- */
@@ -357,11 +381,10 @@ static kp_err read_whole(const ks_io *io, const char *dir, const char *name, uin
     return e;
 }
 
-kp_err kb_pidsnap_read(const ks_io *io, const char *dir, int64_t offset, kb_pidsnap_entry **out,
-                       int32_t *n, kp_errctx *ctx)
+/* Reads and decodes dir/name as a frame of kind k. */
+static kp_err read_frame(const ks_io *io, const char *dir, const char *name, const frame_kind *k,
+                         void **out, int32_t *n, kp_errctx *ctx)
 {
-    char name[KB_PIDSNAP_NAME_MAX];
-    kb_pidsnap_name(offset, name);
     uint8_t *buf;
     size_t len;
     *out = NULL;
@@ -369,11 +392,19 @@ kp_err kb_pidsnap_read(const ks_io *io, const char *dir, int64_t offset, kb_pids
     kp_err e = read_whole(io, dir, name, &buf, &len, ctx);
     if (e != KP_ERR_NONE)
         return e;
-    e = kb_pidsnap_decode(buf, len, out, n);
+    e = frame_decode(k, buf, len, out, n);
     free(buf);
     if (e == KP_ERR__CORRUPT)
-        KP_ERRCTX(ctx, e, 0, "%s/%s: bad version, length or crc", dir, name);
+        KP_ERRCTX(ctx, e, 0, "%s/%s: bad version, length, crc or value", dir, name);
     return e;
+}
+
+kp_err kb_pidsnap_read(const ks_io *io, const char *dir, int64_t offset, kb_pidsnap_entry **out,
+                       int32_t *n, kp_errctx *ctx)
+{
+    char name[KB_PIDSNAP_NAME_MAX];
+    kb_pidsnap_name(offset, name);
+    return read_frame(io, dir, name, &snapshot_kind, (void **)out, n, ctx);
 }
 
 /* The companion of the snapshot at offset; none means no aborted ones. */
@@ -382,20 +413,8 @@ static kp_err read_aborted(const ks_io *io, const char *dir, int64_t offset, kb_
 {
     char name[KB_PIDSNAP_NAME_MAX];
     aborted_name(offset, name);
-    uint8_t *buf;
-    size_t len;
-    *out = NULL;
-    *n = 0;
-    kp_err e = read_whole(io, dir, name, &buf, &len, ctx);
-    if (e == KP_ERR__NOENT)
-        return KP_ERR_NONE;
-    if (e != KP_ERR_NONE)
-        return e;
-    e = kb_pidsnap_decode_aborted(buf, len, out, n);
-    free(buf);
-    if (e == KP_ERR__CORRUPT)
-        KP_ERRCTX(ctx, e, 0, "%s/%s: bad version, length or crc", dir, name);
-    return e;
+    kp_err e = read_frame(io, dir, name, &aborted_kind, (void **)out, n, ctx);
+    return e == KP_ERR__NOENT ? KP_ERR_NONE : e;
 }
 
 /* ---- writing ------------------------------------------------------------- */

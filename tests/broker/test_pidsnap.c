@@ -189,6 +189,26 @@ static void produce(fixture *fx, kb_pidstate *ps, int64_t pid, int32_t seq, int 
     ck_assert_int_eq(kb_pidstate_record(ps, pid, 0, &b), KP_ERR_NONE);
 }
 
+/* A new log holding batches batches of 4 records of producer pid (sequence
+ * = offset), and the state they make. */
+static kb_pidstate *fill(fixture *fx, int64_t pid, int32_t batches)
+{
+    fx_init(fx);
+    kb_pidstate *ps = kb_pidstate_new();
+    for (int32_t s = 0; s < batches * 4; s += 4)
+        produce(fx, ps, pid, s, 4);
+    return ps;
+}
+
+/* Frees ps and loads a new state from the log directory, as an open does. */
+static kb_pidstate *reopen(fixture *fx, kb_pidstate *ps, kb_pidsnap_report *rep)
+{
+    kb_pidstate_free(ps);
+    ps = kb_pidstate_new();
+    ck_assert_int_eq(kb_pidsnap_restore(&fx->io, fx->log, ps, rep), KP_ERR_NONE);
+    return ps;
+}
+
 static char *snap_path(const fixture *fx, int64_t offset, char *buf, size_t cap)
 {
     char name[KB_PIDSNAP_NAME_MAX];
@@ -205,21 +225,15 @@ static bool exists(const char *path)
 START_TEST(test_pidsnap_restore_reads_only_the_tail)
 {
     fixture fx;
-    fx_init(&fx);
-    kb_pidstate *ps = kb_pidstate_new();
-    for (int32_t s = 0; s < 400; s += 4)
-        produce(&fx, ps, 42, s, 4); /* 100 batches, offsets 0..399 */
+    kb_pidstate *ps = fill(&fx, 42, 100);
     ck_assert_int_eq(kb_pidsnap_write(&fx.io, fx.log, ps, 400, NULL), KP_ERR_NONE);
     char path[4096];
     ck_assert(exists(snap_path(&fx, 400, path, sizeof(path))));
     ck_assert_str_eq(strrchr(path, '/') + 1, "00000000000000000400.snapshot");
     for (int32_t s = 400; s < 412; s += 4)
         produce(&fx, ps, 42, s, 4); /* 3 more batches after the snapshot */
-    kb_pidstate_free(ps);
-
-    ps = kb_pidstate_new();
     kb_pidsnap_report rep;
-    ck_assert_int_eq(kb_pidsnap_restore(&fx.io, fx.log, ps, &rep), KP_ERR_NONE);
+    ps = reopen(&fx, ps, &rep);
     ck_assert_int_eq(rep.snapshot_offset, 400);
     ck_assert_int_eq(rep.producers, 1);
     ck_assert_int_eq(rep.batches_scanned, 3);
@@ -242,15 +256,10 @@ START_TEST(test_pidsnap_keeps_only_the_last_batch)
 {
     /* as Kafka: after a load only the snapshot's batch is a known duplicate */
     fixture fx;
-    fx_init(&fx);
-    kb_pidstate *ps = kb_pidstate_new();
-    for (int32_t s = 0; s < 20; s += 4)
-        produce(&fx, ps, 9, s, 4);
+    kb_pidstate *ps = fill(&fx, 9, 5);
     ck_assert_int_eq(kb_pidsnap_write(&fx.io, fx.log, ps, 20, NULL), KP_ERR_NONE);
-    kb_pidstate_free(ps);
-    ps = kb_pidstate_new();
     kb_pidsnap_report rep;
-    ck_assert_int_eq(kb_pidsnap_restore(&fx.io, fx.log, ps, &rep), KP_ERR_NONE);
+    ps = reopen(&fx, ps, &rep);
     ck_assert_int_eq(rep.batches_scanned, 0);
     kb_pid_batch dup;
     ck_assert_int_eq(kb_pidstate_check(ps, 9, 0, 16, 19, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
@@ -280,13 +289,9 @@ static void write_bytes(const char *path, const void *buf, size_t len)
 START_TEST(test_pidsnap_bad_file_falls_back_to_scan)
 {
     fixture fx;
-    fx_init(&fx);
-    kb_pidstate *ps = kb_pidstate_new();
-    for (int32_t s = 0; s < 40; s += 4)
-        produce(&fx, ps, 5, s, 4);
+    kb_pidstate *ps = fill(&fx, 5, 10);
     ck_assert_int_eq(kb_pidsnap_write(&fx.io, fx.log, ps, 20, NULL), KP_ERR_NONE);
     ck_assert_int_eq(kb_pidsnap_write(&fx.io, fx.log, ps, 40, NULL), KP_ERR_NONE);
-    kb_pidstate_free(ps);
     char p40[4096], p20[4096], p99[4096];
     snap_path(&fx, 40, p40, sizeof(p40));
     snap_path(&fx, 20, p20, sizeof(p20));
@@ -295,9 +300,8 @@ START_TEST(test_pidsnap_bad_file_falls_back_to_scan)
     kp_be32_put(huge + 2, (int32_t)kp_crc32c(0, huge + 6, 4));
     write_bytes(p20, huge, sizeof(huge));                   /* count 2^31-1, crc fine */
     write_bytes(snap_path(&fx, 99, p99, sizeof(p99)), "x", 1); /* above the log end */
-    ps = kb_pidstate_new();
     kb_pidsnap_report rep;
-    ck_assert_int_eq(kb_pidsnap_restore(&fx.io, fx.log, ps, &rep), KP_ERR_NONE);
+    ps = reopen(&fx, ps, &rep);
     ck_assert_int_eq(rep.snapshot_offset, -1);
     ck_assert_int_eq(rep.batches_scanned, 10);
     ck_assert_int_eq(rep.deleted, 3);
@@ -361,10 +365,8 @@ START_TEST(test_pidsnap_transactions_survive)
     ck_assert_int_eq(kb_ptxn_on_data(x, 4, 2), KP_ERR_NONE);
     produce(&fx, ps, 5, 0, 2); /* offsets 4-5 */
     ck_assert_int_eq(kb_pidsnap_write(&fx.io, fx.log, ps, 6, NULL), KP_ERR_NONE);
-    kb_pidstate_free(ps);
-    ps = kb_pidstate_new();
     kb_pidsnap_report rep;
-    ck_assert_int_eq(kb_pidsnap_restore(&fx.io, fx.log, ps, &rep), KP_ERR_NONE);
+    ps = reopen(&fx, ps, &rep);
     ck_assert_int_eq(rep.snapshot_offset, 6);
     ck_assert_int_eq(rep.producers, 3);
     x = kb_pidstate_txns(ps);
