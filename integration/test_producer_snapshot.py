@@ -26,6 +26,7 @@ import pytest
 import wire
 import wire_data
 from conftest import require_module
+from procs import wait_until
 from roundtrip import create_topic, read_all
 
 SEGMENT = 1 << 20  # Kafka's smallest segment.bytes
@@ -173,6 +174,14 @@ def check_after_restart(ck, broker, topic, p, hand, end):
     assert values == want, "every record once, in order"
 
 
+def wait_fetchable(broker, topic):
+    """Kafka serves a partition a moment after its port accepts."""
+    def ok():
+        with wire.connect(broker.host, broker.port) as s:
+            return wire_data.fetch_v4(s, 7, topic, 0, 0, max_wait_ms=0).error == 0
+    wait_until(ok, 60, interval=0.2, what="partition fetchable after the restart")
+
+
 def start_and_check(ck, broker, topic, p, hand, end):
     """Starts the stopped broker, runs check_after_restart; -> Runnel's log
     lines about loading the partition's producer state."""
@@ -225,3 +234,41 @@ def test_kill9_replays_only_the_last_segment(ck, broker, target, topic_name):
         assert snap_offset == roll
         assert scanned == tail, "replayed %d batches, %d past the snapshot, %d in all" % (
             scanned, tail, len(batches))
+
+
+def test_aborted_transactions_survive_a_restart(ck, broker, target, topic_name):
+    """Aborted transactions below the snapshot stay hidden from read_committed
+    readers after a clean restart (Runnel keeps them in <offset>.aborted)."""
+    topic = create_topic(broker.bootstrap, topic_name(), 1)
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap,
+                     "transactional.id": "it-snap-" + topic})
+    p.init_transactions(30)
+    for n in range(4):
+        p.begin_transaction()
+        for i in range(3):
+            p.produce(topic, value=b"t%d-%d" % (n, i), partition=0)
+        assert p.flush(30) == 0  # written before the abort, not purged
+        if n % 2:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    del p
+    committed = [b"t%d-%d" % (n, i) for n in (1, 3) for i in range(3)]
+    got = read_all(broker.bootstrap, topic, [0], isolation="read_committed")
+    assert [g.value for g in got] == committed
+    broker.stop()
+
+    snaps, _ = snapshots(broker, topic)
+    end = max(snaps)
+    (entry,) = snaps[end]
+    assert entry.txn_first_offset == -1 and entry.coordinator_epoch >= 0
+    if target == "runnel":
+        assert (broker.datadir / ("%s-0" % topic) / ("%020d.aborted" % end)).is_file()
+
+    mark = broker.log_path.stat().st_size
+    broker.start()
+    wait_fetchable(broker, topic)
+    got = read_all(broker.bootstrap, topic, [0], isolation="read_committed")
+    assert [g.value for g in got] == committed, "aborted records hidden after the restart"
+    if target == "runnel":
+        assert loaded_lines(broker, mark, topic) == [(end, 1, 0)]
