@@ -12,6 +12,7 @@
 
 #define SNAP_EXT ".snapshot"
 #define ABORTED_EXT ".aborted"
+#define TXNINDEX_EXT ".txnindex" /* Kafka's; made only when it has an entry */
 #define ABORTED_VERSION 0
 #define NAME_DIGITS 20
 #define CRC_AT 2
@@ -267,6 +268,7 @@ typedef struct snap_list {
     int32_t n;
     int32_t cap;
     bool nomem;
+    bool txnindex; /* Kafka's aborted-transaction index files are here */
 } snap_list;
 
 void kb_pidsnap_name(int64_t offset, char out[KB_PIDSNAP_NAME_MAX])
@@ -298,6 +300,9 @@ static void list_cb(void *arg, const char *name)
 {
     snap_list *l = arg;
     snap_file f = {0, false};
+    int64_t base;
+    if (parse_name(name, TXNINDEX_EXT, &base))
+        l->txnindex = true;
     if (!parse_name(name, SNAP_EXT, &f.offset) && !(f.aborted = parse_name(name, ABORTED_EXT,
                                                                            &f.offset)))
         return;
@@ -334,10 +339,10 @@ static kp_err list_files(const ks_io *io, const char *dir, snap_list *l, kp_errc
     return e;
 }
 
-static bool has_snapshot(const snap_list *l, int64_t offset)
+static bool has_file(const snap_list *l, int64_t offset, bool aborted)
 {
     for (int32_t i = 0; i < l->n; i++)
-        if (l->v[i].offset == offset && !l->v[i].aborted)
+        if (l->v[i].offset == offset && l->v[i].aborted == aborted)
             return true;
     return false;
 }
@@ -460,7 +465,7 @@ static void prune(const ks_io *io, const char *dir, int64_t log_start)
         const snap_file *f = &l.v[i];
         bool drop;
         if (f->aborted)
-            drop = !has_snapshot(&l, f->offset);
+            drop = !has_file(&l, f->offset, false);
         else
             drop = f->offset < log_start || ++kept > KB_PIDSNAP_KEEP;
         if (drop) {
@@ -573,6 +578,10 @@ static int64_t load_newest(const ks_io *io, ks_log *log, const snap_list *l, kb_
         const snap_file *f = &l->v[i];
         if (f->aborted || f->offset < start || f->offset > end)
             continue;
+        /* Kafka wrote this directory and knew aborted transactions: its
+         * snapshots lack them (they are in .txnindex), only a scan finds them */
+        if (l->txnindex && !has_file(l, f->offset, true))
+            continue;
         kp_errctx ctx = {{0}, NULL, 0, 0};
         *err = load_one(io, dir, f->offset, ps, &rep->producers, &ctx);
         if (*err == KP_ERR_NONE)
@@ -609,7 +618,7 @@ kp_err kb_pidsnap_restore(const ks_io *io, ks_log *log, kb_pidstate *ps, kb_pids
     kp_err e = list_files(io, ks_log_dir(log), &l, NULL);
     if (e != KP_ERR_NONE) {
         free(l.v);
-        l = (snap_list){NULL, 0, 0, false}; /* unreadable: scan everything */
+        l = (snap_list){NULL, 0, 0, false, false}; /* unreadable: scan everything */
     }
     rep->deleted = drop_above(io, ks_log_dir(log), &l, ks_log_end_offset(log));
     e = KP_ERR_NONE;

@@ -24,6 +24,9 @@
  * beside a snapshot only while some are known; none means none:
  *   0 2 version, 0 | 2 4 CRC-32C as above | 6 4 count n |
  *   10 24 n entries: producer id, first offset, last (marker) offset, int64s
+ * A directory Kafka wrote may hold aborted transactions in .txnindex files
+ * that Runnel does not read: there a snapshot without a companion is not
+ * used (the open scans the whole log, as before snapshots).
  *
  * Like Kafka's, a snapshot keeps one batch per producer (its last). Kafka
  * ends every open, clean or not, knowing only that batch (after a recovery

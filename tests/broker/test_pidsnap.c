@@ -314,6 +314,26 @@ START_TEST(test_pidsnap_bad_file_falls_back_to_scan)
 }
 END_TEST
 
+START_TEST(test_pidsnap_kafka_dir_with_aborted_is_scanned)
+{
+    /* Kafka keeps aborted transactions in .txnindex, which Runnel does not
+     * read: its snapshot (no .aborted companion) would lose them */
+    fixture fx;
+    kb_pidstate *ps = fill(&fx, 5, 3);
+    ck_assert_int_eq(kb_pidsnap_write(&fx.io, fx.log, ps, 12, NULL), KP_ERR_NONE);
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/t-0/00000000000000000000.txnindex", fx.dir);
+    write_bytes(p, "", 0);
+    kb_pidsnap_report rep;
+    ps = reopen(&fx, ps, &rep);
+    ck_assert_int_eq(rep.snapshot_offset, -1);
+    ck_assert_int_eq(rep.batches_scanned, 3);
+    ck_assert(exists(snap_path(&fx, 12, p, sizeof(p)))); /* not bad: kept */
+    kb_pidstate_free(ps);
+    fx_fini(&fx);
+}
+END_TEST
+
 static int count_snapshots(const fixture *fx)
 {
     char d[4096];
@@ -436,6 +456,7 @@ Suite *pidsnap_suite(void)
     tcase_add_test(tc, test_pidsnap_keeps_only_the_last_batch);
     tcase_add_test(tc, test_pidsnap_bad_file_falls_back_to_scan);
     tcase_add_test(tc, test_pidsnap_keeps_a_few);
+    tcase_add_test(tc, test_pidsnap_kafka_dir_with_aborted_is_scanned);
     tcase_add_test(tc, test_pidsnap_transactions_survive);
     suite_add_tcase(s, tc);
     return s;
