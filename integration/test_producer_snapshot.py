@@ -11,7 +11,8 @@ stop) or only those of the last segment (kill -9: the snapshot of the last
 roll); the producer goes on without OUT_OF_ORDER_SEQUENCE_NUMBER, a retry of
 the last batch is deduplicated and, as in Kafka (whose snapshot keeps one
 batch per producer, and which reloads one after a recovery too), a retry of
-an earlier one is OUT_OF_ORDER. Run with
+an earlier one is OUT_OF_ORDER. Aborted transactions stay hidden from
+read_committed readers across a restart. Run with
 --target=kafka the same assertions hold against Kafka's own files, which
 the same decoder reads.
 """
