@@ -581,8 +581,10 @@ kp_err kb_topics_open(const kb_config *cfg, kb_topics **out, char *err, size_t e
     for (size_t i = 0; i < cfg->log_dirs.n; i++) {
         const char *d = cfg->log_dirs.v[i];
         if (make_dirs(d) != 0 || access(d, W_OK) != 0) {
-            snprintf(err, errlen, "config: log.dirs=%s: expected a writable directory: %s", d,
-                     strerror(errno));
+            snprintf(err, errlen,
+                     "config: log.dirs=%s: expected a writable directory: %s; make it "
+                     "writable for this user or choose another (--override log.dirs=DIR)",
+                     d, strerror(errno));
             return KP_ERR__IO;
         }
     }
