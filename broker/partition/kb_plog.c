@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kb_log.h"
+#include "kb_pidsnap.h"
 #include "kb_pidstate.h"
 #include "kb_ptxn.h"
 #include "kb_topic_settings.h"
@@ -144,7 +145,7 @@ kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
     if (cleaned >= 0)
         ks_log_set_cleaner_offset(p->log, cleaned);
     p->pids = kb_pidstate_new();
-    e = p->pids != NULL ? kb_pidstate_rebuild(p->pids, &pl->io, p->log) : KP_ERR__NOMEM;
+    e = p->pids != NULL ? kb_pidsnap_restore(&pl->io, p->log, p->pids, NULL) : KP_ERR__NOMEM;
     if (e != KP_ERR_NONE) {
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot rebuild producer state\" topic=%s "
                "partition=%d error=%s", t->name, partition, kp_err_name(e));
@@ -186,15 +187,20 @@ kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *bat
     kp_err e = kb_plog_get(b, t, partition, &log);
     if (e != KP_ERR_NONE)
         return e;
+    kb_plog *pl = b->plog;
     kp_errctx ctx = {{0}, NULL, 0, 0};
+    int32_t segments = ks_log_segment_count(log);
     e = ks_log_append(log, batches, len, t->partitions[partition].leader_epoch, wall_ms(), res,
                       &ctx);
+    /* A roll happens before the batches: the state is that of the offsets
+     * below the new segment, whose base is the first appended offset. */
+    if (e == KP_ERR_NONE && ks_log_segment_count(log) > segments)
+        kb_pidsnap_save(&pl->io, log, t->partitions[partition].pids, res->base_offset);
     if (e != KP_ERR_NONE) {
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"append failed\" topic=%s partition=%d "
                "error=%s detail=\"%s\"", t->name, partition, kp_err_name(e), ctx.msg);
         return e;
     }
-    kb_plog *pl = b->plog;
     if (ks_flush_policy_due(log, kb_loop_now_ms(b->loop)))
         (void)ks_flush_submit(pl->flush, log, 0, NULL);
     return KP_ERR_NONE;
@@ -369,6 +375,7 @@ static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *
            "log_start_offset=%lld", t->name, partition, job.n, (long long)job.bytes,
            (long long)ks_log_start_offset(log));
     unlink_later(pl, &job);
+    kb_pidsnap_prune(&pl->io, log);
 }
 
 /* ---- log cleaner (compacted topics) -------------------------------------- */
@@ -733,6 +740,8 @@ static void flush_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
     if (ks_log_flush(log, wall_ms(), &ctx) != KP_ERR_NONE)
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"final flush failed\" topic=%s partition=%d "
                "detail=\"%s\"", t->name, partition, ctx.msg);
+    else
+        kb_pidsnap_save(&pl->io, log, t->partitions[partition].pids, ks_log_end_offset(log));
 }
 
 static void close_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)

@@ -13,6 +13,7 @@ Suite *group_suite(void);
 Suite *log_suite(void);
 Suite *map_suite(void);
 Suite *props_suite(void);
+Suite *pidsnap_suite(void);
 Suite *pidstate_suite(void);
 Suite *sasl_suite(void);
 Suite *topics_suite(void);
