@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kb_cgroup.h"
+#include "kb_group_impl.h"
 #include "kb_log.h"
 #include "kb_map.h"
 
@@ -124,7 +125,7 @@ kp_err kb_groups_get(kb_groups *gs, kp_str id, kb_group **out)
     return KP_ERR_NONE;
 }
 
-static void member_free(kb_group_member *m)
+void kbg_member_free(kb_group_member *m)
 {
     if (m == NULL)
         return;
@@ -144,7 +145,7 @@ static void member_free(kb_group_member *m)
 static void group_free(kb_group *g)
 {
     for (int32_t i = 0; i < g->nmembers; i++)
-        member_free(g->members[i]);
+        kbg_member_free(g->members[i]);
     for (int32_t i = 0; i < g->npending; i++)
         free(g->pending[i].member_id);
     free(g->members);
@@ -225,7 +226,7 @@ static bool is_leader(const kb_group *g, const kb_group_member *m)
     return g->leader_id != NULL && strcmp(g->leader_id, m->member_id) == 0;
 }
 
-static size_t member_bytes(const kb_group_member *m)
+size_t kbg_member_bytes(const kb_group_member *m)
 {
     size_t n = (size_t)m->assignment_len;
     for (int32_t i = 0; i < m->nprotos; i++)
@@ -264,7 +265,7 @@ static kp_err member_set_protos(kb_group *g, kb_group_member *m, const kp_join_g
         if (p[i].meta_len > 0)
             memcpy(p[i].meta, md.p, (size_t)p[i].meta_len);
     }
-    g->bytes -= member_bytes(m);
+    g->bytes -= kbg_member_bytes(m);
     for (int32_t i = 0; i < m->nprotos; i++) {
         free(m->protos[i].name);
         free(m->protos[i].meta);
@@ -272,7 +273,7 @@ static kp_err member_set_protos(kb_group *g, kb_group_member *m, const kp_join_g
     free(m->protos);
     m->protos = p;
     m->nprotos = n;
-    g->bytes += member_bytes(m);
+    g->bytes += kbg_member_bytes(m);
     m->session_timeout_ms = rq->session_timeout_ms;
     /* v0 has no rebalance timeout: the session timeout serves. */
     m->rebalance_timeout_ms =
@@ -280,7 +281,7 @@ static kp_err member_set_protos(kb_group *g, kb_group_member *m, const kp_join_g
     return KP_ERR_NONE;
 }
 
-static kp_err member_set_assignment(kb_group *g, kb_group_member *m, kp_slice a)
+kp_err kbg_member_set_assignment(kb_group *g, kb_group_member *m, kp_slice a)
 {
     uint8_t *copy = NULL;
     int32_t len = a.len > 0 ? a.len : 0;
@@ -387,7 +388,7 @@ static void reset_assignments(kb_groups *gs, kb_group *g, kp_err err)
 {
     for (int32_t i = 0; i < g->nmembers; i++) {
         kb_group_member *m = g->members[i];
-        member_set_assignment(g, m, (kp_slice){NULL, 0});
+        kbg_member_set_assignment(g, m, (kp_slice){NULL, 0});
         if (m->awaiting_sync)
             finish_sync(gs, g, m, err);
     }
@@ -448,7 +449,7 @@ static const char *select_protocol(const kb_group *g)
     return best;
 }
 
-static kp_err set_owned(char **field, const char *v)
+kp_err kbg_set_owned(char **field, const char *v)
 {
     char *copy = NULL;
     if (v != NULL && (copy = strdup(v)) == NULL)
@@ -492,10 +493,10 @@ static void member_detach(kb_groups *gs, kb_group *g, kb_group_member *m)
     memmove(&g->members[i], &g->members[i + 1],
             (size_t)(g->nmembers - i - 1) * sizeof(*g->members));
     g->nmembers--;
-    g->bytes -= member_bytes(m);
+    g->bytes -= kbg_member_bytes(m);
     if (is_leader(g, m))
-        set_owned(&g->leader_id, g->nmembers > 0 ? g->members[0]->member_id : NULL);
-    member_free(m);
+        kbg_set_owned(&g->leader_id, g->nmembers > 0 ? g->members[0]->member_id : NULL);
+    kbg_member_free(m);
 }
 
 static void complete_join(kb_groups *gs, kb_group *g, int64_t now);
@@ -555,7 +556,7 @@ static bool elect_joined_leader(kb_group *g)
         return true;
     for (int32_t i = 0; i < g->nmembers; i++)
         if (g->members[i]->awaiting_join)
-            return set_owned(&g->leader_id, g->members[i]->member_id) == KP_ERR_NONE;
+            return kbg_set_owned(&g->leader_id, g->members[i]->member_id) == KP_ERR_NONE;
     return false;
 }
 
@@ -566,10 +567,10 @@ static void next_generation(kb_groups *gs, kb_group *g)
     g->initial_rebalance = false;
     g->join_deadline = KB_GROUP_NO_DEADLINE;
     if (g->nmembers > 0) {
-        set_owned(&g->protocol_name, select_protocol(g));
+        kbg_set_owned(&g->protocol_name, select_protocol(g));
         set_state(gs, g, KB_GS_COMPLETING_REBALANCE);
     } else {
-        set_owned(&g->protocol_name, NULL);
+        kbg_set_owned(&g->protocol_name, NULL);
         set_state(gs, g, KB_GS_EMPTY);
     }
     for (int32_t i = 0; i < g->nmembers; i++)
@@ -637,7 +638,7 @@ static void park_join(kb_groups *gs, kb_group *g, kb_group_member *m, void *wait
 
 /* Creates a member and appends it (the first becomes leader and sets the
  * protocol type). */
-static kp_err add_member_quiet(kb_group *g, const kp_join_group_req *rq,
+kp_err kbg_add_member_quiet(kb_group *g, const kp_join_group_req *rq,
                                const kb_group_client *cl, const char *member_id, int64_t now)
 {
     if (g->nmembers == g->members_cap) {
@@ -665,14 +666,14 @@ static kp_err add_member_quiet(kb_group *g, const kp_join_group_req *rq,
         free(g->protocol_type);
         g->protocol_type = type;
     }
-    if (g->leader_id == NULL && set_owned(&g->leader_id, m->member_id) != KP_ERR_NONE)
+    if (g->leader_id == NULL && kbg_set_owned(&g->leader_id, m->member_id) != KP_ERR_NONE)
         goto nomem;
     g->members[g->nmembers++] = m;
     m->session_deadline = now + m->session_timeout_ms;
     return KP_ERR_NONE;
 nomem:
-    g->bytes -= member_bytes(m);
-    member_free(m);
+    g->bytes -= kbg_member_bytes(m);
+    kbg_member_free(m);
     return KP_ERR__NOMEM;
 }
 
@@ -680,7 +681,7 @@ static kp_err add_member(kb_groups *gs, kb_group *g, const kp_join_group_req *rq
                          const kb_group_client *cl, const char *member_id, void *waiter,
                          int64_t now)
 {
-    kp_err e = add_member_quiet(g, rq, cl, member_id, now);
+    kp_err e = kbg_add_member_quiet(g, rq, cl, member_id, now);
     if (e != KP_ERR_NONE)
         return e;
     kb_group_member *m = g->members[g->nmembers - 1];
@@ -733,7 +734,7 @@ static kp_err replace_static(kb_groups *gs, kb_group *g, kb_group_member *m, cha
     bool leader = is_leader(g, m);
     free(m->member_id);
     m->member_id = new_id;
-    if (leader && set_owned(&g->leader_id, new_id) != KP_ERR_NONE)
+    if (leader && kbg_set_owned(&g->leader_id, new_id) != KP_ERR_NONE)
         return KP_ERR__NOMEM;
     if (g->state != KB_GS_STABLE)
         return update_member(gs, g, m, rq, cl, waiter, now);
@@ -891,7 +892,7 @@ static kp_err leader_sync(kb_groups *gs, kb_group *g, const kp_sync_group_req *r
                 break;
             }
         }
-        if (member_set_assignment(g, m, a) != KP_ERR_NONE)
+        if (kbg_member_set_assignment(g, m, a) != KP_ERR_NONE)
             return KP_ERR__NOMEM;
     }
     kp_err err = gs->env.store != NULL ? gs->env.store(g, gs->env.ctx) : KP_ERR_NONE;
@@ -1110,134 +1111,4 @@ void kb_group_forget_waiter(kb_group *g, void *waiter)
             m->awaiting_sync = false;
         }
     }
-}
-
-/* ---- queries and records ------------------------------------------------ */
-
-/* Adds the topics of one consumer subscription to the check; false if the
- * bytes are not a subscription. */
-static bool subscription_has(kp_slice meta, kp_str topic, bool *has)
-{
-    if (meta.len < 2)
-        return false;
-    kp_reader r = kp_reader_make(meta.p, (size_t)meta.len);
-    int16_t v = kp_read_i16(&r);
-    if (v < 0)
-        return false;
-    kp_arena a;
-    kp_arena_init(&a);
-    kp_consumer_protocol_subscription sub;
-    kp_consumer_protocol_subscription_defaults(&sub);
-    bool ok = kp_consumer_protocol_subscription_decode(&r, &a, &sub, v > 3 ? 3 : v) == KP_ERR_NONE;
-    for (int32_t i = 0; ok && i < sub.topics.n; i++)
-        *has = *has || kp_str_eq(sub.topics.v[i], topic);
-    kp_arena_fini(&a);
-    return ok;
-}
-
-bool kb_group_subscribed_to(const kb_group *g, kp_str topic)
-{
-    if (g->protocol_type == NULL || strcmp(g->protocol_type, "consumer") != 0)
-        return false;
-    if (g->nmembers == 0)
-        return false;
-    if (g->protocol_name == NULL)
-        return true;
-    bool has = false;
-    for (int32_t i = 0; i < g->nmembers; i++)
-        if (!subscription_has(kb_group_member_metadata(g->members[i], g->protocol_name), topic, &has))
-            return true;
-    return has;
-}
-
-static kp_str view(const char *s)
-{
-    return s != NULL ? kp_str_from(s) : KP_STR_NULL;
-}
-
-kp_err kb_group_to_record(const kb_group *g, kp_arena *a, kp_group_metadata_value *out)
-{
-    kp_group_metadata_value_defaults(out);
-    out->protocol_type = kp_str_from(g->protocol_type != NULL ? g->protocol_type : "");
-    out->generation = g->generation;
-    out->protocol = view(g->protocol_name);
-    out->leader = view(g->leader_id);
-    out->current_state_timestamp = g->state_timestamp;
-    out->members.n = g->nmembers;
-    out->members.v = kp_arena_calloc(a, (size_t)g->nmembers + 1, sizeof(*out->members.v));
-    if (out->members.v == NULL)
-        return KP_ERR__NOMEM;
-    for (int32_t i = 0; i < g->nmembers; i++) {
-        const kb_group_member *m = g->members[i];
-        kp_group_metadata_value_member_metadata *mm = &out->members.v[i];
-        mm->member_id = kp_str_from(m->member_id);
-        mm->group_instance_id = view(m->instance_id);
-        mm->client_id = kp_str_from(m->client_id);
-        mm->client_host = kp_str_from(m->client_host);
-        mm->rebalance_timeout = m->rebalance_timeout_ms;
-        mm->session_timeout = m->session_timeout_ms;
-        mm->subscription = kb_group_member_metadata(m, g->protocol_name);
-        mm->assignment = (kp_slice){m->assignment != NULL ? m->assignment : (const uint8_t *)"",
-                                    m->assignment_len};
-    }
-    return KP_ERR_NONE;
-}
-
-/* One loaded member: a single protocol (the group's) with its metadata. */
-static kp_err member_from_record(kb_group *g, const kp_group_metadata_value_member_metadata *mm,
-                                 int64_t now)
-{
-    kp_join_group_req_join_group_request_protocol proto = {kp_str_from(g->protocol_name),
-                                                           mm->subscription};
-    kp_join_group_req rq;
-    kp_join_group_req_defaults(&rq);
-    rq.session_timeout_ms = mm->session_timeout;
-    rq.rebalance_timeout_ms = mm->rebalance_timeout;
-    rq.group_instance_id = mm->group_instance_id;
-    rq.protocol_type = kp_str_from(g->protocol_type);
-    rq.protocols.n = 1;
-    rq.protocols.v = &proto;
-    kb_group_client cl = {mm->client_id, mm->client_host, 0};
-    char *id = kp_str_cdup(mm->member_id);
-    if (id == NULL)
-        return KP_ERR__NOMEM;
-    kp_err e = add_member_quiet(g, &rq, &cl, id, now);
-    free(id);
-    if (e != KP_ERR_NONE)
-        return e;
-    return member_set_assignment(g, g->members[g->nmembers - 1], mm->assignment);
-}
-
-kp_err kb_group_from_record(kb_group *g, const kp_group_metadata_value *v, int64_t now)
-{
-    while (g->nmembers > 0) {
-        g->bytes -= member_bytes(g->members[g->nmembers - 1]);
-        member_free(g->members[--g->nmembers]);
-    }
-    set_owned(&g->leader_id, NULL);
-    g->generation = v->generation;
-    g->state_timestamp = v->current_state_timestamp;
-    char *type = v->protocol_type.len > 0 ? kp_str_cdup(v->protocol_type) : NULL;
-    char *name = kp_str_cdup(v->protocol);
-    free(g->protocol_type);
-    free(g->protocol_name);
-    g->protocol_type = type;
-    g->protocol_name = name;
-    g->state = KB_GS_EMPTY;
-    if (name == NULL || type == NULL)
-        return KP_ERR_NONE;
-    for (int32_t i = 0; i < v->members.n; i++) {
-        kp_err e = member_from_record(g, &v->members.v[i], now);
-        if (e != KP_ERR_NONE)
-            return e;
-    }
-    if (g->nmembers > 0) {
-        g->state = KB_GS_STABLE;
-        if (v->leader.len >= 0 && kb_group_member_find(g, v->leader) != NULL) {
-            char *l = kp_str_cdup(v->leader);
-            free(g->leader_id);
-            g->leader_id = l;
-        }
-    }
-    return KP_ERR_NONE;
 }
