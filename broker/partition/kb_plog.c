@@ -138,7 +138,9 @@ static void topic_log_config(const kb_broker *b, const kb_topic *t, ks_log_confi
 
 kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
 {
-    if (partition < 0 || partition >= t->npartitions)
+    /* A topic whose directories are being made or removed (kb_pdirs.h), met
+     * through a pointer taken before, e.g. by a produce on a helper thread. */
+    if (t->state != KB_TOPIC_READY || partition < 0 || partition >= t->npartitions)
         return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     kb_partition *p = &t->partitions[partition];
     if (p->log != NULL) {
