@@ -27,8 +27,11 @@ asserted at once. The Metadata-before-directories check is Runnel's own rule.
 
 import re
 import struct
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -43,65 +46,75 @@ UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER = 3, 5,
 RETRIABLE_WHILE_CREATING = {UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
                             NOT_LEADER_OR_FOLLOWER}
 BOUND_MS = 50.0
-# This shared 2-core machine delays a client now and then by itself: an idle
-# Runnel broker probed for 15 s showed a worst round trip of 45.6 ms (load
-# average 5), Kafka 64.8 ms during its create. So a few isolated waits over
-# BOUND_MS (at most 1 per 1000 round trips, at least 2) are taken as
-# scheduler noise as long as none reaches SPIKE_MS; a stalled event loop
-# shows as one long wait (before the fix: 4.6 s behind 1,000 partitions) or
-# as a wait per step. Kafka's own figures meet the same rule.
+# This shared 2-core machine stalls now and then by itself: an idle Runnel
+# broker probed for 15 s showed a worst round trip of 45.6 ms (load average
+# 5); probing a busy and an idle broker side by side, both saw the same
+# hiccup at the same instant (195 ms and 85 ms). So isolated waits over
+# BOUND_MS (at most 1 per 200 round trips, at least 3) are taken as machine
+# noise as long as none reaches SPIKE_MS; a stalled event loop shows as one
+# long wait (before the fix: 4.6 s behind 1,000 partitions) or as a wait
+# per step of the work (150 steps for 5,000 partitions).
 SPIKE_MS = 250.0
+# Apache Kafka 4.1 itself stalls other clients while its broker creates the
+# logs of a new topic (measured here, load average 5-13: 1,000 partitions
+# p99 48 ms max 305 ms; 5,000 partitions p99 142 ms max 343 ms, 170 of 3,298
+# round trips over 50 ms). --target=kafka therefore asserts only that no
+# wait reaches KAFKA_BOUND_MS; Runnel's bound above is Runnel's own.
+KAFKA_BOUND_MS = 1000.0
 REQUEST_TIMEOUT_MS = 300000
 
 
 # ---- raw requests ---------------------------------------------------------------
 
+def flex_send(sock, api_key, version, correlation_id, body):
+    """A request of a flexible version (header v2), not waiting for the answer."""
+    hdr = struct.pack(">hhih", api_key, version, correlation_id, 4) + b"test" + b"\0"
+    sock.sendall(wire.frame(hdr + body))
+
+
+def flex_reply(sock, correlation_id, result):
+    """The one topic result of a CreateTopics / DeleteTopics response."""
+    r = wire.FlexReader(wire.recv_frame(sock))
+    assert r.take(">i") == correlation_id
+    r.skip_tags()
+    r.take(">i")  # throttle
+    (out,) = r.array(result)
+    return out
+
+
 def send_create(sock, name, partitions, correlation_id=1):
-    """CreateTopics v7 for one topic, not waiting for the answer."""
+    """CreateTopics v7 for one topic."""
     topic = cstr(name) + struct.pack(">ih", partitions, 1) + carray([]) + carray([]) + b"\0"
     body = carray([topic]) + struct.pack(">i?", REQUEST_TIMEOUT_MS, False) + b"\0"
-    hdr = struct.pack(">hhih", CREATE_TOPICS, 7, correlation_id, 4) + b"test" + b"\0"
-    sock.sendall(wire.frame(hdr + body))
+    flex_send(sock, CREATE_TOPICS, 7, correlation_id, body)
 
 
 def recv_create(sock, correlation_id=1):
     """(error_code, error_message, num_partitions) of the one topic."""
-    r = wire.FlexReader(wire.recv_frame(sock))
-    assert r.take(">i") == correlation_id
-    r.skip_tags()
-    r.take(">i")  # throttle
-
     def result(x):
-        out = (x.string(), x.uuid(), x.take(">h"), x.string(), x.take(">i"), x.take(">h"))
+        _name, _id, err, msg = x.string(), x.uuid(), x.take(">h"), x.string()
+        partitions, _rf = x.take(">i"), x.take(">h")
         x.array(lambda y: (y.string(), y.string(), y.take(">?b?"), y.skip_tags()))
         x.skip_tags()
-        return out
+        return err, msg, partitions
 
-    ((_name, _id, err, msg, partitions, _rf),) = r.array(result)
-    return err, msg, partitions
+    return flex_reply(sock, correlation_id, result)
 
 
 def send_delete(sock, name, correlation_id=2):
-    """DeleteTopics v6 by name, not waiting for the answer."""
+    """DeleteTopics v6 for one topic, by name."""
     body = carray([cstr(name) + bytes(16) + b"\0"]) + struct.pack(">i", REQUEST_TIMEOUT_MS) + b"\0"
-    hdr = struct.pack(">hhih", DELETE_TOPICS, 6, correlation_id, 4) + b"test" + b"\0"
-    sock.sendall(wire.frame(hdr + body))
+    flex_send(sock, DELETE_TOPICS, 6, correlation_id, body)
 
 
 def recv_delete(sock, correlation_id=2):
     """(error_code, error_message) of the one topic."""
-    r = wire.FlexReader(wire.recv_frame(sock))
-    assert r.take(">i") == correlation_id
-    r.skip_tags()
-    r.take(">i")  # throttle
-
     def result(x):
-        out = (x.string(), x.uuid(), x.take(">h"), x.string())
+        _name, _id, err, msg = x.string(), x.uuid(), x.take(">h"), x.string()
         x.skip_tags()
-        return out
+        return err, msg
 
-    ((_name, _id, err, msg),) = r.array(result)
-    return err, msg
+    return flex_reply(sock, correlation_id, result)
 
 
 def topic_partitions(sock, name, correlation_id):
@@ -141,70 +154,85 @@ def produce_and_fetch(broker, name, partition, strict):
 
 # ---- the probe --------------------------------------------------------------------
 
+# The probe runs in a process of its own, so that this one's threads (the
+# Metadata watcher, directory listings) never hold its interpreter lock.
+PROBE = r"""
+import sys, time, wire
+s = wire.connect(sys.argv[1], int(sys.argv[2]), timeout=600)
+corr = 0
+while True:
+    corr += 1
+    t0 = time.monotonic()
+    err, apis = wire.api_versions_v0(s, corr)
+    ok = err == 0 and wire.API_VERSIONS in apis
+    print("%.6f %.3f %d" % (t0, (time.monotonic() - t0) * 1000.0, ok), flush=True)
+    time.sleep(0.001)
+"""
+
+
 class ApiVersionsProbe:
     """A connection of its own sending ApiVersions v0 back to back, timing each."""
 
-    def __init__(self, broker):
-        self.sock = wire.connect(broker.host, broker.port, timeout=120)
+    def __init__(self, broker, target):
+        self.kafka = target == "kafka"
         self.waits = []
-        self.at = []  # perf_counter() at each send
-        self.in_flight = None  # perf_counter() at the send still unanswered
-        self.error = None
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.at = []  # time.monotonic() at each send
+        self.bad = 0  # answers that were not a good ApiVersions
+        self.proc = subprocess.Popen([sys.executable, "-c", PROBE, broker.host, str(broker.port)],
+                                     cwd=str(Path(__file__).parent), stdout=subprocess.PIPE,
+                                     text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
 
-    def _run(self):
-        corr = 0
-        try:
-            while not self.stopping.is_set():
-                corr += 1
-                t0 = self.in_flight = time.perf_counter()
-                err, apis = wire.api_versions_v0(self.sock, corr)
-                self.in_flight = None
-                self.waits.append((time.perf_counter() - t0) * 1000.0)
-                self.at.append(t0)
-                assert err == 0 and wire.API_VERSIONS in apis
-                time.sleep(0.001)
-        except Exception as e:  # reported by stop()
-            self.error = e
+    def _read(self):
+        for line in self.proc.stdout:
+            t0, wait, ok = line.split()
+            self.at.append(float(t0))
+            self.waits.append(float(wait))
+            self.bad += ok != "1"
+
+    def in_flight_ms(self):
+        """How long the probe's unanswered request has waited (about)."""
+        if not self.at:
+            return 0.0
+        return max(0.0, (time.monotonic() - self.at[-1]) * 1000.0 - self.waits[-1] - 1.0)
 
     def __enter__(self):
         self.thread.start()
-        wait_until(lambda: len(self.waits) >= 20 or self.error, 10, what="probe running")
+        wait_until(lambda: len(self.waits) >= 20 or self.proc.poll() is not None, 20,
+                   what="probe running")
+        assert self.proc.poll() is None, "the probe exited"
         self.since = len(self.waits)
         return self
 
     def __exit__(self, *exc):
-        self.stopping.set()
-        self.thread.join(60)
-        self.sock.close()
-        if self.error is not None:
-            raise self.error
+        self.proc.kill()
+        self.proc.wait(30)
+        self.thread.join(30)
+        assert self.bad == 0, "%d ApiVersions answers with an error" % self.bad
 
     def check(self, what):
         """Reports the waits since __enter__ and asserts the bound."""
         w, p99, top, over = self.report(what)
-        assert top < BOUND_MS or (over <= max(2, len(w) // 1000) and top < SPIKE_MS), (
-            "ApiVersions waited %.1f ms behind %s (%d waits over %.0f ms of %d)"
-            % (top, what, over, BOUND_MS, len(w)))
+        if self.kafka:
+            assert top < KAFKA_BOUND_MS, "Kafka: ApiVersions waited %.1f ms behind %s" % (top, what)
+        else:
+            assert top < BOUND_MS or (over <= max(3, len(w) // 200) and top < SPIKE_MS), (
+                "ApiVersions waited %.1f ms behind %s (%d waits over %.0f ms of %d)"
+                % (top, what, over, BOUND_MS, len(w)))
         self.since = len(self.waits)
 
     def report(self, what):
         """(waits, p99, max, how many over BOUND_MS) in ms since __enter__, printed."""
-        w = self.waits[self.since:]
-        t0 = self.in_flight
-        if t0 is not None:  # still waiting: that wait counts too
-            w = w + [(time.perf_counter() - t0) * 1000.0]
-        w = sorted(w)
+        n = len(self.waits)
+        w = sorted(self.waits[self.since:n] + [self.in_flight_ms()])  # a stall still on counts
         assert w, "the probe never ran during %s" % what
         p50, p99, top = w[len(w) // 2], w[min(len(w) - 1, int(len(w) * 0.99))], w[-1]
         over = sum(1 for x in w if x >= BOUND_MS)
-        worst = max(range(self.since, len(self.waits)), key=lambda i: self.waits[i],
-                    default=self.since)
+        worst = max(range(self.since, n), key=lambda i: self.waits[i], default=self.since)
         print("\n%s: ApiVersions round trips=%d p50=%.2f ms p99=%.2f ms max=%.2f ms "
               "(%.2f s in; %d over %.0f ms)" % (what, len(w), p50, p99, top,
                                                  self.at[worst] - self.at[self.since]
-                                                 if worst < len(self.at) else 0.0, over,
+                                                 if worst < n else 0.0, over,
                                                  BOUND_MS))
         return w, p99, top, over
 
@@ -218,23 +246,28 @@ def timed(fn):
 # ---- tests ------------------------------------------------------------------------
 
 def await_dirs(broker, name, want, target):
-    """Runnel: the directories are as wanted when the request is answered.
-    Kafka: its controller answers, then its broker acts: wait for them."""
-    if target != "kafka":
-        assert partition_dirs(broker, name) == want
-    else:
+    """Kafka's controller answers, then its broker acts: within the probe's
+    window, wait for the directories to be as wanted."""
+    if target == "kafka":
         wait_until(lambda: partition_dirs(broker, name) == want, 120, interval=0.05,
                    what="Kafka's partition directories of %s" % name)
 
 
+def assert_dirs(broker, name, want):
+    """Runnel: the directories were as wanted when the request was answered
+    (checked after the probe: listing thousands in Python holds its GIL)."""
+    assert partition_dirs(broker, name) == want
+
+
 def test_create_1000_partitions_does_not_stall_api_versions(broker, target):
     name = "dirs-1000"
-    with wire.connect(broker.host, broker.port, timeout=300) as s, ApiVersionsProbe(broker) as probe:
+    with wire.connect(broker.host, broker.port, timeout=300) as s, ApiVersionsProbe(broker, target) as probe:
         send_create(s, name, 1000)
         (err, msg, n), took = timed(lambda: recv_create(s))
         assert (err, n) == (0, 1000), msg
         await_dirs(broker, name, set(range(1000)), target)
         probe.check("CreateTopics 1000 partitions (answered in %.2f s)" % took)
+    assert_dirs(broker, name, set(range(1000)))
     if target != "kafka":  # Kafka may write its partition.metadata later
         assert all((broker.datadir / ("%s-%d" % (name, p)) / "partition.metadata").is_file()
                    for p in (0, 499, 999))
@@ -275,7 +308,7 @@ def test_create_and_delete_5000_partitions_does_not_stall_api_versions(broker, t
             failures.append(e)
 
     w = threading.Thread(target=watcher, daemon=True)
-    with wire.connect(broker.host, broker.port, timeout=300) as s, ApiVersionsProbe(broker) as probe:
+    with wire.connect(broker.host, broker.port, timeout=300) as s, ApiVersionsProbe(broker, target) as probe:
         w.start()
         send_create(s, name, 5000)
         (err, msg, n), took = timed(lambda: recv_create(s))
@@ -284,6 +317,7 @@ def test_create_and_delete_5000_partitions_does_not_stall_api_versions(broker, t
         stop.set()
         w.join(60)
         probe.check("CreateTopics 5000 partitions (answered in %.2f s)" % took)
+        assert_dirs(broker, name, set(range(5000)))
         assert not failures, failures
         print("while creating: %d Metadata+Produce probes, %d answered not-yet-there"
               % (len(seen), sum(1 for e, n, _ in seen if n == 0)))
@@ -294,6 +328,7 @@ def test_create_and_delete_5000_partitions_does_not_stall_api_versions(broker, t
         assert err == 0, msg
         await_dirs(broker, name, set(), target)
         probe.check("DeleteTopics 5000 partitions (answered in %.2f s)" % took)
+    assert_dirs(broker, name, set())
     with wire.connect(broker.host, broker.port) as s:
         wait_until(lambda: topic_partitions(s, name, 7)[0] == UNKNOWN_TOPIC_OR_PARTITION, 30,
                    what="the topic gone from Metadata")
@@ -307,9 +342,11 @@ def registry_line(broker, name):
     return None
 
 
+@pytest.mark.timeout(900)
 def test_kill9_in_the_middle_of_create_and_delete(broker, target):
     name = "dirs-restart"
     total = 5000
+    broker.start_timeout = max(broker.start_timeout, 300)  # Kafka reopening 6,000 logs
     with wire.connect(broker.host, broker.port, timeout=300) as s:
         send_create(s, name, total)
         wait_until(lambda: len(partition_dirs(broker, name)) >= 100, 120, interval=0.005,

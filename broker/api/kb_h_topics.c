@@ -259,9 +259,10 @@ static void on_topic_created(void *arg, kp_err err)
     topic_wait *w = it->w;
     it->done = true;
     kb_req *req = w->req;
-    if (req != NULL && err == KP_ERR_NONE) {
+    if (err == KP_ERR_NONE)
         KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic created\" topic=%s partitions=%d",
                it->t->name, it->t->npartitions);
+    if (req != NULL && err == KP_ERR_NONE) {
         created_configs(req, it->t, it->created->name, it->created);
     } else if (req != NULL) {
         static const kp_uuid zero;

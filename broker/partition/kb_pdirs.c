@@ -192,29 +192,32 @@ static pdirs_job *job_new(kb_broker *b, kb_topic *t, bool removing, kb_pdirs_don
     return j;
 }
 
+/* Starts a job on t; on failure nothing is queued. */
+static kp_err job_start(kb_broker *b, kb_topic *t, bool removing, kb_pdirs_done *done, void *arg)
+{
+    pdirs_job *j = job_new(b, t, removing, done, arg);
+    if (j == NULL)
+        return KP_ERR__NOMEM;
+    if (!job_submit(j, 0)) {
+        job_free(j);
+        return KP_ERR__CLOSED;
+    }
+    return KP_ERR_NONE;
+}
+
 kp_err kb_pdirs_create(kb_broker *b, kb_topic *t, kb_pdirs_done *done, void *arg)
 {
     KB_ASSERT(t->state == KB_TOPIC_CREATING);
-    pdirs_job *j = job_new(b, t, false, done, arg);
-    if (j == NULL || !job_submit(j, 0)) {
-        if (j != NULL)
-            job_free(j);
-        (void)kb_topics_end_create(b->topics, t, false);
-        return j == NULL ? KP_ERR__NOMEM : KP_ERR__CLOSED;
-    }
-    return KP_ERR_NONE;
+    kp_err e = job_start(b, t, false, done, arg);
+    if (e != KP_ERR_NONE)
+        (void)kb_topics_end_create(b->topics, t, false); /* nothing was made */
+    return e;
 }
 
 kp_err kb_pdirs_delete(kb_broker *b, kb_topic *t, kb_pdirs_done *done, void *arg)
 {
     KB_ASSERT(t->state == KB_TOPIC_DELETING);
-    pdirs_job *j = job_new(b, t, true, done, arg);
-    if (j == NULL || !job_submit(j, 0)) {
-        if (j != NULL)
-            job_free(j);
-        return j == NULL ? KP_ERR__NOMEM : KP_ERR__CLOSED;
-    }
-    return KP_ERR_NONE;
+    return job_start(b, t, true, done, arg);
 }
 
 void kb_pdirs_resume(kb_broker *b)
