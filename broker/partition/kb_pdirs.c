@@ -107,6 +107,7 @@ static void job_step(void *arg)
 }
 
 static void job_after_step(void *arg);
+static void job_roll_back(pdirs_job *j);
 
 /* Queues the step starting at from; false if the pool refused it. */
 static bool job_submit(pdirs_job *j, int32_t from)
@@ -126,9 +127,10 @@ static void job_end(pdirs_job *j, kp_err err)
         if (kb_topics_end_delete(ts, j->t) != KP_ERR_NONE && err == KP_ERR_NONE)
             err = KP_ERR__IO;
     } else if (err == KP_ERR_NONE) {
-        err = kb_topics_end_create(ts, j->t, true);
-        if (err != KP_ERR_NONE)
-            (void)kb_pdirs_remove(j->dir, j->name, 0, j->total); /* rare: registry write failed */
+        if ((j->err = kb_topics_end_create(ts, j->t, true)) != KP_ERR_NONE) {
+            job_roll_back(j); /* the registry cannot say it exists: undo */
+            return;
+        }
     } else {
         (void)kb_topics_end_create(ts, j->t, false);
     }

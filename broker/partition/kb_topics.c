@@ -513,23 +513,30 @@ kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,
 
 kp_err kb_topics_end_create(kb_topics *ts, kb_topic *t, bool ok)
 {
-    bool filed = list_remove(ts->busy, &ts->nbusy, t);
-    KB_ASSERT(t->state == KB_TOPIC_CREATING && filed);
-    kp_err e = KP_ERR_NONE;
+    KB_ASSERT(t->state == KB_TOPIC_CREATING);
     if (ok) {
+        kp_err e = list_push(&ts->v, &ts->n, &ts->cap, t);
+        if (e != KP_ERR_NONE)
+            return e;
+        bool filed = list_remove(ts->busy, &ts->nbusy, t);
+        KB_ASSERT(filed);
         t->state = KB_TOPIC_READY;
-        e = list_push(&ts->v, &ts->n, &ts->cap, t);
-        if (e == KP_ERR_NONE && (e = registry_save(ts)) != KP_ERR_NONE)
-            ts->n--;
-        if (e == KP_ERR_NONE)
+        if (registry_save(ts) == KP_ERR_NONE)
             return KP_ERR_NONE;
+        /* Still pending on disk: back to busy, for the caller to roll back. */
+        ts->n--;
+        t->state = KB_TOPIC_CREATING;
+        ts->busy[ts->nbusy++] = t; /* its slot was just freed */
+        return KP_ERR__IO;
     }
+    bool filed = list_remove(ts->busy, &ts->nbusy, t);
+    KB_ASSERT(filed);
     /* A failed create leaves the registry as if it never began. */
     if (registry_save(ts) != KP_ERR_NONE)
         KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"cannot save the topic registry\" dir=%s",
                ts->dir);
     topic_free(t);
-    return ok ? KP_ERR__IO : KP_ERR_NONE;
+    return KP_ERR_NONE;
 }
 
 kp_err kb_topics_begin_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg)

@@ -108,8 +108,9 @@ kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,
                               const kb_topic_config *configs, size_t nconfigs,
                               bool validate_only, kb_topic **out, kb_msgbuf *msg);
 /* A pending topic's directories exist (ok: it becomes visible, persisted) or
- * could not be made (it is dropped and freed). Failing to persist a ready
- * topic drops it too (KP_ERR__IO); the caller removes its directories. */
+ * could not be made (it is dropped and freed). When ok but the registry
+ * cannot be written, t stays pending (KP_ERR__IO or __NOMEM): the caller
+ * removes its directories, then ends it with ok false. */
 kp_err kb_topics_end_create(kb_topics *ts, kb_topic *t, bool ok);
 /* Records a visible topic deleting (KB_TOPIC_DELETING), hiding it; its
  * directories are left to kb_pdirs_delete. UNKNOWN_TOPIC_OR_PARTITION or
