@@ -225,12 +225,12 @@ kp_err kb_pdirs_delete(kb_broker *b, kb_topic *t, kb_pdirs_done *done, void *arg
 void kb_pdirs_resume(kb_broker *b)
 {
     /* Collect first: a failing kb_pdirs_create drops its topic from the list. */
-    size_t n = kb_topics_busy_count(b->topics);
+    size_t n;
+    kb_topic *const *busy = kb_topics_busy_all(b->topics, &n);
     kb_topic **v = calloc(n + 1, sizeof(*v));
     if (v == NULL)
         return; /* they stay pending or deleting until a start with memory */
-    for (size_t i = 0; i < n; i++)
-        v[i] = kb_topics_busy_at(b->topics, i);
+    memcpy(v, busy, n * sizeof(*v));
     for (size_t i = 0; i < n; i++) {
         kb_topic *t = v[i];
         bool creating = t->state == KB_TOPIC_CREATING;

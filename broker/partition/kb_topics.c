@@ -143,14 +143,10 @@ kb_topic *kb_topics_busy(const kb_topics *ts, kp_str name)
     return NULL;
 }
 
-size_t kb_topics_busy_count(const kb_topics *ts)
+kb_topic *const *kb_topics_busy_all(const kb_topics *ts, size_t *n)
 {
-    return ts->nbusy;
-}
-
-kb_topic *kb_topics_busy_at(const kb_topics *ts, size_t i)
-{
-    return i < ts->nbusy ? ts->busy[i] : NULL;
+    *n = ts->nbusy;
+    return ts->busy;
 }
 
 const char *kb_topics_dir(const kb_topics *ts)

@@ -120,8 +120,8 @@ kp_err kb_topics_begin_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg);
 kp_err kb_topics_end_delete(kb_topics *ts, kb_topic *t);
 /* The busy topic of that name (being created or deleted), or NULL. */
 kb_topic *kb_topics_busy(const kb_topics *ts, kp_str name);
-size_t kb_topics_busy_count(const kb_topics *ts);
-kb_topic *kb_topics_busy_at(const kb_topics *ts, size_t i);
+/* Every busy topic (*n of them); valid until the next create or delete. */
+kb_topic *const *kb_topics_busy_all(const kb_topics *ts, size_t *n);
 /* The directory holding the registry and the partition directories. */
 const char *kb_topics_dir(const kb_topics *ts);
 /* Grows a topic to total partitions (or only validates it). */
