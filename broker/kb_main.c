@@ -1,10 +1,14 @@
 /* runnel: a Kafka-compatible broker. Usage: runnel [server.properties] [--override k=v ...] */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "kb_broker.h"
+#include "kb_cdoc.h"
 #include "kb_config.h"
 #include "kb_log.h"
+#include "kb_server.h"
 
 #ifndef RUNNEL_VERSION
 #define RUNNEL_VERSION "unknown"
@@ -23,12 +27,40 @@ static void log_key_lists(const kb_config *cfg)
                cfg->ignored_keys.v[i]);
 }
 
+/* The one line a person starting the broker reads: where it listens (the
+ * bound ports, so port 0 shows the real one), where the data is, how to stop. */
+static void print_ready_line(const kb_broker *b)
+{
+    const kb_config *cfg = b->cfg;
+    char line[1024];
+    size_t n = 0;
+
+    n += (size_t)snprintf(line + n, sizeof line - n, "runnel: serving");
+    for (size_t i = 0; i < cfg->listeners.n && n < sizeof line; i++) {
+        const kb_listener *l = &cfg->listeners.v[i];
+        const char *host = l->li_host[0] ? l->li_host : "0.0.0.0";
+        const char *open = strchr(host, ':') ? "[" : "", *close = open[0] ? "]" : "";
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s %s://%s%s%s:%u", i ? "," : "",
+                              l->li_name, open, host, close, kb_server_port(b->server, i));
+    }
+    for (size_t i = 0; i < cfg->log_dirs.n && n < sizeof line; i++)
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", i ? "," : "; data in ",
+                              cfg->log_dirs.v[i]);
+    if (n < sizeof line)
+        snprintf(line + n, sizeof line - n, "; stop with Ctrl-C or kill -TERM %ld",
+                 (long)getpid());
+    fprintf(stderr, "%s\n", line);
+    fflush(stderr);
+}
+
 int main(int argc, char **argv)
 {
     char err[512] = "";
     kb_config *cfg = NULL;
     if (kb_config_load(argc, argv, environ, &cfg, err, sizeof(err)) != KP_ERR_NONE) {
-        fprintf(stderr, "runnel: %s\n", err);
+        fprintf(stderr, "runnel: %s; fix it in the properties file or on the command line "
+                        "(runnel --help lists the keys)\n",
+                err);
         return 2;
     }
     if (cfg->action == KB_CONFIG_HELP) {
@@ -50,9 +82,12 @@ int main(int argc, char **argv)
     if (kb_broker_start(&broker, cfg, err, sizeof(err)) != KP_ERR_NONE) {
         fprintf(stderr, "runnel: %s\n", err);
         rc = 1;
-    } else if (kb_broker_run(&broker) != KP_ERR_NONE) {
-        KB_LOG(KB_LL_ERROR, KB_SUB_MAIN, "msg=\"event loop failed\"");
-        rc = 1;
+    } else {
+        print_ready_line(&broker);
+        if (kb_broker_run(&broker) != KP_ERR_NONE) {
+            KB_LOG(KB_LL_ERROR, KB_SUB_MAIN, "msg=\"event loop failed\"");
+            rc = 1;
+        }
     }
     kb_broker_stop(&broker);
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"stopped\" exit=%d", rc);

@@ -82,6 +82,14 @@ def target(pytestconfig):
     return pytestconfig.getoption("--target")
 
 
+@pytest.fixture
+def runnel_only(target):
+    """For tests of Runnel's own commands, files and pages: skipped on --target=kafka.
+    Use as `pytestmark = pytest.mark.usefixtures("runnel_only")`."""
+    if target != "runnel":
+        pytest.skip("tests Runnel's own commands, files or pages")
+
+
 @pytest.fixture(scope="session")
 def kafka_jars():
     """integration/.deps/jars: kafka-clients, kafka-tools, kafka_2.13, slf4j."""

@@ -11,7 +11,10 @@ kp_str kp_str_from(const char *cstr)
 {
     if (cstr == NULL)
         return KP_STR_NULL;
-    return (kp_str){cstr, (int32_t)strlen(cstr)};
+    size_t n = strlen(cstr);
+    if (n > INT32_MAX) /* no Kafka field can carry it; see kp_types.h */
+        return KP_STR_NULL;
+    return (kp_str){cstr, (int32_t)n};
 }
 
 bool kp_str_eq(kp_str a, kp_str b)
@@ -402,6 +405,12 @@ uint8_t *kp_writer_steal(kp_writer *w)
     return b;
 }
 
+void kp_writer_fail(kp_writer *w, kp_err err)
+{
+    if (w->err == KP_ERR_NONE)
+        w->err = err;
+}
+
 static bool writer_reserve(kp_writer *w, size_t n)
 {
     if (w->err != KP_ERR_NONE)
@@ -523,12 +532,17 @@ void kp_write_varlong(kp_writer *w, int64_t v)
     write_uleb(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
+/* Writes a length n >= -1 (-1: null). The int16 form refuses what it cannot
+ * hold instead of truncating it; the uvarint form adds in unsigned (n + 1
+ * never overflows, and -1 becomes 0). */
 static void write_len(kp_writer *w, bool compact, bool wide, int32_t n)
 {
     if (compact)
-        kp_write_uvarint(w, (uint32_t)(n + 1));
+        kp_write_uvarint(w, (uint32_t)n + 1u);
     else if (wide)
         kp_write_i32(w, n);
+    else if (n > INT16_MAX)
+        kp_writer_fail(w, KP_ERR__INVAL);
     else
         kp_write_i16(w, (int16_t)n);
 }
@@ -551,10 +565,14 @@ void kp_write_bytes(kp_writer *w, bool compact, kp_slice s)
 
 static void writer_add_file(kp_writer *w, const kp_file_range *f)
 {
-    w->total += (size_t)f->len;
+    w->total += (size_t)f->len; /* f->len >= 0: kp_write_records checked it */
     if (w->counting || w->err != KP_ERR_NONE)
         return;
     if (w->nchunks == w->chunks_cap) {
+        if (w->chunks_cap > INT32_MAX / 2) {
+            w->err = KP_ERR__NOMEM;
+            return;
+        }
         int32_t cap = w->chunks_cap ? w->chunks_cap * 2 : 8;
         kp_wchunk *c = realloc(w->chunks, (size_t)cap * sizeof(*c));
         if (c == NULL) {
@@ -573,8 +591,22 @@ void kp_write_records(kp_writer *w, bool compact, const kp_records *rec)
         kp_write_bytes(w, compact, (kp_slice){rec->p, rec->len});
         return;
     }
+    if (rec->file->len < 0) {
+        kp_writer_fail(w, KP_ERR__INVAL);
+        return;
+    }
     write_len(w, compact, true, rec->file->len);
     writer_add_file(w, rec->file);
+}
+
+void kp_write_tag_header(kp_writer *w, uint32_t tag, size_t size)
+{
+    if (size > INT32_MAX) {
+        kp_writer_fail(w, KP_ERR__INVAL);
+        return;
+    }
+    kp_write_uvarint(w, tag);
+    kp_write_uvarint(w, (uint32_t)size);
 }
 
 void kp_write_array_len(kp_writer *w, bool compact, int32_t n)

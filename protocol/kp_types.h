@@ -27,7 +27,10 @@
  *
  * Errors: readers set KP_ERR__UNDERFLOW (ran out of bytes) or
  * KP_ERR__MALFORMED (a length below -1, an over-long varint, a count that
- * cannot fit); writers set KP_ERR__NOMEM.
+ * cannot fit); writers set KP_ERR__NOMEM, or KP_ERR__INVAL for a length the
+ * encoding cannot hold (a classic string over INT16_MAX bytes, a tagged field
+ * over INT32_MAX, a negative file range), which they refuse, never truncate.
+ * The first error sticks; a failed memory writer writes nothing more.
  */
 #ifndef KP_TYPES_H
 #define KP_TYPES_H
@@ -74,6 +77,8 @@ typedef struct kp_records {
 #define KP_STR_NULL  ((kp_str){NULL, -1})
 #define KP_STR_LIT(s) ((kp_str){(s), (int32_t)(sizeof(s) - 1)})
 
+/* A view of a C string; KP_STR_NULL for NULL, and for a string longer than
+ * INT32_MAX bytes, which no Kafka field can carry. */
 kp_str kp_str_from(const char *cstr);
 bool kp_str_eq(kp_str a, kp_str b);
 bool kp_str_eq_c(kp_str a, const char *cstr);
@@ -182,6 +187,8 @@ void kp_writer_fini(kp_writer *w);
 /* Hands the memory buffer to the caller (who free()s it); chunks stay. */
 uint8_t *kp_writer_steal(kp_writer *w);
 
+/* Sets w's sticky error (the first one wins). */
+void kp_writer_fail(kp_writer *w, kp_err err);
 void kp_write_raw(kp_writer *w, const void *p, size_t n);
 void kp_write_i8(kp_writer *w, int8_t v);
 void kp_write_i16(kp_writer *w, int16_t v);
@@ -199,6 +206,9 @@ void kp_write_str(kp_writer *w, bool compact, kp_str s);
 void kp_write_bytes(kp_writer *w, bool compact, kp_slice s);
 void kp_write_records(kp_writer *w, bool compact, const kp_records *rec);
 void kp_write_array_len(kp_writer *w, bool compact, int32_t n);
+/* One tagged-field header: the tag, then the field's size in bytes; a size
+ * over INT32_MAX (Kafka reads it into an int) fails w with KP_ERR__INVAL. */
+void kp_write_tag_header(kp_writer *w, uint32_t tag, size_t size);
 /* Overwrites 4 bytes at pos (for frame sizes written after the body). */
 void kp_writer_patch_i32(kp_writer *w, size_t pos, int32_t v);
 

@@ -59,3 +59,32 @@ const char *kb_cdoc(const char *key)
         return "Security setting of the listeners.";
     return "Accepted as in Kafka's configuration of the same name.";
 }
+
+const char *kb_config_usage(void)
+{
+    return "usage: runnel [server.properties] [--override key=value ...] [--version] [--help]\n"
+           "\n"
+           "Starts a Kafka-compatible broker. server.properties uses Kafka's keys;\n"
+           "environment variables KAFKA_<KEY> (KAFKA_LOG_DIRS sets log.dirs) override the\n"
+           "file, and --override key=value (or --override=key=value) overrides both.\n"
+           "\n"
+           "  --override key=value  set one configuration key (repeatable)\n"
+           "  --version             print the version and exit\n"
+           "  --help, -h            print this help and exit\n"
+           "\n"
+           "Most used keys (default):\n"
+           "  listeners=PLAINTEXT://:9092           where to accept clients\n"
+           "  advertised.listeners=                 the address clients are told to use\n"
+           "                                        (set it when clients reach another host)\n"
+           "  log.dirs=/tmp/runnel-logs             where the data lives\n"
+           "  num.partitions=1                      partitions of an auto-created topic\n"
+           "  auto.create.topics.enable=true        create a topic on first use\n"
+           "  log.retention.hours=168               how long records are kept\n"
+           "  log.segment.bytes=1073741824          size of one log segment file\n"
+           "  runnel.flush.acks.all=fsync           acks=all waits for fdatasync;\n"
+           "                                        page-cache answers as Kafka does\n"
+           "  runnel.log.level=INFO                 ERROR, WARN, INFO, DEBUG or TRACE\n"
+           "\n"
+           "Every key, its default and where it differs from Kafka: docs/configuration.md\n"
+           "in the source tree; a commented sample: config/server.properties.\n";
+}

@@ -1,6 +1,7 @@
 /*
- * kb_cdoc: one-line documentation of config keys, in Runnel's own words,
- * for DescribeConfigs with include_documentation.
+ * kb_cdoc: documentation of config keys, in Runnel's own words: one line
+ * per key for DescribeConfigs with include_documentation, and the --help
+ * text (the most used keys, and where the full reference is).
  *
  * Invariants: 1. Every key gets a non-NULL text (a generic one by prefix
  * when the key has none of its own). 2. The table is sorted by key.
@@ -10,5 +11,7 @@
 #define KB_CDOC_H
 
 const char *kb_cdoc(const char *key);
+/* The text runnel --help prints. */
+const char *kb_config_usage(void);
 
 #endif

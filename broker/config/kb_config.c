@@ -273,6 +273,8 @@ static const key_def key_defs[] = {
     KS("principal.builder.class", NULL, NOF, 0),
     KLS("process.roles", "", "broker|controller", FLIST(process_roles), KD_IGNORED),
     KI("producer.id.expiration.ms", "86400000", 1, I32MAX, NOF, KD_IGNORED),
+    KI("quota.window.num", "11", 1, I32MAX, NOF, 0),
+    KI("quota.window.size.seconds", "1", 1, I32MAX, NOF, 0),
     KL("replica.alter.log.dirs.io.max.bytes.per.second", LONG_MAX_S, 0, I64MAX, NOF, KD_IGNORED),
     KI("replica.fetch.max.bytes", "1048576", 0, I32MAX, NOF, KD_IGNORED),
     KL("replica.lag.time.max.ms", "30000", 0, I64MAX, NOF, KD_IGNORED),
@@ -299,7 +301,7 @@ static const key_def key_defs[] = {
     KI("share.coordinator.state.topic.replication.factor", "3", 1, 32767, NOF, KD_IGNORED),
     /* -1 (OS autotuning) where Kafka has 102400: the one loop thread reads a
      * request only between others, and a fixed 100 KiB window stalls the
-     * producer meanwhile (README, "socket buffers"). */
+     * producer meanwhile (docs/operations.md, "Socket buffers"). */
     KI("socket.receive.buffer.bytes", "-1", -1, I32MAX, FI32(socket_receive_buffer_bytes), 0),
     KI("socket.request.max.bytes", "104857600", 1, I32MAX, FI32(socket_request_max_bytes), 0),
     KI("socket.send.buffer.bytes", "102400", -1, I32MAX, FI32(socket_send_buffer_bytes), 0),
@@ -1212,17 +1214,4 @@ const char *kb_config_source_name(kb_config_source src)
     if ((unsigned)src >= sizeof names / sizeof names[0])
         return "?";
     return names[src];
-}
-
-const char *kb_config_usage(void)
-{
-    return "usage: runnel [server.properties] [--override key=value ...] [--version] [--help]\n"
-           "\n"
-           "Starts a Kafka-compatible broker. server.properties uses Kafka's keys;\n"
-           "environment variables KAFKA_<KEY> (KAFKA_LOG_DIRS sets log.dirs) override the\n"
-           "file, and --override key=value (or --override=key=value) overrides both.\n"
-           "\n"
-           "  --override key=value  set one configuration key (repeatable)\n"
-           "  --version             print the version and exit\n"
-           "  --help, -h            print this help and exit\n";
 }

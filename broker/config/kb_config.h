@@ -86,7 +86,7 @@
 /* What main should do after a successful load. */
 typedef enum kb_config_action {
     KB_CONFIG_RUN = 0,  /* start the broker */
-    KB_CONFIG_HELP,     /* print kb_config_usage() to stdout, exit 0 */
+    KB_CONFIG_HELP,     /* print kb_config_usage() (kb_cdoc.h) to stdout, exit 0 */
     KB_CONFIG_VERSION,  /* print the version to stdout, exit 0 */
 } kb_config_action;
 
@@ -327,9 +327,6 @@ void kb_config_log_start(const kb_config *cfg);
 
 /* "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL". */
 const char *kb_security_protocol_name(kb_security_protocol p);
-
-/* The --help text (several lines, ends in '\n'). */
-const char *kb_config_usage(void);
 
 /* "unset", "default", "file", "env", "override". */
 const char *kb_config_source_name(kb_config_source src);

@@ -268,8 +268,10 @@ static kp_err bind_listener(server_listener *sl, char *err, size_t errlen)
             break;
     }
     if (fd < 0) {
-        snprintf(err, errlen, "config: listeners=%s://%s:%u: cannot listen: %s", l->li_name,
-                 l->li_host, l->li_port, strerror(saved));
+        snprintf(err, errlen,
+                 "config: listeners=%s://%s:%u: cannot listen: %s; stop whatever holds the "
+                 "port or choose another (--override listeners=%s://HOST:PORT)",
+                 l->li_name, l->li_host, l->li_port, strerror(saved), l->li_name);
         return KP_ERR__IO;
     }
     struct sockaddr_storage ss;

@@ -232,6 +232,7 @@ static int config_cmp(const void *a, const void *b)
 /* Sets key=value on t (replacing an existing value). */
 static kp_err topic_set_config(kb_topic *t, const char *key, const char *value)
 {
+    kb_topic_settings_invalidate(t);
     for (size_t i = 0; i < t->nconfigs; i++) {
         if (strcmp(t->configs[i].key, key) == 0) {
             char *v = strdup(value);
@@ -614,8 +615,14 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
 void kb_topics_set_dynconf(kb_topics *ts, const struct kb_dynconf *dyn)
 {
     ts->dyn = dyn;
-    for (size_t i = 0; i < ts->n; i++)
+    for (size_t i = 0; i < ts->n; i++) {
         ts->v[i]->dyn = dyn;
+        kb_topic_settings_invalidate(ts->v[i]);
+    }
+    for (size_t i = 0; i < ts->nbusy; i++) {
+        ts->busy[i]->dyn = dyn;
+        kb_topic_settings_invalidate(ts->busy[i]);
+    }
 }
 
 static void configs_free(kb_topic_config *v, size_t n)
@@ -654,6 +661,7 @@ kp_err kb_topics_set_configs(kb_topics *ts, kb_topic *t, const kb_topic_config *
         return KP_ERR_KAFKA_STORAGE_ERROR;
     }
     configs_free(old, nold);
+    kb_topic_settings_invalidate(t);
     return KP_ERR_NONE;
 }
 
@@ -726,8 +734,10 @@ kp_err kb_topics_open(const kb_config *cfg, kb_topics **out, char *err, size_t e
     for (size_t i = 0; i < cfg->log_dirs.n; i++) {
         const char *d = cfg->log_dirs.v[i];
         if (make_dirs(d) != 0 || access(d, W_OK) != 0) {
-            snprintf(err, errlen, "config: log.dirs=%s: expected a writable directory: %s", d,
-                     strerror(errno));
+            snprintf(err, errlen,
+                     "config: log.dirs=%s: expected a writable directory: %s; make it "
+                     "writable for this user or choose another (--override log.dirs=DIR)",
+                     d, strerror(errno));
             return KP_ERR__IO;
         }
     }

@@ -587,8 +587,7 @@ class Emitter:
                 for f, tv in tagged:
                     body = ["kp_writer cw;", "kp_writer_init_count(&cw);"]
                     body += self.write_field(f, "true", "&cw")
-                    body += ["kp_write_uvarint(w, %d);" % f.tag,
-                             "kp_write_uvarint(w, (uint32_t)cw.total);"]
+                    body += ["kp_write_tag_header(w, %du, cw.total);" % f.tag]
                     body += self.write_field(f, "true")
                     self.guarded(and_cond(tv.cond(self.valid), self.non_default(f)), body, 2)
                 self.line("}", 1)

@@ -419,8 +419,7 @@ static void kp_api_versions_resp_write(kp_writer *w, const kp_api_versions_resp 
             for (int32_t i = 0; i < p->supported_features.n; i++) {
                 kp_api_versions_resp_supported_feature_key_write(&cw, &p->supported_features.v[i], v);
             }
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             kp_write_array_len(w, true, p->supported_features.n);
             for (int32_t i = 0; i < p->supported_features.n; i++) {
                 kp_api_versions_resp_supported_feature_key_write(w, &p->supported_features.v[i], v);
@@ -430,8 +429,7 @@ static void kp_api_versions_resp_write(kp_writer *w, const kp_api_versions_resp 
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_write_i64(&cw, p->finalized_features_epoch);
-            kp_write_uvarint(w, 1);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 1u, cw.total);
             kp_write_i64(w, p->finalized_features_epoch);
         }
         if (v >= 3 && p->finalized_features.n != 0) {
@@ -441,8 +439,7 @@ static void kp_api_versions_resp_write(kp_writer *w, const kp_api_versions_resp 
             for (int32_t i = 0; i < p->finalized_features.n; i++) {
                 kp_api_versions_resp_finalized_feature_key_write(&cw, &p->finalized_features.v[i], v);
             }
-            kp_write_uvarint(w, 2);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 2u, cw.total);
             kp_write_array_len(w, true, p->finalized_features.n);
             for (int32_t i = 0; i < p->finalized_features.n; i++) {
                 kp_api_versions_resp_finalized_feature_key_write(w, &p->finalized_features.v[i], v);
@@ -452,8 +449,7 @@ static void kp_api_versions_resp_write(kp_writer *w, const kp_api_versions_resp 
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_write_bool(&cw, p->zk_migration_ready);
-            kp_write_uvarint(w, 3);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 3u, cw.total);
             kp_write_bool(w, p->zk_migration_ready);
         }
     }

@@ -489,8 +489,7 @@ static void kp_create_topics_resp_creatable_topic_result_write(kp_writer *w, con
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_write_i16(&cw, p->topic_config_error_code);
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             kp_write_i16(w, p->topic_config_error_code);
         }
     }

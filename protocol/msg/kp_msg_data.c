@@ -1302,8 +1302,7 @@ static void kp_consumer_group_member_metadata_value_write(kp_writer *w, const kp
                     kp_write_i8(&cw, 1);
                 kp_consumer_group_member_metadata_value_classic_member_metadata_write(&cw, p->classic_member_metadata != NULL ? p->classic_member_metadata : &kp_consumer_group_member_metadata_value_classic_member_metadata_zero, v);
             }
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             if (true && p->classic_member_metadata == NULL) {
                 kp_write_i8(w, -1);
             } else {
@@ -3898,24 +3897,21 @@ static void kp_transaction_log_value_write(kp_writer *w, const kp_transaction_lo
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_write_i64(&cw, p->previous_producer_id);
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             kp_write_i64(w, p->previous_producer_id);
         }
         if (v >= 1 && p->next_producer_id != -1) {
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_write_i64(&cw, p->next_producer_id);
-            kp_write_uvarint(w, 1);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 1u, cw.total);
             kp_write_i64(w, p->next_producer_id);
         }
         if (v >= 1 && p->client_transaction_version != 0) {
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_write_i16(&cw, p->client_transaction_version);
-            kp_write_uvarint(w, 2);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 2u, cw.total);
             kp_write_i16(w, p->client_transaction_version);
         }
     }

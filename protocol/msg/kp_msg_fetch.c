@@ -163,8 +163,7 @@ static void kp_fetch_req_fetch_partition_write(kp_writer *w, const kp_fetch_req_
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_write_uuid(&cw, &p->replica_directory_id);
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             kp_write_uuid(w, &p->replica_directory_id);
         }
     }
@@ -471,16 +470,14 @@ static void kp_fetch_req_write(kp_writer *w, const kp_fetch_req *p, int16_t v)
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_write_str(&cw, true, p->cluster_id);
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             kp_write_str(w, true, p->cluster_id);
         }
         if (v >= 15 && !kp_fetch_req_replica_state_is_default(&p->replica_state)) {
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_fetch_req_replica_state_write(&cw, &p->replica_state, v);
-            kp_write_uvarint(w, 1);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 1u, cw.total);
             kp_fetch_req_replica_state_write(w, &p->replica_state, v);
         }
     }
@@ -912,24 +909,21 @@ static void kp_fetch_resp_partition_data_write(kp_writer *w, const kp_fetch_resp
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_fetch_resp_epoch_end_offset_write(&cw, &p->diverging_epoch, v);
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             kp_fetch_resp_epoch_end_offset_write(w, &p->diverging_epoch, v);
         }
         if (v >= 12 && !kp_fetch_resp_leader_id_and_epoch_is_default(&p->current_leader)) {
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_fetch_resp_leader_id_and_epoch_write(&cw, &p->current_leader, v);
-            kp_write_uvarint(w, 1);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 1u, cw.total);
             kp_fetch_resp_leader_id_and_epoch_write(w, &p->current_leader, v);
         }
         if (v >= 12 && !kp_fetch_resp_snapshot_id_is_default(&p->snapshot_id)) {
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_fetch_resp_snapshot_id_write(&cw, &p->snapshot_id, v);
-            kp_write_uvarint(w, 2);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 2u, cw.total);
             kp_fetch_resp_snapshot_id_write(w, &p->snapshot_id, v);
         }
     }
@@ -1196,8 +1190,7 @@ static void kp_fetch_resp_write(kp_writer *w, const kp_fetch_resp *p, int16_t v)
             for (int32_t i = 0; i < p->node_endpoints.n; i++) {
                 kp_fetch_resp_node_endpoint_write(&cw, &p->node_endpoints.v[i], v);
             }
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             kp_write_array_len(w, true, p->node_endpoints.n);
             for (int32_t i = 0; i < p->node_endpoints.n; i++) {
                 kp_fetch_resp_node_endpoint_write(w, &p->node_endpoints.v[i], v);

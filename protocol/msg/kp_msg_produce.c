@@ -444,8 +444,7 @@ static void kp_produce_resp_partition_produce_response_write(kp_writer *w, const
             kp_writer cw;
             kp_writer_init_count(&cw);
             kp_produce_resp_leader_id_and_epoch_write(&cw, &p->current_leader, v);
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             kp_produce_resp_leader_id_and_epoch_write(w, &p->current_leader, v);
         }
     }
@@ -685,8 +684,7 @@ static void kp_produce_resp_write(kp_writer *w, const kp_produce_resp *p, int16_
             for (int32_t i = 0; i < p->node_endpoints.n; i++) {
                 kp_produce_resp_node_endpoint_write(&cw, &p->node_endpoints.v[i], v);
             }
-            kp_write_uvarint(w, 0);
-            kp_write_uvarint(w, (uint32_t)cw.total);
+            kp_write_tag_header(w, 0u, cw.total);
             kp_write_array_len(w, true, p->node_endpoints.n);
             for (int32_t i = 0; i < p->node_endpoints.n; i++) {
                 kp_produce_resp_node_endpoint_write(w, &p->node_endpoints.v[i], v);

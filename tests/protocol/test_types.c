@@ -1,4 +1,5 @@
-/* Primitive encodings, the arena, and the writer's file chunks. */
+/* Primitive encodings, the arena, the writer's file chunks, and the
+ * lengths the writer refuses rather than truncates. */
 #include <check.h>
 #include <stdint.h>
 #include <string.h>
@@ -102,6 +103,88 @@ START_TEST(test_types_writer_file_chunks)
 }
 END_TEST
 
+START_TEST(test_types_classic_string_over_int16_refused)
+{
+    /* A classic string's length is an int16: 40000 bytes would go out as
+     * -25536 (a null, then garbage); the writer fails instead. */
+    static char big[40000];
+    memset(big, 'x', sizeof(big));
+    kp_str s = {big, (int32_t)sizeof(big)};
+    kp_writer w;
+    kp_writer_init(&w, 64);
+    kp_write_i8(&w, 7);
+    kp_write_str(&w, false, s);
+    ck_assert_int_eq(w.err, KP_ERR__INVAL);
+    ck_assert_uint_eq(w.len, 1);
+    kp_write_i8(&w, 8); /* sticky: nothing more is written */
+    ck_assert_uint_eq(w.len, 1);
+    kp_writer_fini(&w);
+    /* INT16_MAX itself fits, and the compact form has no int16 limit. */
+    kp_writer_init(&w, 64);
+    kp_write_str(&w, false, (kp_str){big, INT16_MAX});
+    ck_assert_int_eq(w.err, KP_ERR_NONE);
+    ck_assert_uint_eq(w.len, 2 + INT16_MAX);
+    ck_assert_uint_eq(w.buf[0], 0x7f);
+    ck_assert_uint_eq(w.buf[1], 0xff);
+    kp_write_str(&w, true, s);
+    ck_assert_int_eq(w.err, KP_ERR_NONE);
+    kp_reader r = kp_reader_make(w.buf, w.len);
+    ck_assert_int_eq(kp_read_str(&r, false).len, INT16_MAX);
+    ck_assert_int_eq(r.err, KP_ERR_NONE);
+    kp_writer_fini(&w);
+}
+END_TEST
+
+START_TEST(test_types_compact_length_int32_max)
+{
+    /* The uvarint length of INT32_MAX bytes is INT32_MAX + 1, computed
+     * without signed overflow (UBSan watches); counted, not written. */
+    static const uint8_t byte;
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_write_bytes(&w, true, (kp_slice){&byte, INT32_MAX});
+    ck_assert_int_eq(w.err, KP_ERR_NONE);
+    ck_assert_uint_eq(w.total, kp_uvarint_size((uint32_t)INT32_MAX + 1u) + INT32_MAX);
+    kp_writer_fini(&w);
+    kp_writer_init(&w, 16);
+    kp_write_bytes(&w, true, (kp_slice){NULL, -1});
+    kp_write_bytes(&w, true, (kp_slice){&byte, 0});
+    ck_assert_uint_eq(w.len, 2);
+    ck_assert_uint_eq(w.buf[0], 0); /* null */
+    ck_assert_uint_eq(w.buf[1], 1); /* empty */
+    kp_writer_fini(&w);
+}
+END_TEST
+
+START_TEST(test_types_tag_header_size_checked)
+{
+    kp_writer w;
+    kp_writer_init(&w, 16);
+    kp_write_tag_header(&w, 3, 300);
+    static const uint8_t want[] = {3, 0xac, 0x02};
+    ck_assert_uint_eq(w.len, sizeof(want));
+    ck_assert_mem_eq(w.buf, want, sizeof(want));
+    kp_write_tag_header(&w, 4, (size_t)INT32_MAX + 1);
+    ck_assert_int_eq(w.err, KP_ERR__INVAL);
+    ck_assert_uint_eq(w.len, sizeof(want));
+    kp_writer_fini(&w);
+}
+END_TEST
+
+START_TEST(test_types_negative_file_range_refused)
+{
+    kp_writer w;
+    kp_writer_init(&w, 8);
+    kp_file_range f = {3, 100, -5};
+    kp_records rec = {NULL, -5, &f};
+    kp_write_records(&w, false, &rec);
+    ck_assert_int_eq(w.err, KP_ERR__INVAL);
+    ck_assert_uint_eq(w.total, 0);
+    ck_assert_int_eq(w.nchunks, 0);
+    kp_writer_fini(&w);
+}
+END_TEST
+
 START_TEST(test_types_arena_alignment_and_large_blocks)
 {
     kp_arena a;
@@ -128,6 +211,10 @@ Suite *types_suite(void)
     tcase_add_test(tc, test_types_compact_string_and_null);
     tcase_add_test(tc, test_types_array_count_bounded_by_bytes);
     tcase_add_test(tc, test_types_writer_file_chunks);
+    tcase_add_test(tc, test_types_classic_string_over_int16_refused);
+    tcase_add_test(tc, test_types_compact_length_int32_max);
+    tcase_add_test(tc, test_types_tag_header_size_checked);
+    tcase_add_test(tc, test_types_negative_file_range_refused);
     tcase_add_test(tc, test_types_arena_alignment_and_large_blocks);
     suite_add_tcase(s, tc);
     return s;
