@@ -227,7 +227,9 @@ void kb_pdirs_resume(kb_broker *b)
     /* Collect first: a failing kb_pdirs_create drops its topic from the list. */
     size_t n;
     kb_topic *const *busy = kb_topics_busy_all(b->topics, &n);
-    kb_topic **v = calloc(n + 1, sizeof(*v));
+    if (n == 0)
+        return;
+    kb_topic **v = calloc(n, sizeof(*v));
     if (v == NULL)
         return; /* they stay pending or deleting until a start with memory */
     memcpy(v, busy, n * sizeof(*v));
