@@ -13,6 +13,7 @@
 #include "kb_gcoord.h"
 #include "kb_log.h"
 #include "kb_longpoll.h"
+#include "kb_pdirs.h"
 #include "kb_plog.h"
 #include "kb_req.h"
 #include "kb_scram_store.h"
@@ -78,6 +79,7 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
         snprintf(err, errlen, "cannot start the helper threads");
         return e;
     }
+    kb_pdirs_resume(b); /* topics a crash left half created or half deleted */
     if ((e = kb_gcoord_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
     if ((e = kb_tcoord_start(b, err, errlen)) != KP_ERR_NONE)

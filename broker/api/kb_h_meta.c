@@ -153,6 +153,10 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
         out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
         return KP_ERR_NONE;
     }
+    if (kb_topics_busy(b->topics, want->name) != NULL) {
+        out->error_code = KP_ERR_LEADER_NOT_AVAILABLE; /* being created or deleted: retry */
+        return KP_ERR_NONE;
+    }
     e = kb_topics_create(b->topics, want->name, b->cfg->num_partitions, NULL, 0, false, &t, &msg);
     if (e != KP_ERR_NONE) {
         KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"auto-create failed\" topic=%.*s error=%s",

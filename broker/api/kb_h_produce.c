@@ -144,7 +144,7 @@ static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
         return t;
     kb_msgbuf msg;
     if (!b->cfg->auto_create_topics_enable || kb_topics_check_name(name, &msg) != KP_ERR_NONE ||
-        !kb_authz_create_topic(req, name)) {
+        kb_topics_busy(b->topics, name) != NULL || !kb_authz_create_topic(req, name)) {
         *err = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return NULL;
     }

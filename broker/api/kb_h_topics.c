@@ -1,4 +1,11 @@
-/* Handlers that change topics: CreateTopics, DeleteTopics, CreatePartitions. */
+/* Handlers that change topics: CreateTopics, DeleteTopics, CreatePartitions.
+ *
+ * CreateTopics and DeleteTopics answer once the topics' partition
+ * directories are made or removed (kb_pdirs, on the helper threads): the
+ * request parks meanwhile, other clients are served, and timeout_ms (when
+ * positive) answers the topics still in progress with REQUEST_TIMED_OUT
+ * while their work goes on. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "kb_authz.h"
@@ -7,6 +14,7 @@
 #include "kb_dispatch.h"
 #include "kb_gcoord.h"
 #include "kb_log.h"
+#include "kb_pdirs.h"
 #include "kb_plog.h"
 #include "kb_tconf.h"
 #include "kb_topics.h"
@@ -117,8 +125,174 @@ static kp_err creatable_describe(kb_req *req, const kb_topic *t, creatable_resul
     return KP_ERR_NONE;
 }
 
+/* ---- waiting for the partition directories ------------------------------ */
+
+/* One topic a CreateTopics or DeleteTopics waits for. */
+typedef struct topic_item {
+    struct topic_wait *w;
+    kb_topic *t;               /* valid until its job reports */
+    creatable_result *created; /* CreateTopics: its result; NULL for a delete */
+    int16_t *error_code;       /* the topic's result fields in the response */
+    kp_str *error_message;
+    bool done;
+} topic_item;
+
+/* A request waiting for kb_pdirs jobs; heap-owned so it outlives a closed
+ * connection (or a timed-out answer) until every job reported. */
+typedef struct topic_wait {
+    kb_req *req;     /* NULL once answered or the connection closed */
+    kb_loop *loop;
+    kb_timer timeout;
+    int32_t pending; /* jobs still to report */
+    int32_t n;
+    topic_item items[];
+} topic_wait;
+
+static void on_wait_timeout(kb_loop *loop, void *arg);
+
+static topic_wait *wait_new(kb_req *req, int32_t topics)
+{
+    topic_wait *w = calloc(1, sizeof(*w) + (size_t)topics * sizeof(w->items[0]));
+    if (w == NULL)
+        return NULL;
+    w->loop = req->broker->loop;
+    kb_timer_init(&w->timeout, on_wait_timeout, w);
+    return w;
+}
+
+static void wait_add(topic_wait *w, kb_topic *t, creatable_result *created, int16_t *error_code,
+                     kp_str *error_message)
+{
+    w->items[w->n++] = (topic_item){w, t, created, error_code, error_message, false};
+}
+
+/* Detaches the request from its wait; reports still due keep w alive. */
+static kb_req *wait_detach(topic_wait *w)
+{
+    kb_req *req = w->req;
+    w->req = NULL;
+    kb_timer_disarm(w->loop, &w->timeout);
+    if (req != NULL) {
+        req->park_state = NULL;
+        req->on_cancel = NULL;
+    }
+    return req;
+}
+
+static void wait_report(topic_wait *w)
+{
+    if (--w->pending > 0)
+        return;
+    kb_req *req = wait_detach(w);
+    free(w);
+    if (req != NULL)
+        kb_req_finish(req);
+}
+
+static void on_wait_timeout(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    topic_wait *w = arg;
+    for (int32_t i = 0; i < w->n; i++) {
+        if (w->items[i].done)
+            continue;
+        *w->items[i].error_code = KP_ERR_REQUEST_TIMED_OUT;
+        *w->items[i].error_message = KP_STR_LIT("Timed out waiting for the topic's partitions.");
+    }
+    kb_req_finish(wait_detach(w));
+}
+
+static void on_wait_cancel(kb_req *req)
+{
+    topic_wait *w = req->park_state;
+    if (w != NULL)
+        (void)wait_detach(w);
+}
+
+static void on_topic_created(void *arg, kp_err err);
+static void on_topic_deleted(void *arg, kp_err err);
+
+/* Submits every item's job and parks req (KB_PARKED), or answers at once
+ * (KP_ERR_NONE) when there is nothing to wait for. req NULL: the jobs run
+ * with no one to answer. */
+static kp_err wait_start(kb_broker *b, kb_req *req, topic_wait *w, int32_t timeout_ms)
+{
+    w->req = req;
+    w->pending = 1; /* held until every job is submitted */
+    for (int32_t i = 0; i < w->n; i++) {
+        topic_item *it = &w->items[i];
+        w->pending++;
+        kp_err e = it->created != NULL ? kb_pdirs_create(b, it->t, on_topic_created, it)
+                                       : kb_pdirs_delete(b, it->t, on_topic_deleted, it);
+        if (e != KP_ERR_NONE) /* the job never started: report its failure now */
+            (it->created != NULL ? on_topic_created : on_topic_deleted)(it, e);
+    }
+    if (--w->pending == 0) {
+        (void)wait_detach(w);
+        free(w);
+        return KP_ERR_NONE;
+    }
+    if (req == NULL)
+        return KP_ERR_NONE;
+    req->park_state = w;
+    req->on_cancel = on_wait_cancel;
+    if (timeout_ms > 0)
+        (void)kb_timer_arm(w->loop, &w->timeout, timeout_ms);
+    return KB_PARKED;
+}
+
+/* The configs part of a created topic's result (v5+). */
+static void created_configs(kb_req *req, const kb_topic *t, kp_str name, creatable_result *out)
+{
+    /* Configs only for a principal that may DESCRIBE_CONFIGS (Kafka). */
+    if (!kb_authz(req, KB_OP_DESCRIBE_CONFIGS, KB_RES_TOPIC, name)) {
+        out->topic_config_error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return;
+    }
+    if (creatable_describe(req, t, out) != KP_ERR_NONE)
+        out->topic_config_error_code = KP_ERR_UNKNOWN_SERVER_ERROR;
+}
+
+static void on_topic_created(void *arg, kp_err err)
+{
+    topic_item *it = arg;
+    topic_wait *w = it->w;
+    it->done = true;
+    kb_req *req = w->req;
+    if (err == KP_ERR_NONE)
+        KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic created\" topic=%s partitions=%d",
+               it->t->name, it->t->npartitions);
+    if (req != NULL && err == KP_ERR_NONE) {
+        created_configs(req, it->t, it->created->name, it->created);
+    } else if (req != NULL) {
+        static const kp_uuid zero;
+        creatable_result *out = it->created;
+        out->error_code = KP_ERR_KAFKA_STORAGE_ERROR;
+        out->error_message = kb_req_str(req, "Could not create the topic's partition directories.");
+        out->topic_id = zero;
+        out->num_partitions = -1;
+        out->replication_factor = -1;
+    }
+    it->t = NULL; /* dropped on failure; the registry's either way */
+    wait_report(w);
+}
+
+static void on_topic_deleted(void *arg, kp_err err)
+{
+    topic_item *it = arg;
+    it->done = true;
+    if (err != KP_ERR_NONE) /* the topic is gone all the same; a restart finishes it */
+        KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"removing a deleted topic's directories did not "
+               "finish\" error=%s", kp_err_name(err));
+    it->t = NULL;
+    wait_report(it->w);
+}
+
+/* ---- CreateTopics --------------------------------------------------------- */
+
+/* *made: a topic now being created (its directories still to make). */
 static kp_err create_one(kb_req *req, const kp_create_topics_req *rq, const creatable_topic *ct,
-                         creatable_result *out)
+                         creatable_result *out, kb_topic **made)
 {
     kb_msgbuf msg = {{0}};
     out->name = ct->name;
@@ -138,24 +312,19 @@ static kp_err create_one(kb_req *req, const kp_create_topics_req *rq, const crea
                (e = creatable_shape(req, ct, &partitions, &replication, &msg)) == KP_ERR_NONE &&
                (configs = creatable_configs(req, ct, &msg, &e)) != NULL) {
         kb_topic *t = NULL;
-        e = kb_topics_create(req->broker->topics, ct->name, partitions, configs,
-                             (size_t)ct->configs.n, rq->validate_only, &t, &msg);
+        e = kb_topics_begin_create(req->broker->topics, ct->name, partitions, configs,
+                                   (size_t)ct->configs.n, rq->validate_only, &t, &msg);
         if (e == KP_ERR_NONE) {
             out->num_partitions = partitions;
             out->replication_factor = replication;
             if (t != NULL) {
                 out->topic_id = t->id;
-                KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic created\" topic=%s partitions=%d",
-                       t->name, t->npartitions);
-            } else {
-                kb_uuid_random(&out->topic_id); /* validate_only: a fresh id, as Kafka */
-            }
-            /* Configs only for a principal that may DESCRIBE_CONFIGS (Kafka). */
-            if (!kb_authz(req, KB_OP_DESCRIBE_CONFIGS, KB_RES_TOPIC, ct->name)) {
-                out->topic_config_error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+                *made = t; /* configs once its partitions exist */
                 return KP_ERR_NONE;
             }
-            return creatable_describe(req, t, out);
+            kb_uuid_random(&out->topic_id); /* validate_only: a fresh id, as Kafka */
+            created_configs(req, NULL, ct->name, out);
+            return KP_ERR_NONE;
         }
     }
     if (e == KP_ERR__NOMEM)
@@ -169,13 +338,23 @@ kp_err kb_h_create_topics(kb_req *req, const kp_create_topics_req *rq, kp_create
 {
     if (!KB_ARRAY_ALLOC(req, rs->topics, rq->topics.n))
         return KP_ERR__NOMEM;
+    topic_wait *w = wait_new(req, rq->topics.n);
+    if (w == NULL)
+        return KP_ERR__NOMEM;
     for (int32_t i = 0; i < rq->topics.n; i++) {
-        kp_create_topics_resp_creatable_topic_result_defaults(&rs->topics.v[i]);
-        kp_err e = create_one(req, rq, &rq->topics.v[i], &rs->topics.v[i]);
-        if (e != KP_ERR_NONE)
+        creatable_result *out = &rs->topics.v[i];
+        kp_create_topics_resp_creatable_topic_result_defaults(out);
+        kb_topic *made = NULL;
+        kp_err e = create_one(req, rq, &rq->topics.v[i], out, &made);
+        if (made != NULL)
+            wait_add(w, made, out, &out->error_code, &out->error_message);
+        if (e != KP_ERR_NONE) {
+            /* out of memory: what began still gets made, answered by no one */
+            (void)wait_start(req->broker, NULL, w, 0);
             return e;
+        }
     }
-    return KP_ERR_NONE;
+    return wait_start(req->broker, req, w, rq->timeout_ms);
 }
 
 /* Kafka's controller: CLUSTER DELETE covers every topic, else TOPIC DELETE;
@@ -196,7 +375,8 @@ static bool delete_denied(kb_req *req, kp_str name, const kb_topic *t,
     return true;
 }
 
-static void delete_one(kb_req *req, kp_str name, const kp_uuid *id,
+/* Hides the topic and records it deleting; its directories go in w. */
+static void delete_one(kb_req *req, topic_wait *w, kp_str name, const kp_uuid *id,
                        kp_delete_topics_resp_deletable_topic_result *out)
 {
     kb_broker *b = req->broker;
@@ -217,14 +397,15 @@ static void delete_one(kb_req *req, kp_str name, const kp_uuid *id,
     }
     kb_msgbuf msg = {{0}};
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"deleting topic\" topic=%s", t->name);
-    kb_plog_drop_topic(b, t);
-    kp_err e = kb_topics_delete(b->topics, t, &msg);
+    kp_err e = kb_topics_begin_delete(b->topics, t, &msg);
     if (e != KP_ERR_NONE) {
         out->error_code = kp_err_to_wire(e);
         out->error_message = msg_str(req, &msg);
         return;
     }
+    kb_plog_drop_topic(b, t);
     kb_gcoord_topic_deleted(b, out->name); /* out->name: the request's copy */
+    wait_add(w, t, NULL, &out->error_code, &out->error_message);
 }
 
 kp_err kb_h_delete_topics(kb_req *req, const kp_delete_topics_req *rq, kp_delete_topics_resp *rs)
@@ -234,16 +415,19 @@ kp_err kb_h_delete_topics(kb_req *req, const kp_delete_topics_req *rq, kp_delete
     int32_t n = by_state ? rq->topics.n : rq->topic_names.n;
     if (!KB_ARRAY_ALLOC(req, rs->responses, n))
         return KP_ERR__NOMEM;
+    topic_wait *w = wait_new(req, n);
+    if (w == NULL)
+        return KP_ERR__NOMEM;
     static const kp_uuid zero;
     for (int32_t i = 0; i < n; i++) {
         kp_delete_topics_resp_deletable_topic_result *out = &rs->responses.v[i];
         kp_delete_topics_resp_deletable_topic_result_defaults(out);
         if (by_state)
-            delete_one(req, rq->topics.v[i].name, &rq->topics.v[i].topic_id, out);
+            delete_one(req, w, rq->topics.v[i].name, &rq->topics.v[i].topic_id, out);
         else
-            delete_one(req, rq->topic_names.v[i], &zero, out);
+            delete_one(req, w, rq->topic_names.v[i], &zero, out);
     }
-    return KP_ERR_NONE;
+    return wait_start(req->broker, req, w, rq->timeout_ms);
 }
 
 kp_err kb_h_create_partitions(kb_req *req, const kp_create_partitions_req *rq,

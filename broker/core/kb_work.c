@@ -145,8 +145,15 @@ kp_err kb_work_submit(kb_broker *b, kb_work_fn *fn, kb_work_fn *done, void *arg)
         return KP_ERR__NOMEM;
     *it = (work_item){NULL, fn, done, arg};
     pthread_mutex_lock(&w->lock);
-    queue_push(&w->todo, it);
-    pthread_cond_signal(&w->ready);
+    bool stopping = w->stopping;
+    if (!stopping) {
+        queue_push(&w->todo, it);
+        pthread_cond_signal(&w->ready);
+    }
     pthread_mutex_unlock(&w->lock);
+    if (stopping) {
+        free(it); /* a done() run by kb_work_stop submitting more: refused */
+        return KP_ERR__CLOSED;
+    }
     return KP_ERR_NONE;
 }

@@ -3,7 +3,8 @@
  * and validating produced batches), so the event loop never stalls on it.
  *
  * Job: run fn(arg) on a helper thread, then done(arg) back on the loop
- * thread, reported through an eventfd the loop polls.
+ * thread, reported through an eventfd the loop polls. Also blocking disk
+ * work in bounded steps (partition directories, kb_pdirs).
  *
  * Invariants:
  *   1. done(arg) runs exactly once per submitted job, on the loop thread,
@@ -12,7 +13,9 @@
  *
  * Ownership: the caller owns arg until done(arg) returns.
  * Threading: kb_work_submit / start / stop on the loop thread only.
- * Errors: KP_ERR__NOMEM, KP_ERR__IO (thread or eventfd creation).
+ * Errors: KP_ERR__NOMEM, KP_ERR__IO (thread or eventfd creation),
+ * KP_ERR__CLOSED from kb_work_submit once kb_work_stop began (a done()
+ * that queues a next step learns so and stops).
  */
 #ifndef KB_WORK_H
 #define KB_WORK_H

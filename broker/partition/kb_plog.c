@@ -108,7 +108,9 @@ static const char *log_dir(const kb_broker *b)
 
 kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
 {
-    if (partition < 0 || partition >= t->npartitions)
+    /* A topic whose directories are being made or removed (kb_pdirs.h), met
+     * through a pointer taken before, e.g. by a produce on a helper thread. */
+    if (t->state != KB_TOPIC_READY || partition < 0 || partition >= t->npartitions)
         return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     kb_partition *p = &t->partitions[partition];
     if (p->log != NULL) {

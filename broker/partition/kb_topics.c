@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kb_log.h"
+#include "kb_pdirs.h"
 #include "kb_tconf.h"
 
 #define REGISTRY_FILE "runnel-topics.properties"
@@ -25,6 +26,9 @@ struct kb_topics {
     kb_topic **v;
     size_t n;
     size_t cap;
+    kb_topic **busy; /* being created or deleted (invariant 4) */
+    size_t nbusy;
+    size_t capbusy;
     const struct kb_dynconf *dyn; /* handed to every topic (kb_topics_set_dynconf) */
 };
 
@@ -105,10 +109,10 @@ const char *kb_topic_config_get(const kb_topic *t, const char *key)
 }
 
 /* Kafka refuses names that differ only in '.' versus '_' (metric names clash). */
-static kb_topic *find_colliding(const kb_topics *ts, kp_str name)
+static kb_topic *find_colliding_in(kb_topic *const *v, size_t n, kp_str name)
 {
-    for (size_t i = 0; i < ts->n; i++) {
-        const char *tn = ts->v[i]->name;
+    for (size_t i = 0; i < n; i++) {
+        const char *tn = v[i]->name;
         if ((int32_t)strlen(tn) != name.len)
             continue;
         bool same = true;
@@ -118,13 +122,53 @@ static kb_topic *find_colliding(const kb_topics *ts, kp_str name)
             same = a == b;
         }
         if (same)
-            return ts->v[i];
+            return v[i];
     }
     return NULL;
 }
 
+static kb_topic *find_colliding(const kb_topics *ts, kp_str name)
+{
+    kb_topic *t = find_colliding_in(ts->v, ts->n, name);
+    return t != NULL ? t : find_colliding_in(ts->busy, ts->nbusy, name);
+}
+
+kb_topic *kb_topics_busy(const kb_topics *ts, kp_str name)
+{
+    for (size_t i = 0; name.len >= 0 && i < ts->nbusy; i++) {
+        const char *tn = ts->busy[i]->name;
+        if (strncmp(tn, name.p, (size_t)name.len) == 0 && tn[name.len] == '\0')
+            return ts->busy[i];
+    }
+    return NULL;
+}
+
+kb_topic *const *kb_topics_busy_all(const kb_topics *ts, size_t *n)
+{
+    *n = ts->nbusy;
+    return ts->busy;
+}
+
+const char *kb_topics_dir(const kb_topics *ts)
+{
+    return ts->dir;
+}
+
 /* ---- the registry file -------------------------------------------------- */
 
+
+static void registry_emit(FILE *f, const kb_topic *t)
+{
+    static const char *const marks[] = {"", " pending", " deleting"};
+    char hex[33];
+    kb_uuid_hex(&t->id, hex);
+    fprintf(f, "topic %s %s %d%s\n", t->name, hex, t->npartitions, marks[t->state]);
+    for (size_t c = 0; c < t->nconfigs; c++) {
+        fprintf(f, "config %s %s=", t->name, t->configs[c].key);
+        kb_value_escape(f, t->configs[c].value);
+        fputc('\n', f);
+    }
+}
 
 static kp_err registry_save(kb_topics *ts)
 {
@@ -134,17 +178,10 @@ static kp_err registry_save(kb_topics *ts)
     if (f == NULL)
         return KP_ERR__NOMEM;
     fprintf(f, "# runnel topic registry, version 1\n");
-    for (size_t i = 0; i < ts->n; i++) {
-        const kb_topic *t = ts->v[i];
-        char hex[33];
-        kb_uuid_hex(&t->id, hex);
-        fprintf(f, "topic %s %s %d\n", t->name, hex, t->npartitions);
-        for (size_t c = 0; c < t->nconfigs; c++) {
-            fprintf(f, "config %s %s=", t->name, t->configs[c].key);
-            kb_value_escape(f, t->configs[c].value);
-            fputc('\n', f);
-        }
-    }
+    for (size_t i = 0; i < ts->n; i++)
+        registry_emit(f, ts->v[i]);
+    for (size_t i = 0; i < ts->nbusy; i++)
+        registry_emit(f, ts->busy[i]);
     if (fclose(f) != 0) {
         free(data);
         return KP_ERR__NOMEM;
@@ -222,28 +259,65 @@ static kp_err topic_set_config(kb_topic *t, const char *key, const char *value)
     return KP_ERR_NONE;
 }
 
+static kp_err list_push(kb_topic ***v, size_t *n, size_t *cap, kb_topic *t)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        kb_topic **nv = realloc(*v, ncap * sizeof(*nv));
+        if (nv == NULL)
+            return KP_ERR__NOMEM;
+        *v = nv;
+        *cap = ncap;
+    }
+    (*v)[(*n)++] = t;
+    return KP_ERR_NONE;
+}
+
+/* Removes t from v[0..n) keeping the order; false if absent. */
+static bool list_remove(kb_topic **v, size_t *n, const kb_topic *t)
+{
+    size_t i = 0;
+    while (i < *n && v[i] != t)
+        i++;
+    if (i == *n)
+        return false;
+    memmove(&v[i], &v[i + 1], (*n - i - 1) * sizeof(v[0]));
+    (*n)--;
+    return true;
+}
+
+/* Files t with the visible topics, or the busy ones if it is not ready. */
 static kp_err registry_append(kb_topics *ts, kb_topic *t)
 {
-    if (ts->n == ts->cap) {
-        size_t cap = ts->cap ? ts->cap * 2 : 16;
-        kb_topic **v = realloc(ts->v, cap * sizeof(*v));
-        if (v == NULL)
-            return KP_ERR__NOMEM;
-        ts->v = v;
-        ts->cap = cap;
-    }
     t->dyn = ts->dyn;
-    ts->v[ts->n++] = t;
-    return KP_ERR_NONE;
+    if (t->state != KB_TOPIC_READY)
+        return list_push(&ts->busy, &ts->nbusy, &ts->capbusy, t);
+    return list_push(&ts->v, &ts->n, &ts->cap, t);
+}
+
+/* A registry line's optional state mark. */
+static bool parse_state(const char *mark, kb_topic_state *out)
+{
+    if (mark[0] == '\0')
+        *out = KB_TOPIC_READY;
+    else if (strcmp(mark, "pending") == 0)
+        *out = KB_TOPIC_CREATING;
+    else if (strcmp(mark, "deleting") == 0)
+        *out = KB_TOPIC_DELETING;
+    else
+        return false;
+    return true;
 }
 
 static kp_err registry_parse_line(kb_topics *ts, char *line)
 {
-    char name[KB_TOPIC_NAME_MAX + 1], hex[40];
+    char name[KB_TOPIC_NAME_MAX + 1], hex[40], mark[16] = "";
     int partitions;
     if (strncmp(line, "topic ", 6) == 0) {
-        if (sscanf(line, "topic %249s %39s %d", name, hex, &partitions) != 3 || partitions < 1 ||
-            partitions > KB_TOPIC_MAX_PARTITIONS)
+        int got = sscanf(line, "topic %249s %39s %d %15s", name, hex, &partitions, mark);
+        kb_topic_state state;
+        if (got < 3 || partitions < 1 || partitions > KB_TOPIC_MAX_PARTITIONS ||
+            !parse_state(mark, &state))
             return KP_ERR__CORRUPT;
         kp_uuid id;
         if (!kb_uuid_parse_hex(hex, &id))
@@ -251,6 +325,7 @@ static kp_err registry_parse_line(kb_topics *ts, char *line)
         kb_topic *t = topic_new(name, strlen(name), &id, partitions);
         if (t == NULL)
             return KP_ERR__NOMEM;
+        t->state = state;
         kp_err e = registry_append(ts, t);
         if (e != KP_ERR_NONE)
             topic_free(t);
@@ -264,6 +339,8 @@ static kp_err registry_parse_line(kb_topics *ts, char *line)
         *sp = '\0';
         *eq = '\0';
         kb_topic *t = kb_topics_find(ts, kp_str_from(line + 7));
+        if (t == NULL)
+            t = kb_topics_busy(ts, kp_str_from(line + 7));
         if (t == NULL)
             return KP_ERR__CORRUPT;
         kb_value_unescape(eq + 1);
@@ -298,34 +375,6 @@ static kp_err registry_load(kb_topics *ts, char *err, size_t errlen)
     return e;
 }
 
-/* ---- partition directories ---------------------------------------------- */
-
-static kp_err partition_dir_create(const kb_topics *ts, const kb_topic *t, int32_t p)
-{
-    char path[4096], id[23], body[128];
-    snprintf(path, sizeof(path), "%s/%s-%d", ts->dir, t->name, p);
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return errno == ENOSPC ? KP_ERR__NOSPC : KP_ERR__IO;
-    kb_uuid_format(&t->id, id);
-    int len = snprintf(body, sizeof(body), "version: 0\ntopic_id: %s\n", id);
-    return kb_file_write_atomic(path, "partition.metadata", body, (size_t)len);
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void partition_dir_remove(const kb_topics *ts, const kb_topic *t, int32_t p)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s-%d", ts->dir, t->name, p);
-    (void)nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* ---- create, delete, grow ----------------------------------------------- */
 
 /* One broker holds at most runnel.max.partitions partitions, so no request
@@ -335,6 +384,8 @@ static kp_err check_broker_capacity(const kb_topics *ts, int32_t adding, kb_msgb
     int64_t total = adding;
     for (size_t i = 0; i < ts->n; i++)
         total += ts->v[i]->npartitions;
+    for (size_t i = 0; i < ts->nbusy; i++)
+        total += ts->busy[i]->npartitions;
     if (total <= ts->cfg->max_partitions)
         return KP_ERR_NONE;
     kb_msgf(msg, "Adding %d partitions would exceed this broker's limit of %d partitions "
@@ -342,15 +393,21 @@ static kp_err check_broker_capacity(const kb_topics *ts, int32_t adding, kb_msgb
     return KP_ERR_INVALID_PARTITIONS;
 }
 
-kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
-                        const kb_topic_config *configs, size_t nconfigs, bool validate_only,
-                        kb_topic **out, kb_msgbuf *msg)
+/* Validates a new topic and builds it (not yet filed); *out NULL when
+ * validate_only. */
+static kp_err create_prepare(kb_topics *ts, kp_str name, int32_t partitions,
+                             const kb_topic_config *configs, size_t nconfigs, bool validate_only,
+                             kb_topic **out, kb_msgbuf *msg)
 {
+    *out = NULL;
     kp_err e = kb_topics_check_name(name, msg);
     if (e != KP_ERR_NONE)
         return e;
-    if (kb_topics_find(ts, name) != NULL) {
-        kb_msgf(msg, "Topic '%.*s' already exists.", name.len, name.p);
+    kb_topic *busy = kb_topics_busy(ts, name);
+    if (kb_topics_find(ts, name) != NULL || busy != NULL) {
+        kb_msgf(msg, busy != NULL && busy->state == KB_TOPIC_DELETING
+                         ? "Topic '%.*s' is marked for deletion."
+                         : "Topic '%.*s' already exists.", name.len, name.p);
         return KP_ERR_TOPIC_ALREADY_EXISTS;
     }
     kb_topic *other = find_colliding(ts, name);
@@ -383,25 +440,103 @@ kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
         return KP_ERR__NOMEM;
     for (size_t i = 0; i < nconfigs && e == KP_ERR_NONE; i++)
         e = topic_set_config(t, configs[i].key, configs[i].value);
-    for (int32_t p = 0; p < partitions && e == KP_ERR_NONE; p++)
-        e = partition_dir_create(ts, t, p);
-    if (e == KP_ERR_NONE)
-        e = registry_append(ts, t);
-    if (e == KP_ERR_NONE && (e = registry_save(ts)) != KP_ERR_NONE)
-        ts->n--;
     if (e != KP_ERR_NONE) {
-        for (int32_t p = 0; p < partitions; p++)
-            partition_dir_remove(ts, t, p);
         topic_free(t);
-        kb_msgf(msg, "Could not create topic in %s: %s", ts->dir, kp_err_name(e));
-        return e == KP_ERR__NOMEM ? e : KP_ERR_KAFKA_STORAGE_ERROR;
+        return e;
     }
-    if (out != NULL)
-        *out = t;
+    *out = t;
     return KP_ERR_NONE;
 }
 
-kp_err kb_topics_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg)
+/* Files a prepared topic and persists the registry; on failure t is freed. */
+static kp_err create_file(kb_topics *ts, kb_topic *t, kb_msgbuf *msg)
+{
+    kp_err e = registry_append(ts, t);
+    if (e == KP_ERR_NONE && (e = registry_save(ts)) != KP_ERR_NONE) {
+        if (t->state == KB_TOPIC_READY)
+            ts->n--;
+        else
+            ts->nbusy--;
+    }
+    if (e != KP_ERR_NONE) {
+        kb_msgf(msg, "Could not create topic in %s: %s", ts->dir, kp_err_name(e));
+        topic_free(t);
+        return e == KP_ERR__NOMEM ? e : KP_ERR_KAFKA_STORAGE_ERROR;
+    }
+    return KP_ERR_NONE;
+}
+
+kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
+                        const kb_topic_config *configs, size_t nconfigs, bool validate_only,
+                        kb_topic **out, kb_msgbuf *msg)
+{
+    kb_topic *t;
+    kp_err e = create_prepare(ts, name, partitions, configs, nconfigs, validate_only, &t, msg);
+    if (e != KP_ERR_NONE || t == NULL)
+        return e;
+    e = kb_pdirs_make(ts->dir, t->name, &t->id, 0, partitions);
+    if (e != KP_ERR_NONE) {
+        (void)kb_pdirs_remove(ts->dir, t->name, 0, partitions);
+        kb_msgf(msg, "Could not create topic in %s: %s", ts->dir, kp_err_name(e));
+        topic_free(t);
+        return KP_ERR_KAFKA_STORAGE_ERROR;
+    }
+    char *tname = strdup(t->name);
+    if ((e = create_file(ts, t, msg)) != KP_ERR_NONE) {
+        if (tname != NULL)
+            (void)kb_pdirs_remove(ts->dir, tname, 0, partitions);
+        t = NULL;
+    }
+    free(tname);
+    if (out != NULL)
+        *out = t;
+    return e;
+}
+
+kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,
+                              const kb_topic_config *configs, size_t nconfigs,
+                              bool validate_only, kb_topic **out, kb_msgbuf *msg)
+{
+    kb_topic *t;
+    *out = NULL;
+    kp_err e = create_prepare(ts, name, partitions, configs, nconfigs, validate_only, &t, msg);
+    if (e != KP_ERR_NONE || t == NULL)
+        return e;
+    t->state = KB_TOPIC_CREATING;
+    if ((e = create_file(ts, t, msg)) == KP_ERR_NONE)
+        *out = t;
+    return e;
+}
+
+kp_err kb_topics_end_create(kb_topics *ts, kb_topic *t, bool ok)
+{
+    KB_ASSERT(t->state == KB_TOPIC_CREATING);
+    if (ok) {
+        kp_err e = list_push(&ts->v, &ts->n, &ts->cap, t);
+        if (e != KP_ERR_NONE)
+            return e;
+        bool filed = list_remove(ts->busy, &ts->nbusy, t);
+        KB_ASSERT(filed);
+        t->state = KB_TOPIC_READY;
+        if (registry_save(ts) == KP_ERR_NONE)
+            return KP_ERR_NONE;
+        /* Still pending on disk: back to busy, for the caller to roll back. */
+        ts->n--;
+        t->state = KB_TOPIC_CREATING;
+        ts->busy[ts->nbusy++] = t; /* its slot was just freed */
+        return KP_ERR__IO;
+    }
+    bool filed = list_remove(ts->busy, &ts->nbusy, t);
+    KB_ASSERT(filed);
+    /* A failed create leaves the registry as if it never began. */
+    if (registry_save(ts) != KP_ERR_NONE)
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"cannot save the topic registry\" dir=%s",
+               ts->dir);
+    topic_free(t);
+    return KP_ERR_NONE;
+}
+
+kp_err kb_topics_begin_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg)
 {
     size_t i = 0;
     while (i < ts->n && ts->v[i] != t)
@@ -410,20 +545,31 @@ kp_err kb_topics_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg)
         kb_msgf(msg, "This server does not host this topic.");
         return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
+    kp_err e = list_push(&ts->busy, &ts->nbusy, &ts->capbusy, t);
+    if (e != KP_ERR_NONE)
+        return e;
     memmove(&ts->v[i], &ts->v[i + 1], (ts->n - i - 1) * sizeof(ts->v[0]));
     ts->n--;
-    kp_err e = registry_save(ts);
-    if (e != KP_ERR_NONE) {
+    t->state = KB_TOPIC_DELETING;
+    if (registry_save(ts) != KP_ERR_NONE) {
+        ts->nbusy--;
+        t->state = KB_TOPIC_READY;
         memmove(&ts->v[i + 1], &ts->v[i], (ts->n - i) * sizeof(ts->v[0]));
         ts->v[i] = t;
         ts->n++;
         kb_msgf(msg, "Could not update the topic registry in %s", ts->dir);
         return KP_ERR_KAFKA_STORAGE_ERROR;
     }
-    for (int32_t p = 0; p < t->npartitions; p++)
-        partition_dir_remove(ts, t, p);
-    topic_free(t);
     return KP_ERR_NONE;
+}
+
+kp_err kb_topics_end_delete(kb_topics *ts, kb_topic *t)
+{
+    bool filed = list_remove(ts->busy, &ts->nbusy, t);
+    KB_ASSERT(t->state == KB_TOPIC_DELETING && filed);
+    topic_free(t);
+    /* Unsaved, the topic stays 'deleting' on disk and a restart finishes it. */
+    return registry_save(ts);
 }
 
 kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool validate_only,
@@ -452,10 +598,9 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
         return KP_ERR__NOMEM;
     t->partitions = ps;
     int32_t old = t->npartitions;
-    for (int32_t p = old; p < total && e == KP_ERR_NONE; p++) {
+    for (int32_t p = old; p < total; p++)
         ps[p] = (kb_partition){.index = p, .leader_epoch = 0};
-        e = partition_dir_create(ts, t, p);
-    }
+    e = kb_pdirs_make(ts->dir, t->name, &t->id, old, total);
     t->npartitions = total;
     if (e == KP_ERR_NONE)
         e = registry_save(ts);
@@ -473,6 +618,10 @@ void kb_topics_set_dynconf(kb_topics *ts, const struct kb_dynconf *dyn)
     for (size_t i = 0; i < ts->n; i++) {
         ts->v[i]->dyn = dyn;
         kb_topic_settings_invalidate(ts->v[i]);
+    }
+    for (size_t i = 0; i < ts->nbusy; i++) {
+        ts->busy[i]->dyn = dyn;
+        kb_topic_settings_invalidate(ts->busy[i]);
     }
 }
 
@@ -614,6 +763,9 @@ void kb_topics_close(kb_topics *ts)
         return;
     for (size_t i = 0; i < ts->n; i++)
         topic_free(ts->v[i]);
+    for (size_t i = 0; i < ts->nbusy; i++)
+        topic_free(ts->busy[i]); /* still pending or deleting on disk */
     free(ts->v);
+    free(ts->busy);
     free(ts);
 }

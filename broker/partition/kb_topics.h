@@ -7,9 +7,12 @@
  *
  * On disk (first entry of log.dirs):
  *   meta.properties          Kafka's format: cluster.id, node.id, version=1
- *   runnel-topics.properties one `topic <name> <id hex> <partitions>` line per
- *                            topic, each followed by `config <name> <key>=<value>`
- *                            lines (values %-escaped); replaced atomically
+ *   runnel-topics.properties one `topic <name> <id hex> <partitions> [pending|deleting]`
+ *                            line per topic, each followed by `config <name>
+ *                            <key>=<value>` lines (values %-escaped); replaced
+ *                            atomically. `pending`: its partition directories
+ *                            are being made; `deleting`: being removed
+ *                            (kb_pdirs.h finishes either at start)
  *   <topic>-<n>/             one directory per partition, with Kafka's
  *                            partition.metadata (version, topic_id)
  *
@@ -19,6 +22,9 @@
  *   2. Topic ids are unique, non-zero, and never change for a topic.
  *   3. The registry file is written (temp, fsync, rename, dir fsync) before a
  *      create, alter or delete is acknowledged.
+ *   4. A topic being created or deleted (state != KB_TOPIC_READY, "busy")
+ *      is invisible to find, find_id, count and at, but holds its name: no
+ *      other topic of that name (or a colliding one) can be created meanwhile.
  *
  * Ownership: the registry owns every kb_topic; a kb_topic pointer stays
  * valid until that topic is deleted or the registry closed.
@@ -56,8 +62,15 @@ typedef struct kb_partition {
     struct kb_pidstate *pids;   /* idempotent producers; set with log */
 } kb_partition;
 
+typedef enum kb_topic_state {
+    KB_TOPIC_READY = 0, /* its partitions exist on disk: visible */
+    KB_TOPIC_CREATING,  /* registry says pending: directories being made */
+    KB_TOPIC_DELETING,  /* registry says deleting: directories being removed */
+} kb_topic_state;
+
 typedef struct kb_topic {
     char *name;
+    kb_topic_state state;
     kp_uuid id;
     int32_t npartitions;
     kb_partition *partitions;
@@ -86,11 +99,34 @@ kb_topic *kb_topics_at(const kb_topics *ts, size_t i);
 /* Kafka's topic name rule (Topic.validate). */
 kp_err kb_topics_check_name(kp_str name, kb_msgbuf *msg);
 
-/* Creates a topic (or only validates it). partitions >= 1. */
+/* Creates a topic (or only validates it), its partition directories made
+ * here on the calling thread (for the few partitions of an auto-create).
+ * partitions >= 1. */
 kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
                         const kb_topic_config *configs, size_t nconfigs, bool validate_only,
                         kb_topic **out, kb_msgbuf *msg);
-kp_err kb_topics_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg);
+/* As kb_topics_create, but records the topic pending (KB_TOPIC_CREATING) and
+ * leaves its directories to kb_pdirs_create; *out is NULL when validate_only. */
+kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,
+                              const kb_topic_config *configs, size_t nconfigs,
+                              bool validate_only, kb_topic **out, kb_msgbuf *msg);
+/* A pending topic's directories exist (ok: it becomes visible, persisted) or
+ * could not be made (it is dropped and freed). When ok but the registry
+ * cannot be written, t stays pending (KP_ERR__IO or __NOMEM): the caller
+ * removes its directories, then ends it with ok false. */
+kp_err kb_topics_end_create(kb_topics *ts, kb_topic *t, bool ok);
+/* Records a visible topic deleting (KB_TOPIC_DELETING), hiding it; its
+ * directories are left to kb_pdirs_delete. UNKNOWN_TOPIC_OR_PARTITION or
+ * KAFKA_STORAGE_ERROR (t unchanged). */
+kp_err kb_topics_begin_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg);
+/* A deleting topic's directories are gone: forgets and frees it. */
+kp_err kb_topics_end_delete(kb_topics *ts, kb_topic *t);
+/* The busy topic of that name (being created or deleted), or NULL. */
+kb_topic *kb_topics_busy(const kb_topics *ts, kp_str name);
+/* Every busy topic (*n of them); valid until the next create or delete. */
+kb_topic *const *kb_topics_busy_all(const kb_topics *ts, size_t *n);
+/* The directory holding the registry and the partition directories. */
+const char *kb_topics_dir(const kb_topics *ts);
 /* Grows a topic to total partitions (or only validates it). */
 kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool validate_only,
                                 kb_msgbuf *msg);

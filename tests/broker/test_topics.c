@@ -8,6 +8,7 @@
 
 #include "broker_suites.h"
 #include "kb_config.h"
+#include "kb_pdirs.h"
 #include "kb_tconf.h"
 #include "kb_topics.h"
 
@@ -157,6 +158,84 @@ START_TEST(test_tconf_timestamp_bounds_from_server_properties)
 }
 END_TEST
 
+/* Reopens the registry from disk, as a restart does. */
+static void reopen(void)
+{
+    kb_topics_close(topics);
+    ck_assert_msg(kb_topics_open(cfg, &topics, errbuf, sizeof errbuf) == KP_ERR_NONE,
+                  "topics: %s", errbuf);
+}
+
+static bool partition_dir_exists(const char *topic, int p)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s-%d/partition.metadata", tmpdir, topic, p);
+    return access(path, F_OK) == 0;
+}
+
+START_TEST(test_topics_pending_create_hidden_and_persisted)
+{
+    kb_msgbuf msg = {{0}};
+    kb_topic *t = NULL;
+    open_with(NULL);
+    ck_assert_int_eq(kb_topics_begin_create(topics, kp_str_from("big"), 3, NULL, 0, false, &t,
+                                            &msg), KP_ERR_NONE);
+    ck_assert_int_eq(t->state, KB_TOPIC_CREATING);
+    ck_assert_ptr_null(kb_topics_find(topics, kp_str_from("big")));
+    ck_assert_uint_eq(kb_topics_count(topics), 0);
+    ck_assert_ptr_eq(kb_topics_busy(topics, kp_str_from("big")), t);
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("big"), 1, NULL, 0, true, NULL, &msg),
+                     KP_ERR_TOPIC_ALREADY_EXISTS);
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("b.g"), 1, NULL, 0, true, NULL, &msg),
+                     KP_ERR_NONE);
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("b_g"), 1, NULL, 0, true, NULL, &msg),
+                     KP_ERR_NONE);
+    /* A crash now: the restart finds it pending, still hidden. */
+    reopen();
+    t = kb_topics_busy(topics, kp_str_from("big"));
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(t->state, KB_TOPIC_CREATING);
+    ck_assert_ptr_null(kb_topics_find(topics, kp_str_from("big")));
+    ck_assert_int_eq(kb_pdirs_make(kb_topics_dir(topics), t->name, &t->id, 0, 3), KP_ERR_NONE);
+    ck_assert(partition_dir_exists("big", 0) && partition_dir_exists("big", 2));
+    ck_assert_int_eq(kb_topics_end_create(topics, t, true), KP_ERR_NONE);
+    reopen();
+    t = kb_topics_find(topics, kp_str_from("big"));
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(t->state, KB_TOPIC_READY);
+    size_t nbusy;
+    (void)kb_topics_busy_all(topics, &nbusy);
+    ck_assert_uint_eq(nbusy, 0);
+}
+END_TEST
+
+START_TEST(test_topics_deleting_hidden_until_dirs_gone)
+{
+    kb_msgbuf msg = {{0}};
+    kb_topic *t = NULL;
+    open_with(NULL);
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("gone"), 2, NULL, 0, false, &t, &msg),
+                     KP_ERR_NONE);
+    ck_assert(partition_dir_exists("gone", 1));
+    ck_assert_int_eq(kb_topics_begin_delete(topics, t, &msg), KP_ERR_NONE);
+    ck_assert_ptr_null(kb_topics_find(topics, kp_str_from("gone")));
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("gone"), 1, NULL, 0, false, NULL, &msg),
+                     KP_ERR_TOPIC_ALREADY_EXISTS);
+    ck_assert_str_eq(msg.text, "Topic 'gone' is marked for deletion.");
+    reopen();
+    t = kb_topics_busy(topics, kp_str_from("gone"));
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(t->state, KB_TOPIC_DELETING);
+    ck_assert_int_eq(kb_pdirs_remove(kb_topics_dir(topics), t->name, 0, 2), KP_ERR_NONE);
+    ck_assert(!partition_dir_exists("gone", 0) && !partition_dir_exists("gone", 1));
+    ck_assert_int_eq(kb_topics_end_delete(topics, t), KP_ERR_NONE);
+    reopen();
+    ck_assert_ptr_null(kb_topics_busy(topics, kp_str_from("gone")));
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("gone"), 1, NULL, 0, false, NULL, &msg),
+                     KP_ERR_NONE);
+}
+END_TEST
+
 Suite *topics_suite(void)
 {
     Suite *s = suite_create("topics");
@@ -168,6 +247,8 @@ Suite *topics_suite(void)
     tcase_add_test(tc, test_tconf_keys_types_and_defaults_as_kafka);
     tcase_add_test(tc, test_tconf_timestamp_bounds_default_to_kafkas);
     tcase_add_test(tc, test_tconf_timestamp_bounds_from_server_properties);
+    tcase_add_test(tc, test_topics_pending_create_hidden_and_persisted);
+    tcase_add_test(tc, test_topics_deleting_hidden_until_dirs_gone);
     suite_add_tcase(s, tc);
     return s;
 }
