@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kb_log.h"
+#include "kb_map.h"
 #include "kb_pdirs.h"
 #include "kb_tconf.h"
 
@@ -29,6 +30,8 @@ struct kb_topics {
     kb_topic **busy; /* being created or deleted (invariant 4) */
     size_t nbusy;
     size_t capbusy;
+    kb_map by_name; /* every filed topic, ready or busy, by its name with '.' as '_' */
+    kb_map by_id;   /* the same, by topic id */
     const struct kb_dynconf *dyn; /* handed to every topic (kb_topics_set_dynconf) */
 };
 
@@ -65,24 +68,72 @@ kp_err kb_topics_check_name(kp_str name, kb_msgbuf *msg)
 
 /* ---- lookup ------------------------------------------------------------- */
 
+/* Names that differ only in '.' versus '_' hash alike (find_colliding). */
+static bool name_hash(kp_str name, uint64_t *h)
+{
+    char norm[256];
+    if (name.len < 0 || (size_t)name.len >= sizeof norm)
+        return false; /* longer than any valid topic name: never filed */
+    for (int32_t i = 0; i < name.len; i++)
+        norm[i] = name.p[i] == '.' ? '_' : name.p[i];
+    *h = kb_map_hash_bytes(norm, (size_t)name.len);
+    return true;
+}
+
+static bool name_is(const void *entry, const void *key)
+{
+    return kp_cstr_is(((const kb_topic *)entry)->name, *(const kp_str *)key);
+}
+
+static bool id_is(const void *entry, const void *key)
+{
+    return memcmp(((const kb_topic *)entry)->id.b, ((const kp_uuid *)key)->b,
+                  sizeof(((const kp_uuid *)key)->b)) == 0;
+}
+
+static uint64_t id_hash(const kp_uuid *id)
+{
+    return kb_map_hash_bytes(id->b, sizeof(id->b));
+}
+
+/* Any filed topic of that name, ready or busy. */
+static kb_topic *find_filed(const kb_topics *ts, kp_str name)
+{
+    uint64_t h;
+    return name_hash(name, &h) ? kb_map_find(&ts->by_name, h, &name, name_is) : NULL;
+}
+
+static kp_err index_add(kb_topics *ts, kb_topic *t)
+{
+    uint64_t h;
+    (void)name_hash(kp_str_from(t->name), &h);
+    if (kb_map_insert(&ts->by_name, h, t) != KP_ERR_NONE)
+        return KP_ERR__NOMEM;
+    if (kb_map_insert(&ts->by_id, id_hash(&t->id), t) != KP_ERR_NONE) {
+        kb_map_remove_entry(&ts->by_name, h, t);
+        return KP_ERR__NOMEM;
+    }
+    return KP_ERR_NONE;
+}
+
+static void index_remove(kb_topics *ts, const kb_topic *t)
+{
+    uint64_t h;
+    (void)name_hash(kp_str_from(t->name), &h);
+    kb_map_remove_entry(&ts->by_name, h, t);
+    kb_map_remove_entry(&ts->by_id, id_hash(&t->id), t);
+}
+
 kb_topic *kb_topics_find(const kb_topics *ts, kp_str name)
 {
-    if (name.len < 0)
-        return NULL;
-    for (size_t i = 0; i < ts->n; i++) {
-        const char *tn = ts->v[i]->name;
-        if (strncmp(tn, name.p, (size_t)name.len) == 0 && tn[name.len] == '\0')
-            return ts->v[i];
-    }
-    return NULL;
+    kb_topic *t = find_filed(ts, name);
+    return t != NULL && t->state == KB_TOPIC_READY ? t : NULL;
 }
 
 kb_topic *kb_topics_find_id(const kb_topics *ts, const kp_uuid *id)
 {
-    for (size_t i = 0; i < ts->n; i++)
-        if (memcmp(ts->v[i]->id.b, id->b, sizeof(id->b)) == 0)
-            return ts->v[i];
-    return NULL;
+    kb_topic *t = kb_map_find(&ts->by_id, id_hash(id), id, id_is);
+    return t != NULL && t->state == KB_TOPIC_READY ? t : NULL;
 }
 
 size_t kb_topics_count(const kb_topics *ts)
@@ -109,38 +160,28 @@ const char *kb_topic_config_get(const kb_topic *t, const char *key)
 }
 
 /* Kafka refuses names that differ only in '.' versus '_' (metric names clash). */
-static kb_topic *find_colliding_in(kb_topic *const *v, size_t n, kp_str name)
+static bool collides(const void *entry, const void *key)
 {
-    for (size_t i = 0; i < n; i++) {
-        const char *tn = v[i]->name;
-        if ((int32_t)strlen(tn) != name.len)
-            continue;
-        bool same = true;
-        for (int32_t k = 0; k < name.len && same; k++) {
-            char a = tn[k] == '.' ? '_' : tn[k];
-            char b = name.p[k] == '.' ? '_' : name.p[k];
-            same = a == b;
-        }
-        if (same)
-            return v[i];
-    }
-    return NULL;
+    const char *tn = ((const kb_topic *)entry)->name;
+    kp_str name = *(const kp_str *)key;
+    if ((int32_t)strlen(tn) != name.len)
+        return false;
+    for (int32_t k = 0; k < name.len; k++)
+        if ((tn[k] == '.' ? '_' : tn[k]) != (name.p[k] == '.' ? '_' : name.p[k]))
+            return false;
+    return true;
 }
 
 static kb_topic *find_colliding(const kb_topics *ts, kp_str name)
 {
-    kb_topic *t = find_colliding_in(ts->v, ts->n, name);
-    return t != NULL ? t : find_colliding_in(ts->busy, ts->nbusy, name);
+    uint64_t h;
+    return name_hash(name, &h) ? kb_map_find(&ts->by_name, h, &name, collides) : NULL;
 }
 
 kb_topic *kb_topics_busy(const kb_topics *ts, kp_str name)
 {
-    for (size_t i = 0; name.len >= 0 && i < ts->nbusy; i++) {
-        const char *tn = ts->busy[i]->name;
-        if (strncmp(tn, name.p, (size_t)name.len) == 0 && tn[name.len] == '\0')
-            return ts->busy[i];
-    }
-    return NULL;
+    kb_topic *t = find_filed(ts, name);
+    return t != NULL && t->state != KB_TOPIC_READY ? t : NULL;
 }
 
 kb_topic *const *kb_topics_busy_all(const kb_topics *ts, size_t *n)
@@ -286,13 +327,25 @@ static bool list_remove(kb_topic **v, size_t *n, const kb_topic *t)
     return true;
 }
 
-/* Files t with the visible topics, or the busy ones if it is not ready. */
+/* Files t with the visible topics, or the busy ones if it is not ready,
+ * and in the index. */
 static kp_err registry_append(kb_topics *ts, kb_topic *t)
 {
     t->dyn = ts->dyn;
-    if (t->state != KB_TOPIC_READY)
-        return list_push(&ts->busy, &ts->nbusy, &ts->capbusy, t);
-    return list_push(&ts->v, &ts->n, &ts->cap, t);
+    if (index_add(ts, t) != KP_ERR_NONE)
+        return KP_ERR__NOMEM;
+    kp_err e = t->state != KB_TOPIC_READY ? list_push(&ts->busy, &ts->nbusy, &ts->capbusy, t)
+                                          : list_push(&ts->v, &ts->n, &ts->cap, t);
+    if (e != KP_ERR_NONE)
+        index_remove(ts, t);
+    return e;
+}
+
+/* Frees a topic that leaves the registry (or never entered it). */
+static void topic_drop(kb_topics *ts, kb_topic *t)
+{
+    index_remove(ts, t);
+    topic_free(t);
 }
 
 /* A registry line's optional state mark. */
@@ -434,7 +487,7 @@ static kp_err create_prepare(kb_topics *ts, kp_str name, int32_t partitions,
     kp_uuid id;
     do
         kb_uuid_random(&id);
-    while (kb_topics_find_id(ts, &id) != NULL);
+    while (kb_map_find(&ts->by_id, id_hash(&id), &id, id_is) != NULL);
     kb_topic *t = topic_new(name.p, (size_t)name.len, &id, partitions);
     if (t == NULL)
         return KP_ERR__NOMEM;
@@ -460,7 +513,7 @@ static kp_err create_file(kb_topics *ts, kb_topic *t, kb_msgbuf *msg)
     }
     if (e != KP_ERR_NONE) {
         kb_msgf(msg, "Could not create topic in %s: %s", ts->dir, kp_err_name(e));
-        topic_free(t);
+        topic_drop(ts, t);
         return e == KP_ERR__NOMEM ? e : KP_ERR_KAFKA_STORAGE_ERROR;
     }
     return KP_ERR_NONE;
@@ -532,7 +585,7 @@ kp_err kb_topics_end_create(kb_topics *ts, kb_topic *t, bool ok)
     if (registry_save(ts) != KP_ERR_NONE)
         KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"cannot save the topic registry\" dir=%s",
                ts->dir);
-    topic_free(t);
+    topic_drop(ts, t);
     return KP_ERR_NONE;
 }
 
@@ -567,7 +620,7 @@ kp_err kb_topics_end_delete(kb_topics *ts, kb_topic *t)
 {
     bool filed = list_remove(ts->busy, &ts->nbusy, t);
     KB_ASSERT(t->state == KB_TOPIC_DELETING && filed);
-    topic_free(t);
+    topic_drop(ts, t);
     /* Unsaved, the topic stays 'deleting' on disk and a restart finishes it. */
     return registry_save(ts);
 }
@@ -767,5 +820,7 @@ void kb_topics_close(kb_topics *ts)
         topic_free(ts->busy[i]); /* still pending or deleting on disk */
     free(ts->v);
     free(ts->busy);
+    kb_map_fini(&ts->by_name);
+    kb_map_fini(&ts->by_id);
     free(ts);
 }

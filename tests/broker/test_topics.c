@@ -236,12 +236,53 @@ START_TEST(test_topics_deleting_hidden_until_dirs_gone)
 }
 END_TEST
 
+/* The registry's index: every topic by name and id, collisions by '.'/'_'. */
+START_TEST(test_topics_index_by_name_id_and_collision)
+{
+    kb_msgbuf msg = {{0}};
+    open_with(NULL);
+    kb_topic *made[300];
+    char name[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "t.%d", i);
+        ck_assert_int_eq(kb_topics_create(topics, kp_str_from(name), 1, NULL, 0, false, &made[i],
+                                          &msg), KP_ERR_NONE);
+    }
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "t.%d", i);
+        ck_assert_ptr_eq(kb_topics_find(topics, kp_str_from(name)), made[i]);
+        ck_assert_ptr_eq(kb_topics_find_id(topics, &made[i]->id), made[i]);
+        snprintf(name, sizeof name, "t_%d", i); /* same once '.' is '_': refused */
+        ck_assert_ptr_null(kb_topics_find(topics, kp_str_from(name)));
+        ck_assert_int_eq(kb_topics_create(topics, kp_str_from(name), 1, NULL, 0, true, NULL, &msg),
+                         KP_ERR_INVALID_TOPIC_EXCEPTION);
+    }
+    char longname[400];
+    memset(longname, 'x', sizeof longname);
+    ck_assert_ptr_null(kb_topics_find(topics, (kp_str){longname, (int32_t)sizeof longname}));
+    kp_uuid gone_id = made[7]->id;
+    ck_assert_int_eq(kb_topics_begin_delete(topics, made[7], &msg), KP_ERR_NONE);
+    ck_assert_ptr_null(kb_topics_find_id(topics, &gone_id));
+    ck_assert_int_eq(kb_topics_end_delete(topics, made[7]), KP_ERR_NONE);
+    ck_assert_ptr_null(kb_topics_find(topics, kp_str_from("t.7")));
+    ck_assert_ptr_null(kb_topics_busy(topics, kp_str_from("t.7")));
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("t_7"), 1, NULL, 0, true, NULL, &msg),
+                     KP_ERR_NONE);
+    reopen();
+    ck_assert_uint_eq(kb_topics_count(topics), 299);
+    kb_topic *t = kb_topics_find(topics, kp_str_from("t.299"));
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_eq(kb_topics_find_id(topics, &t->id), t);
+}
+END_TEST
+
 Suite *topics_suite(void)
 {
     Suite *s = suite_create("topics");
     TCase *tc = tcase_create("topics");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_topics_partition_count_errors);
+    tcase_add_test(tc, test_topics_index_by_name_id_and_collision);
     tcase_add_test(tc, test_topics_ids_never_print_with_a_dash_first);
     tcase_add_test(tc, test_topics_removed_config_keys_refused);
     tcase_add_test(tc, test_tconf_keys_types_and_defaults_as_kafka);
