@@ -10,15 +10,15 @@
 #include "kb_acl.h"
 #include "kb_admin.h"
 #include "kb_dispatch.h"
-#include "kb_gcoord.h"
+#include "kb_group_coord.h"
 #include "kb_log.h"
 #include "kb_longpoll.h"
-#include "kb_pdirs.h"
+#include "kb_partition_dirs.h"
 #include "kb_plog.h"
 #include "kb_req.h"
 #include "kb_scram_store.h"
 #include "kb_server.h"
-#include "kb_tcoord.h"
+#include "kb_txn_coord.h"
 #include "kb_topics.h"
 #include "kb_work.h"
 
@@ -79,10 +79,10 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
         snprintf(err, errlen, "cannot start the helper threads");
         return e;
     }
-    kb_pdirs_resume(b); /* topics a crash left half created or half deleted */
-    if ((e = kb_gcoord_start(b, err, errlen)) != KP_ERR_NONE)
+    kb_partition_dirs_resume(b); /* topics a crash left half created or half deleted */
+    if ((e = kb_group_coord_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
-    if ((e = kb_tcoord_start(b, err, errlen)) != KP_ERR_NONE)
+    if ((e = kb_txn_coord_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
     if ((e = kb_scram_store_open(cfg->log_dirs.v[0], &b->scram, err, errlen)) != KP_ERR_NONE)
         return e;
@@ -112,8 +112,8 @@ void kb_broker_stop(kb_broker *b)
     b->acl = NULL;
     kb_work_stop(b);
     kb_longpoll_stop(b);
-    kb_tcoord_stop(b);
-    kb_gcoord_stop(b);
+    kb_txn_coord_stop(b);
+    kb_group_coord_stop(b);
     kb_plog_stop(b);
     kb_admin_stop(b);
     kb_topics_close(b->topics);

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "kb_broker.h"
-#include "kb_cdoc.h"
+#include "kb_config_doc.h"
 #include "kb_config.h"
 #include "kb_log.h"
 #include "kb_server.h"

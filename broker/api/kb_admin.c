@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "kb_dynconf.h"
-#include "kb_gconf.h"
+#include "kb_group_conf.h"
 #include "kb_plog.h"
 #include "kb_quota.h"
 #include "kb_topics.h"
@@ -24,7 +24,7 @@ kp_err kb_admin_start(kb_broker *b, char *err, size_t errlen)
         return e;
     }
     kb_topics_set_dynconf(b->topics, b->dynconf);
-    e = kb_gconf_open(dir, &b->gconf);
+    e = kb_group_conf_open(dir, &b->gconf);
     if (e != KP_ERR_NONE) {
         snprintf(err, errlen, "log.dirs=%s: cannot read the group configs (%s)", dir,
                  kp_err_name(e));
@@ -45,7 +45,7 @@ void kb_admin_stop(kb_broker *b)
         kb_topics_set_dynconf(b->topics, NULL);
     kb_dynconf_close(b->dynconf);
     b->dynconf = NULL;
-    kb_gconf_close(b->gconf);
+    kb_group_conf_close(b->gconf);
     b->gconf = NULL;
     kb_quotas_close(b->quotas);
     b->quotas = NULL;

@@ -1,7 +1,7 @@
 /* Handlers for changing configs: AlterConfigs (full replacement of a
  * resource's explicitly set configs) and IncrementalAlterConfigs (SET,
  * DELETE, APPEND, SUBTRACT), on topics, on the broker (dynamic configs) and
- * on groups (kb_gconf.h).
+ * on groups (kb_group_conf.h).
  * Both validate every key first, change nothing on any error, persist, and
  * apply the result to open logs at once. */
 #include <stdio.h>
@@ -12,12 +12,12 @@
 #include "kb_admin.h"
 #include "kb_config.h"
 #include "kb_context.h"
-#include "kb_cfgops.h"
+#include "kb_config_edit.h"
 #include "kb_dispatch.h"
 #include "kb_dynconf.h"
-#include "kb_gconf.h"
+#include "kb_group_conf.h"
 #include "kb_plog.h"
-#include "kb_tconf.h"
+#include "kb_topic_conf.h"
 #include "kb_topics.h"
 
 enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4, RESOURCE_GROUP = 32 };
@@ -56,7 +56,7 @@ static kp_err apply_ops(const alter_job *j, kb_cfgset *set, alter_result *r,
 {
     for (int32_t i = 0; i < j->nops; i++) {
         const alter_op *o = &j->ops[i];
-        bool is_list = j->type == RESOURCE_TOPIC    ? kb_tconf_is_list(o->key)
+        bool is_list = j->type == RESOURCE_TOPIC    ? kb_topic_conf_is_list(o->key)
                        : j->type == RESOURCE_BROKER ? strcmp(o->key, "log.cleanup.policy") == 0
                                                     : false;
         /* Kafka's controller words this refusal for topics and groups. */
@@ -78,7 +78,7 @@ static kp_err apply_ops(const alter_job *j, kb_cfgset *set, alter_result *r,
 static const char *topic_base(const alter_job *j, const char *key)
 {
     (void)j;
-    return kb_tconf_default(key);
+    return kb_topic_conf_default(key);
 }
 
 /* Checks the value every touched key ends with. */
@@ -87,7 +87,7 @@ static kp_err check_topic_set(const alter_job *j, const kb_cfgset *set, alter_re
     for (int32_t i = 0; i < j->nops; i++) {
         /* Only DELETE leaves a key unset; deleting an unset key is fine. */
         const char *v = kb_cfgset_get(set, j->ops[i].key);
-        kp_err e = v != NULL ? kb_tconf_check(j->ops[i].key, v, &r->msg) : KP_ERR_NONE;
+        kp_err e = v != NULL ? kb_topic_conf_check(j->ops[i].key, v, &r->msg) : KP_ERR_NONE;
         if (e != KP_ERR_NONE)
             return fail(r, e);
     }
@@ -172,13 +172,13 @@ static kp_err check_broker_value(const char *key, const char *v, kb_msgbuf *msg)
     kp_err typed = kb_config_check_value(key, v, msg->text, sizeof(msg->text));
     if (typed != KP_ERR_NONE && typed != KP_ERR__NOENT)
         return typed;
-    for (size_t i = 0; i < kb_tconf_count(); i++) {
+    for (size_t i = 0; i < kb_topic_conf_count(); i++) {
         int64_t scale;
-        const char *tk = kb_tconf_key(i);
+        const char *tk = kb_topic_conf_key(i);
         for (size_t s = 0; kb_dynconf_synonym(tk, s, &scale) != NULL; s++) {
             if (strcmp(kb_dynconf_synonym(tk, s, &scale), key) != 0)
                 continue;
-            kp_err e = kb_tconf_check(tk, v, msg);
+            kp_err e = kb_topic_conf_check(tk, v, msg);
             if (e != KP_ERR_NONE)
                 kb_msgf(msg, "Invalid value %s for configuration %s", v, key);
             return e;
@@ -242,17 +242,17 @@ static const char *group_base(const alter_job *j, const char *key)
 static void alter_group(const alter_job *j, alter_result *r)
 {
     kb_broker *b = j->req->broker;
-    kp_err e = kb_gconf_check_name(j->name, &r->msg);
+    kp_err e = kb_group_conf_check_name(j->name, &r->msg);
     if (e != KP_ERR_NONE) {
         r->error_code = (int16_t)e;
         return;
     }
-    const kb_cfgset *cur = j->incremental ? kb_gconf_get(b->gconf, j->name) : NULL;
+    const kb_cfgset *cur = j->incremental ? kb_group_conf_get(b->gconf, j->name) : NULL;
     kb_cfgset set = {0, NULL};
     e = cur != NULL ? kb_cfgset_copy(&set, cur->v, cur->n) : KP_ERR_NONE;
     if (e == KP_ERR_NONE && apply_ops(j, &set, r, group_base) == KP_ERR_NONE &&
-        (e = kb_gconf_check(b->cfg, &set, &r->msg)) == KP_ERR_NONE && !j->validate_only)
-        e = kb_gconf_replace(b->gconf, j->name, &set, &r->msg);
+        (e = kb_group_conf_check(b->cfg, &set, &r->msg)) == KP_ERR_NONE && !j->validate_only)
+        e = kb_group_conf_replace(b->gconf, j->name, &set, &r->msg);
     if (e != KP_ERR_NONE && r->error_code == KP_ERR_NONE)
         fail(r, e);
     kb_cfgset_fini(&set);

@@ -9,11 +9,11 @@
 #include "kb_admin.h"
 #include "kb_config.h"
 #include "kb_context.h"
-#include "kb_cdoc.h"
+#include "kb_config_doc.h"
 #include "kb_dispatch.h"
 #include "kb_dynconf.h"
-#include "kb_gconf.h"
-#include "kb_tconf.h"
+#include "kb_group_conf.h"
+#include "kb_topic_conf.h"
 #include "kb_topics.h"
 
 enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4, RESOURCE_GROUP = 32 };
@@ -107,7 +107,7 @@ static void topic_key_synonyms(const kb_broker *b, const kb_topic *t, const char
     int from = s->n;
     const char *primary = kb_dynconf_synonym(key, 0, &scale);
     if (primary == NULL) {
-        syn_add(s, key, kb_tconf_default(key), KB_CS_DEFAULT);
+        syn_add(s, key, kb_topic_conf_default(key), KB_CS_DEFAULT);
         return;
     }
     const char *coarsest = primary;
@@ -115,7 +115,7 @@ static void topic_key_synonyms(const kb_broker *b, const kb_topic *t, const char
         coarsest = kb_dynconf_synonym(key, i, &scale);
         broker_key_synonyms(b, coarsest, s);
     }
-    const char *dflt = kb_tconf_default(key);
+    const char *dflt = kb_topic_conf_default(key);
     if (dflt != NULL && scale > 1) {
         snprintf(s->scaled, sizeof(s->scaled), "%lld", strtoll(dflt, NULL, 10) / scale);
         dflt = s->scaled;
@@ -133,22 +133,22 @@ static kp_err describe_topic(kb_req *req, const kp_describe_configs_req *rq,
         out->error_message = kb_req_str(req, "Topic does not exist");
         return KP_ERR_NONE;
     }
-    size_t n = kb_tconf_count();
+    size_t n = kb_topic_conf_count();
     if (!KB_ARRAY_ALLOC(req, out->configs, n))
         return KP_ERR__NOMEM;
     int32_t used = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *key = kb_tconf_key(i);
+        const char *key = kb_topic_conf_key(i);
         if (!key_wanted(res, key))
             continue;
         config_entry *e = &out->configs.v[used++];
         kp_describe_configs_resp_describe_configs_resource_result_defaults(e);
-        const char *value = kb_tconf_effective(req->broker->cfg, t, key, &e->config_source);
+        const char *value = kb_topic_conf_effective(req->broker->cfg, t, key, &e->config_source);
         e->name = kb_req_str(req, key);
         e->value = kb_req_str(req, value != NULL ? value : "");
         e->is_default = e->config_source == KB_CS_DEFAULT;
-        e->config_type = kb_tconf_type(i);
-        e->documentation = rq->include_documentation ? kb_req_str(req, kb_cdoc(key)) : KP_STR_NULL;
+        e->config_type = kb_topic_conf_type(i);
+        e->documentation = rq->include_documentation ? kb_req_str(req, kb_config_doc(key)) : KP_STR_NULL;
         synonyms s = {0};
         if (rq->include_synonyms)
             topic_key_synonyms(req->broker, t, key, &s);
@@ -177,7 +177,7 @@ static kp_err broker_entry(kb_req *req, const kp_describe_configs_req *rq, const
     e->is_default = e->config_source == KB_CS_DEFAULT;
     e->read_only = !kb_dynconf_key_dynamic(key);
     e->config_type = type;
-    e->documentation = rq->include_documentation ? kb_req_str(req, kb_cdoc(key)) : KP_STR_NULL;
+    e->documentation = rq->include_documentation ? kb_req_str(req, kb_config_doc(key)) : KP_STR_NULL;
     if (!rq->include_synonyms)
         s.n = 0;
     return syn_store(req, &s, e->is_sensitive, e);
@@ -250,7 +250,7 @@ static kp_err describe_broker_default(kb_req *req, const kp_describe_configs_req
         e->value = kb_req_str(req, cluster->v[i].value);
         e->config_source = KB_CS_DYNAMIC_DEFAULT_BROKER;
         e->config_type = KB_CT_STRING;
-        e->documentation = rq->include_documentation ? kb_req_str(req, kb_cdoc(cluster->v[i].key))
+        e->documentation = rq->include_documentation ? kb_req_str(req, kb_config_doc(cluster->v[i].key))
                                                      : KP_STR_NULL;
         if (!KB_ARRAY_ALLOC(req, e->synonyms, 0))
             return KP_ERR__NOMEM;
@@ -265,22 +265,22 @@ static kp_err describe_group(kb_req *req, const kp_describe_configs_req *rq,
                              const config_resource *res, config_result *out)
 {
     kb_msgbuf msg;
-    kp_err bad = kb_gconf_check_name(res->resource_name, &msg);
+    kp_err bad = kb_group_conf_check_name(res->resource_name, &msg);
     if (bad != KP_ERR_NONE) {
         out->error_code = (int16_t)bad;
         out->error_message = kb_req_str(req, msg.text);
         return KP_ERR_NONE;
     }
-    const kb_cfgset *set = kb_gconf_get(req->broker->gconf, res->resource_name);
+    const kb_cfgset *set = kb_group_conf_get(req->broker->gconf, res->resource_name);
     int8_t type;
     size_t n = 0;
-    while (kb_gconf_key_at(n, &type) != NULL)
+    while (kb_group_conf_key_at(n, &type) != NULL)
         n++;
     if (!KB_ARRAY_ALLOC(req, out->configs, n))
         return KP_ERR__NOMEM;
     int32_t used = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *key = kb_gconf_key_at(i, &type);
+        const char *key = kb_group_conf_key_at(i, &type);
         if (!key_wanted(res, key))
             continue;
         config_entry *e = &out->configs.v[used++];
@@ -289,12 +289,12 @@ static kp_err describe_group(kb_req *req, const kp_describe_configs_req *rq,
         const char *v = set != NULL ? kb_cfgset_get(set, key) : NULL;
         e->config_source = v != NULL ? KB_CS_DYNAMIC_GROUP : KB_CS_DEFAULT;
         if (v == NULL)
-            v = kb_gconf_default(req->broker->cfg, key, buf, sizeof(buf));
+            v = kb_group_conf_default(req->broker->cfg, key, buf, sizeof(buf));
         e->name = kb_req_str(req, key);
         e->value = kb_req_str(req, v);
         e->is_default = e->config_source == KB_CS_DEFAULT;
         e->config_type = type;
-        e->documentation = rq->include_documentation ? kb_req_str(req, kb_cdoc(key)) : KP_STR_NULL;
+        e->documentation = rq->include_documentation ? kb_req_str(req, kb_config_doc(key)) : KP_STR_NULL;
         synonyms s = {0};
         if (rq->include_synonyms)
             syn_add(&s, key, v, e->config_source);

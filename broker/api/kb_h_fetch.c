@@ -12,8 +12,8 @@
 #include "kb_longpoll.h"
 #include "kb_pidstate.h"
 #include "kb_plog.h"
-#include "kb_ptxn.h"
-#include "kb_tcoord.h"
+#include "kb_partition_txn.h"
+#include "kb_txn_coord.h"
 #include "kb_topics.h"
 
 typedef kp_fetch_req_fetch_partition fetch_part;
@@ -53,17 +53,17 @@ static void list_aborted(kb_req *req, kb_topic *t, const fetch_part *fp, int64_t
                          part_out *out)
 {
     kb_pidstate *ps = t->partitions[fp->partition].pids;
-    kb_ptxn *x = ps != NULL ? kb_pidstate_txns(ps) : NULL;
-    if (x == NULL || kb_ptxn_aborted_count(x) == 0)
+    kb_partition_txn *x = ps != NULL ? kb_pidstate_txns(ps) : NULL;
+    if (x == NULL || kb_partition_txn_aborted_count(x) == 0)
         return;
-    kb_ptxn_prune(x, ks_log_start_offset(t->partitions[fp->partition].log));
-    int32_t max = kb_ptxn_aborted_count(x);
+    kb_partition_txn_prune(x, ks_log_start_offset(t->partitions[fp->partition].log));
+    int32_t max = kb_partition_txn_aborted_count(x);
     kb_aborted_txn *v = kp_arena_calloc(&req->arena, (size_t)max + 1, sizeof(*v));
     if (v == NULL || !KB_ARRAY_ALLOC(req, out->aborted_transactions, max)) {
         out->error_code = KP_ERR_UNKNOWN_SERVER_ERROR;
         return;
     }
-    int32_t n = kb_ptxn_aborted(x, fp->fetch_offset, lso, v, max);
+    int32_t n = kb_partition_txn_aborted(x, fp->fetch_offset, lso, v, max);
     for (int32_t i = 0; i < n; i++) {
         out->aborted_transactions.v[i].producer_id = v[i].producer_id;
         out->aborted_transactions.v[i].first_offset = v[i].first_offset;
@@ -82,7 +82,7 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
         return;
     }
     int64_t hw = ks_log_high_watermark(log);
-    int64_t lso = kb_tcoord_lso(req->broker, t, fp->partition, log);
+    int64_t lso = kb_txn_coord_lso(req->broker, t, fp->partition, log);
     bool committed_only = rq->isolation_level == 1; /* read_committed stops at the LSO */
     out->high_watermark = hw;
     out->last_stable_offset = lso;

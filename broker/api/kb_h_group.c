@@ -1,7 +1,7 @@
 /* Handlers for the classic group APIs: FindCoordinator, JoinGroup,
  * SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups, DeleteGroups.
- * Offsets (OffsetCommit, OffsetFetch, OffsetDelete) are in kb_h_goffsets.c.
- * Each decodes nothing itself: it validates, calls kb_group / kb_gcoord,
+ * Offsets (OffsetCommit, OffsetFetch, OffsetDelete) are in kb_h_group_offsets.c.
+ * Each decodes nothing itself: it validates, calls kb_group / kb_group_coord,
  * and fills the response. */
 #include <stdio.h>
 #include <string.h>
@@ -10,13 +10,13 @@
 #include "kb_authz.h"
 #include "kb_config.h"
 #include "kb_context.h"
-#include "kb_cgroup.h"
+#include "kb_consumer_group.h"
 #include "kb_conn.h"
 #include "kb_dispatch.h"
-#include "kb_gcoord.h"
+#include "kb_group_coord.h"
 #include "kb_log.h"
 #include "kb_server.h"
-#include "kb_tcoord.h"
+#include "kb_txn_coord.h"
 
 /* GROUP READ, which every request of a member needs (Kafka's KafkaApis). */
 static bool group_read(const kb_req *req, kp_str group_id)
@@ -63,7 +63,7 @@ static void gwait_answered(gwait *gw)
 static void gwait_cancel(kb_req *req)
 {
     gwait *gw = req->park_state;
-    kb_group *g = kb_groups_find(kb_gcoord_groups(gw->b), gw->group_id);
+    kb_group *g = kb_groups_find(kb_group_coord_groups(gw->b), gw->group_id);
     if (g != NULL)
         kb_group_forget_waiter(g, gw);
 }
@@ -71,9 +71,9 @@ static void gwait_cancel(kb_req *req)
 /* After the state machine ran: park if no answer came, and re-arm timers. */
 static kp_err gwait_finish(gwait *gw)
 {
-    kb_group *g = kb_groups_find(kb_gcoord_groups(gw->b), gw->group_id);
+    kb_group *g = kb_groups_find(kb_group_coord_groups(gw->b), gw->group_id);
     if (g != NULL)
-        kb_gcoord_touch(gw->b, g);
+        kb_group_coord_touch(gw->b, g);
     if (gw->done)
         return KP_ERR_NONE;
     gw->parked = true;
@@ -87,7 +87,7 @@ static kp_err gwait_finish(gwait *gw)
 static kp_err coordinator_ready(kb_req *req)
 {
     kb_topic *t;
-    return kb_gcoord_offsets_topic(req->broker, &t) == KP_ERR_NONE
+    return kb_group_coord_offsets_topic(req->broker, &t) == KP_ERR_NONE
                ? KP_ERR_NONE
                : KP_ERR_COORDINATOR_NOT_AVAILABLE;
 }
@@ -124,7 +124,7 @@ static void find_one(kb_req *req, int8_t key_type, kp_str key, kp_str *host, int
         err = KP_ERR_INVALID_REQUEST;
     else if (key_type == 0)
         err = coordinator_ready(req);
-    else if (kb_tcoord_state_topic(req->broker, &(kb_topic *){NULL}) != KP_ERR_NONE)
+    else if (kb_txn_coord_state_topic(req->broker, &(kb_topic *){NULL}) != KP_ERR_NONE)
         err = KP_ERR_COORDINATOR_NOT_AVAILABLE; /* Kafka creates it here too */
     *error_code = err;
     if (err != KP_ERR_NONE) {
@@ -233,7 +233,7 @@ kp_err kb_h_join_group(kb_req *req, const kp_join_group_req *rq, kp_join_group_r
     gwait *gw = NULL;
     if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
         return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
-    kb_group *g = kb_groups_find(kb_gcoord_groups(req->broker), rq->group_id);
+    kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), rq->group_id);
     if (g != NULL && g->cg != NULL && g->cg->nmembers > 0) {
         /* Kafka 4.1 admits classic members into a consumer group (online
          * migration); Runnel does not mix the protocols in one group. */
@@ -241,12 +241,12 @@ kp_err kb_h_join_group(kb_req *req, const kp_join_group_req *rq, kp_join_group_r
         return KP_ERR_NONE;
     }
     if (g != NULL && g->cg != NULL) { /* empty: becomes a classic group */
-        kb_cgroup_free(g->cg);
+        kb_consumer_group_free(g->cg);
         g->cg = NULL;
     }
     kb_group_client cl = {req->client_id, kb_req_client_host(req), req->api_version};
-    kp_err e = kb_group_join(kb_gcoord_groups(req->broker), rq, &cl, gw,
-                             kb_gcoord_now(req->broker));
+    kp_err e = kb_group_join(kb_group_coord_groups(req->broker), rq, &cl, gw,
+                             kb_group_coord_now(req->broker));
     if (e != KP_ERR_NONE)
         return e;
     return gwait_finish(gw);
@@ -271,7 +271,7 @@ static void sync_done(kb_gwaiter *w, const kb_group *g, kp_err err, kp_slice ass
 /* A classic request to a KIP-848 group: its members are unknown there. */
 static bool consumer_group(kb_req *req, kp_str group_id)
 {
-    const kb_group *g = kb_groups_find(kb_gcoord_groups(req->broker), group_id);
+    const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), group_id);
     return g != NULL && g->cg != NULL;
 }
 
@@ -288,7 +288,7 @@ kp_err kb_h_sync_group(kb_req *req, const kp_sync_group_req *rq, kp_sync_group_r
     }
     if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
         return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
-    kp_err e = kb_group_sync(kb_gcoord_groups(req->broker), rq, gw, kb_gcoord_now(req->broker));
+    kp_err e = kb_group_sync(kb_group_coord_groups(req->broker), rq, gw, kb_group_coord_now(req->broker));
     if (e != KP_ERR_NONE)
         return e;
     return gwait_finish(gw);
@@ -306,21 +306,21 @@ kp_err kb_h_heartbeat(kb_req *req, const kp_heartbeat_req *rq, kp_heartbeat_resp
         rs->error_code = KP_ERR_INVALID_GROUP_ID;
         return KP_ERR_NONE;
     }
-    kb_groups *gs = kb_gcoord_groups(req->broker);
+    kb_groups *gs = kb_group_coord_groups(req->broker);
     if (consumer_group(req, rq->group_id)) {
         rs->error_code = KP_ERR_UNKNOWN_MEMBER_ID;
         return KP_ERR_NONE;
     }
-    rs->error_code = kb_group_heartbeat(gs, rq, kb_gcoord_now(req->broker));
+    rs->error_code = kb_group_heartbeat(gs, rq, kb_group_coord_now(req->broker));
     kb_group *g = kb_groups_find(gs, rq->group_id);
     if (g != NULL)
-        kb_gcoord_touch(req->broker, g);
+        kb_group_coord_touch(req->broker, g);
     return KP_ERR_NONE;
 }
 
 kp_err kb_h_leave_group(kb_req *req, const kp_leave_group_req *rq, kp_leave_group_resp *rs)
 {
-    kb_groups *gs = kb_gcoord_groups(req->broker);
+    kb_groups *gs = kb_group_coord_groups(req->broker);
     kb_group *g = rq->group_id.len > 0 ? kb_groups_find(gs, rq->group_id) : NULL;
     bool batched = req->api_version >= 3;
     int32_t n = batched ? (rq->members.n > 0 ? rq->members.n : 0) : 1;
@@ -338,7 +338,7 @@ kp_err kb_h_leave_group(kb_req *req, const kp_leave_group_req *rq, kp_leave_grou
     }
     if (batched && !KB_ARRAY_ALLOC(req, rs->members, n))
         return KP_ERR__NOMEM;
-    int64_t now = kb_gcoord_now(req->broker);
+    int64_t now = kb_group_coord_now(req->broker);
     for (int32_t i = 0; i < n; i++) {
         kp_str member = batched ? rq->members.v[i].member_id : rq->member_id;
         kp_str instance = batched ? rq->members.v[i].group_instance_id : KP_STR_NULL;
@@ -352,7 +352,7 @@ kp_err kb_h_leave_group(kb_req *req, const kp_leave_group_req *rq, kp_leave_grou
         rs->members.v[i].group_instance_id = instance;
         rs->members.v[i].error_code = err;
     }
-    kb_gcoord_touch(req->broker, g);
+    kb_group_coord_touch(req->broker, g);
     return KP_ERR_NONE;
 }
 
@@ -370,7 +370,7 @@ static bool filter_has(const kp_str *v, int32_t n, const char *name)
 
 kp_err kb_h_list_groups(kb_req *req, const kp_list_groups_req *rq, kp_list_groups_resp *rs)
 {
-    kb_groups *gs = kb_gcoord_groups(req->broker);
+    kb_groups *gs = kb_group_coord_groups(req->broker);
     if (!KB_ARRAY_ALLOC(req, rs->groups, kb_groups_count(gs)))
         return KP_ERR__NOMEM;
     int32_t n = 0;
@@ -381,7 +381,7 @@ kp_err kb_h_list_groups(kb_req *req, const kp_list_groups_req *rq, kp_list_group
      * may DESCRIBE. */
     bool all = kb_authz_cluster(req, KB_OP_DESCRIBE);
     for (kb_group *g; (g = kb_groups_next(gs, &cur)) != NULL;) {
-        const char *state = g->cg != NULL ? kb_cgroup_state_name(kb_cgroup_state_of(g->cg))
+        const char *state = g->cg != NULL ? kb_consumer_group_state_name(kb_consumer_group_state_of(g->cg))
                                           : kb_group_state_name(g->state);
         const char *ptype = g->cg != NULL ? "consumer" : g->protocol_type;
         if (g->state == KB_GS_DEAD || !(g->cg != NULL ? consumer : classic) ||
@@ -426,7 +426,7 @@ static kp_err describe_members(kb_req *req, const kb_group *g,
 kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
                             kp_describe_groups_resp *rs)
 {
-    kb_groups *gs = kb_gcoord_groups(req->broker);
+    kb_groups *gs = kb_group_coord_groups(req->broker);
     int32_t n = rq->groups.n > 0 ? rq->groups.n : 0;
     if (!KB_ARRAY_ALLOC(req, rs->groups, n))
         return KP_ERR__NOMEM;
@@ -461,7 +461,7 @@ kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
 
 kp_err kb_h_delete_groups(kb_req *req, const kp_delete_groups_req *rq, kp_delete_groups_resp *rs)
 {
-    kb_groups *gs = kb_gcoord_groups(req->broker);
+    kb_groups *gs = kb_group_coord_groups(req->broker);
     int32_t n = rq->groups_names.n > 0 ? rq->groups_names.n : 0;
     if (!KB_ARRAY_ALLOC(req, rs->results, n))
         return KP_ERR__NOMEM;
@@ -478,7 +478,7 @@ kp_err kb_h_delete_groups(kb_req *req, const kp_delete_groups_req *rq, kp_delete
             err = KP_ERR_GROUP_ID_NOT_FOUND;
         else if (g->state != KB_GS_EMPTY || (g->cg != NULL && g->cg->nmembers > 0))
             err = KP_ERR_NON_EMPTY_GROUP;
-        else if (kb_gcoord_delete_group(req->broker, g) != KP_ERR_NONE)
+        else if (kb_group_coord_delete_group(req->broker, g) != KP_ERR_NONE)
             err = KP_ERR_COORDINATOR_NOT_AVAILABLE;
         rs->results.v[i].error_code = err;
     }

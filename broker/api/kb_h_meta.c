@@ -5,7 +5,7 @@
 #include "kb_authz.h"
 #include "kb_config.h"
 #include "kb_context.h"
-#include "kb_gcoord.h"
+#include "kb_group_coord.h"
 #include "kb_dispatch.h"
 #include "kb_log.h"
 #include "kb_server.h"
@@ -265,7 +265,7 @@ static kp_err quorum_voter(kb_req *req, kp_describe_quorum_resp_partition_data *
     kp_describe_quorum_resp_replica_state_defaults(v);
     v->replica_id = req->broker->node_id;
     v->log_end_offset = 0;
-    v->last_fetch_timestamp = v->last_caught_up_timestamp = kb_gcoord_wall(req->broker);
+    v->last_fetch_timestamp = v->last_caught_up_timestamp = kb_group_coord_wall(req->broker);
     p->leader_id = req->broker->node_id;
     p->leader_epoch = 1;
     p->high_watermark = 0;

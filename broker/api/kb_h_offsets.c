@@ -9,7 +9,7 @@
 #include "kb_dispatch.h"
 #include "kb_logscan.h"
 #include "kb_plog.h"
-#include "kb_tcoord.h"
+#include "kb_txn_coord.h"
 #include "kb_topics.h"
 #include "kp_batch.h"
 #include "kp_compress.h"
@@ -197,7 +197,7 @@ kp_err kb_h_list_offsets(kb_req *req, const kp_list_offsets_req *rq, kp_list_off
                     pq->current_leader_epoch, t->partitions[pq->partition_index].leader_epoch);
             if (out->error_code == KP_ERR_NONE)
                 list_offset(req, rq, log, pq->timestamp,
-                            kb_tcoord_lso(req->broker, t, pq->partition_index, log), out);
+                            kb_txn_coord_lso(req->broker, t, pq->partition_index, log), out);
         }
     }
     return KP_ERR_NONE;

@@ -15,7 +15,7 @@
 #include "kb_dispatch.h"
 #include "kb_pidstate.h"
 #include "kb_plog.h"
-#include "kb_ptxn.h"
+#include "kb_partition_txn.h"
 #include "kb_topics.h"
 
 /* The topic and partition a request names, or UNKNOWN_TOPIC_OR_PARTITION. */
@@ -254,7 +254,7 @@ static kp_err describe_partition_producers(kb_req *req, kp_str topic, producers_
         s->coordinator_epoch = info.coordinator_epoch;
         int64_t txn_start;
         s->current_txn_start_offset =
-            kb_ptxn_open(kb_pidstate_txns(ps), s->producer_id, &txn_start) ? txn_start : -1;
+            kb_partition_txn_open(kb_pidstate_txns(ps), s->producer_id, &txn_start) ? txn_start : -1;
         used++;
     }
     out->active_producers.n = used;

@@ -12,10 +12,10 @@
 #include "kb_dispatch.h"
 #include "kb_log.h"
 #include "kb_pidstate.h"
-#include "kb_ptxn.h"
+#include "kb_partition_txn.h"
 #include "kb_plog.h"
 #include "kb_topic_settings.h"
-#include "kb_tcoord.h"
+#include "kb_txn_coord.h"
 #include "kb_topics.h"
 #include "kb_work.h"
 #include "kp_batch.h"
@@ -243,7 +243,7 @@ static void append_part(kb_req *req, produce_part *p)
     bool idempotent = vr->producer_id >= 0 && vr->base_sequence >= 0;
     bool transactional = (vr->attributes & KP_BATCH_ATTR_TRANSACTIONAL) != 0;
     if (transactional &&
-        (pr->error_code = kb_tcoord_verify(req->broker,
+        (pr->error_code = kb_txn_coord_verify(req->broker,
                                            ((const kp_produce_req *)req->request)->transactional_id,
                                            vr->producer_id, vr->producer_epoch, p->topic,
                                            pr->index, req->api_version)) != KP_ERR_NONE)
@@ -251,7 +251,7 @@ static void append_part(kb_req *req, produce_part *p)
     /* A producer with a transaction open on this partition may not slip a
      * non-transactional batch into it (Kafka answers INVALID_TXN_STATE). */
     if (!transactional && vr->producer_id >= 0 &&
-        kb_ptxn_open(kb_pidstate_txns(part->pids), vr->producer_id, NULL)) {
+        kb_partition_txn_open(kb_pidstate_txns(part->pids), vr->producer_id, NULL)) {
         pr->error_code = KP_ERR_INVALID_TXN_STATE;
         return;
     }
@@ -286,7 +286,7 @@ static void append_part(kb_req *req, produce_part *p)
         (void)kb_pidstate_record(part->pids, vr->producer_id, vr->producer_epoch, &nb);
     }
     if (transactional)
-        kb_tcoord_appended(req->broker, p->topic, pr->index, vr->producer_id, res.base_offset);
+        kb_txn_coord_appended(req->broker, p->topic, pr->index, vr->producer_id, res.base_offset);
     kb_plog_appended(req->broker, p->topic, pr->index);
     pr->base_offset = res.base_offset;
     pr->log_append_time_ms = res.log_append_time;

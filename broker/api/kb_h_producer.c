@@ -4,7 +4,7 @@
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
-#include "kb_tcoord.h"
+#include "kb_txn_coord.h"
 
 kp_err kb_h_init_producer_id(kb_req *req, const kp_init_producer_id_req *rq,
                              kp_init_producer_id_resp *rs)
@@ -25,7 +25,7 @@ kp_err kb_h_init_producer_id(kb_req *req, const kp_init_producer_id_req *rq,
         return KP_ERR_NONE;
     }
     if (rq->transactional_id.len >= 0) {
-        kp_err e = kb_txn_init_producer(kb_tcoord_txns(req->broker), rq->transactional_id,
+        kp_err e = kb_txn_init_producer(kb_txn_coord_txns(req->broker), rq->transactional_id,
                                         rq->transaction_timeout_ms, rq->producer_id,
                                         rq->producer_epoch, &rs->producer_id, &rs->producer_epoch);
         /* PRODUCER_FENCED is new in v4; older clients know INVALID_PRODUCER_EPOCH. */
@@ -35,7 +35,7 @@ kp_err kb_h_init_producer_id(kb_req *req, const kp_init_producer_id_req *rq,
         return KP_ERR_NONE;
     }
     /* Without a transactional id Kafka always hands out a fresh id, epoch 0. */
-    kp_err e = kb_tcoord_next_pid(req->broker, &rs->producer_id);
+    kp_err e = kb_txn_coord_next_pid(req->broker, &rs->producer_id);
     if (e != KP_ERR_NONE) {
         rs->error_code = kp_err_to_wire(e);
         rs->producer_id = -1;

@@ -1,7 +1,7 @@
 /* Handlers that change topics: CreateTopics, DeleteTopics, CreatePartitions.
  *
  * CreateTopics and DeleteTopics answer once the topics' partition
- * directories are made or removed (kb_pdirs, on the helper threads): the
+ * directories are made or removed (kb_partition_dirs, on the helper threads): the
  * request parks meanwhile, other clients are served, and timeout_ms (when
  * positive) answers the topics still in progress with REQUEST_TIMED_OUT
  * while their work goes on. */
@@ -12,11 +12,11 @@
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
-#include "kb_gcoord.h"
+#include "kb_group_coord.h"
 #include "kb_log.h"
-#include "kb_pdirs.h"
+#include "kb_partition_dirs.h"
 #include "kb_plog.h"
-#include "kb_tconf.h"
+#include "kb_topic_conf.h"
 #include "kb_topics.h"
 
 typedef kp_create_topics_req_creatable_topic creatable_topic;
@@ -110,14 +110,14 @@ static kb_topic_config *creatable_configs(kb_req *req, const creatable_topic *ct
 /* v5+: the created topic's full configuration. */
 static kp_err creatable_describe(kb_req *req, const kb_topic *t, creatable_result *out)
 {
-    size_t n = kb_tconf_count();
+    size_t n = kb_topic_conf_count();
     if (!KB_ARRAY_ALLOC(req, out->configs, n))
         return KP_ERR__NOMEM;
     for (size_t i = 0; i < n; i++) {
         kp_create_topics_resp_creatable_topic_configs *c = &out->configs.v[i];
-        const char *value = kb_tconf_effective(req->broker->cfg, t, kb_tconf_key(i),
+        const char *value = kb_topic_conf_effective(req->broker->cfg, t, kb_topic_conf_key(i),
                                                &c->config_source);
-        c->name = kb_req_str(req, kb_tconf_key(i));
+        c->name = kb_req_str(req, kb_topic_conf_key(i));
         c->value = value != NULL ? kb_req_str(req, value) : KP_STR_NULL;
         c->read_only = false;
         c->is_sensitive = false;
@@ -137,7 +137,7 @@ typedef struct topic_item {
     bool done;
 } topic_item;
 
-/* A request waiting for kb_pdirs jobs; heap-owned so it outlives a closed
+/* A request waiting for kb_partition_dirs jobs; heap-owned so it outlives a closed
  * connection (or a timed-out answer) until every job reported. */
 typedef struct topic_wait {
     kb_req *req;     /* NULL once answered or the connection closed */
@@ -222,8 +222,8 @@ static kp_err wait_start(kb_broker *b, kb_req *req, topic_wait *w, int32_t timeo
     for (int32_t i = 0; i < w->n; i++) {
         topic_item *it = &w->items[i];
         w->pending++;
-        kp_err e = it->created != NULL ? kb_pdirs_create(b, it->t, on_topic_created, it)
-                                       : kb_pdirs_delete(b, it->t, on_topic_deleted, it);
+        kp_err e = it->created != NULL ? kb_partition_dirs_create(b, it->t, on_topic_created, it)
+                                       : kb_partition_dirs_delete(b, it->t, on_topic_deleted, it);
         if (e != KP_ERR_NONE) /* the job never started: report its failure now */
             (it->created != NULL ? on_topic_created : on_topic_deleted)(it, e);
     }
@@ -404,7 +404,7 @@ static void delete_one(kb_req *req, topic_wait *w, kp_str name, const kp_uuid *i
         return;
     }
     kb_plog_drop_topic(b, t);
-    kb_gcoord_topic_deleted(b, out->name); /* out->name: the request's copy */
+    kb_group_coord_topic_deleted(b, out->name); /* out->name: the request's copy */
     wait_add(w, t, NULL, &out->error_code, &out->error_message);
 }
 

@@ -2,16 +2,16 @@
  * v0-3 and the batched v4+ form, verify-only included), AddOffsetsToTxn,
  * EndTxn, DescribeTransactions and ListTransactions. The decisions are
  * kb_txn's; InitProducerId is in kb_h_producer.c, TxnOffsetCommit in
- * kb_h_goffsets.c. */
+ * kb_h_group_offsets.c. */
 #include <string.h>
 
 #include "kb_authz.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
-#include "kb_gcoord.h"
+#include "kb_group_coord.h"
 #include "kb_offsets.h"
-#include "kb_tcoord.h"
+#include "kb_txn_coord.h"
 
 typedef kp_add_partitions_to_txn_req_add_partitions_to_txn_topic add_topic;
 typedef kp_add_partitions_to_txn_resp_add_partitions_to_txn_topic_result add_topic_result;
@@ -92,7 +92,7 @@ static void add_set_all(const add_job *j, int16_t code, bool force)
 /* The broker-to-broker verification: is each partition in the transaction? */
 static void add_verify(kb_req *req, const add_job *j)
 {
-    const kb_txn *t = kb_txns_find(kb_tcoord_txns(req->broker), j->id);
+    const kb_txn *t = kb_txns_find(kb_txn_coord_txns(req->broker), j->id);
     kp_err e = kb_txn_check_producer(t, j->pid, j->epoch);
     if (e != KP_ERR_NONE) {
         add_set_all(j, kp_err_to_wire(e), true);
@@ -134,7 +134,7 @@ static void add_run(kb_req *req, const add_job *j)
             tps[n++] = (kb_txn_tp){topic, at->partitions.v[k]};
     }
     kp_err e = tps == NULL ? KP_ERR_UNKNOWN_SERVER_ERROR
-                           : kb_txn_add_partitions(kb_tcoord_txns(req->broker), j->id, j->pid,
+                           : kb_txn_add_partitions(kb_txn_coord_txns(req->broker), j->id, j->pid,
                                                    j->epoch, tps, n);
     add_set_all(j, fenced_for(req, 2, e), true);
 }
@@ -187,14 +187,14 @@ kp_err kb_h_add_offsets_to_txn(kb_req *req, const kp_add_offsets_to_txn_req *rq,
         return KP_ERR_NONE;
     }
     kb_topic *t;
-    if (kb_gcoord_offsets_topic(req->broker, &t) != KP_ERR_NONE) {
+    if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE) {
         rs->error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
         return KP_ERR_NONE;
     }
     /* The group's partition of __consumer_offsets joins the transaction, so
      * the marker reaches the offsets TxnOffsetCommit writes there. */
     kb_txn_tp tp = {t->name, kb_offsets_partition_for(rq->group_id, t->npartitions)};
-    kp_err e = kb_txn_add_partitions(kb_tcoord_txns(req->broker), rq->transactional_id,
+    kp_err e = kb_txn_add_partitions(kb_txn_coord_txns(req->broker), rq->transactional_id,
                                      rq->producer_id, rq->producer_epoch, &tp, 1);
     rs->error_code = fenced_for(req, 2, e);
     return KP_ERR_NONE;
@@ -206,7 +206,7 @@ kp_err kb_h_end_txn(kb_req *req, const kp_end_txn_req *rq, kp_end_txn_resp *rs)
         rs->error_code = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         return KP_ERR_NONE;
     }
-    kp_err e = kb_txn_end(kb_tcoord_txns(req->broker), rq->transactional_id, rq->producer_id,
+    kp_err e = kb_txn_end(kb_txn_coord_txns(req->broker), rq->transactional_id, rq->producer_id,
                           rq->producer_epoch, rq->committed);
     rs->error_code = fenced_for(req, 2, e);
     return KP_ERR_NONE;
@@ -250,7 +250,7 @@ kp_err kb_h_describe_transactions(kb_req *req, const kp_describe_transactions_re
         describe_out *out = &rs->transaction_states.v[i];
         kp_describe_transactions_resp_transaction_state_defaults(out);
         out->transactional_id = rq->transactional_ids.v[i];
-        const kb_txn *t = kb_txns_find(kb_tcoord_txns(req->broker), out->transactional_id);
+        const kb_txn *t = kb_txns_find(kb_txn_coord_txns(req->broker), out->transactional_id);
         if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_TRANSACTIONAL_ID, out->transactional_id)) {
             out->error_code = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         } else if (out->transactional_id.len <= 0) {
@@ -296,7 +296,7 @@ static bool known_state(kp_str name)
 kp_err kb_h_list_transactions(kb_req *req, const kp_list_transactions_req *rq,
                               kp_list_transactions_resp *rs)
 {
-    kb_txns *ts = kb_tcoord_txns(req->broker);
+    kb_txns *ts = kb_txn_coord_txns(req->broker);
     int32_t nf = rq->state_filters.n > 0 ? rq->state_filters.n : 0;
     if (!KB_ARRAY_ALLOC(req, rs->unknown_state_filters, nf) ||
         !KB_ARRAY_ALLOC(req, rs->transaction_states, kb_txns_count(ts)))
@@ -305,7 +305,7 @@ kp_err kb_h_list_transactions(kb_req *req, const kp_list_transactions_req *rq,
     for (int32_t i = 0; i < nf; i++)
         if (!known_state(rq->state_filters.v[i]))
             rs->unknown_state_filters.v[rs->unknown_state_filters.n++] = rq->state_filters.v[i];
-    int64_t now = kb_gcoord_wall(req->broker);
+    int64_t now = kb_group_coord_wall(req->broker);
     size_t cur = 0;
     int32_t n = 0;
     for (const kb_txn *t; (t = kb_txns_next(ts, &cur)) != NULL;) {

@@ -2,7 +2,7 @@
 #include "kb_config_load.h"
 #include "kb_keydef.h"
 
-#include "kb_props.h"
+#include "kb_properties.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -449,8 +449,8 @@ static kp_err load_file(load_ctx *lc, const char *path)
         }
         len += (size_t)r;
     }
-    kb_props_error perr = {0, ""};
-    rc = kb_props_parse(text, len, file_property, lc, &perr);
+    kb_properties_error perr = {0, ""};
+    rc = kb_properties_parse(text, len, file_property, lc, &perr);
     if (rc == KP_ERR__NOMEM)
         rc = kbc_oom(lc);
     else if (rc == KP_ERR__INVAL && perr.pe_line > 0)
@@ -475,7 +475,7 @@ static kp_err load_env(load_ctx *lc, char **envp)
         char *key = kbc_pool_alloc(lc, n + 1);
         if (key == NULL)
             return kbc_oom(lc);
-        size_t keylen = kb_props_env_key(var, n, key);
+        size_t keylen = kb_properties_env_key(var, n, key);
         if (keylen == 0)
             continue;
         kp_err rc = raw_set(lc, key, keylen, eq + 1, strlen(eq + 1), KB_SRC_ENV);

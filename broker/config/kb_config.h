@@ -11,7 +11,7 @@
  *               [--override=key=value ...] [--version] [--help]
  *
  * Environment: KAFKA_<NAME> (or bitnami's KAFKA_CFG_<NAME>) sets the key
- * kb_props_env_key() makes of it (KAFKA_LOG_DIRS -> log.dirs, `___` -> `-`,
+ * kb_properties_env_key() makes of it (KAFKA_LOG_DIRS -> log.dirs, `___` -> `-`,
  * `__` -> `_`, `_` -> `.`); the JVM and launcher variables (KAFKA_HEAP_OPTS,
  * KAFKA_OPTS, ...) are skipped. CLUSTER_ID (the apache/kafka image's
  * variable) sets cluster.id unless KAFKA_CLUSTER_ID does. Among variables
@@ -86,7 +86,7 @@
 /* What main should do after a successful load. */
 typedef enum kb_config_action {
     KB_CONFIG_RUN = 0,  /* start the broker */
-    KB_CONFIG_HELP,     /* print kb_config_usage() (kb_cdoc.h) to stdout, exit 0 */
+    KB_CONFIG_HELP,     /* print kb_config_usage() (kb_config_doc.h) to stdout, exit 0 */
     KB_CONFIG_VERSION,  /* print the version to stdout, exit 0 */
 } kb_config_action;
 

@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kb_cfgops.h"
+#include "kb_config_edit.h"
 
 typedef struct kb_dynconf kb_dynconf;
 

@@ -1,6 +1,6 @@
 /*
  * kb_keydef: the one way a configuration key is defined, for every scope
- * (broker keys in kb_config.c, topic keys in kb_tconf.c), and the one
+ * (broker keys in kb_config.c, topic keys in kb_topic_conf.c), and the one
  * checker of a value against its definition.
  *
  * Job: a key's name, Kafka's type, default, range or choices and flags;

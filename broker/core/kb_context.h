@@ -32,15 +32,15 @@ typedef struct kb_config kb_config;
 typedef struct kb_topics kb_topics;
 typedef struct kb_conn kb_conn;
 typedef struct kb_server kb_server;
-typedef struct kb_gcoord kb_gcoord;
-typedef struct kb_tcoord kb_tcoord;
+typedef struct kb_group_coord kb_group_coord;
+typedef struct kb_txn_coord kb_txn_coord;
 typedef struct kb_req kb_req;
 typedef struct kb_plog kb_plog;
 typedef struct kb_work kb_work;
 typedef struct kb_longpoll kb_longpoll;
 typedef struct kb_scram_store kb_scram_store;
 typedef struct kb_dynconf kb_dynconf;
-typedef struct kb_gconf kb_gconf;
+typedef struct kb_group_conf kb_group_conf;
 typedef struct kb_quotas kb_quotas;
 typedef struct kb_acl_store kb_acl_store;
 
@@ -53,20 +53,20 @@ typedef struct kb_broker {
     kb_frame_fn *dispatch; /* the request entry point, set by kb_broker_start */
     kb_topics *topics;
     kb_server *server;
-    kb_gcoord *gcoord; /* the group coordinator (kb_gcoord.h) */
-    kb_tcoord *tcoord; /* the transaction coordinator (kb_tcoord.h) */
+    kb_group_coord *group_coord; /* the group coordinator (kb_group_coord.h) */
+    kb_txn_coord *txn_coord; /* the transaction coordinator (kb_txn_coord.h) */
     kb_plog *plog;
     kb_work *work; /* helper threads for CPU-heavy work */
     kb_longpoll *longpoll; /* parked long polls by partition (kb_longpoll.h) */
     kb_scram_store *scram; /* SCRAM credentials (kb_scram_store.h) */
     kb_dynconf *dynconf; /* dynamic broker configs (kb_admin.h) */
-    kb_gconf *gconf;     /* group configs (kb_gconf.h) */
+    kb_group_conf *gconf;     /* group configs (kb_group_conf.h) */
     kb_quotas *quotas;   /* client quotas (kb_quota.h) */
     kb_acl_store *acl;   /* ACLs; NULL without an authorizer (kb_acl.h, kb_authz.h) */
     char cluster_id[64];
     int32_t node_id;
     int signal_fd;
-    int64_t next_pid;      /* next producer id to hand out (kb_tcoord.h) */
+    int64_t next_pid;      /* next producer id to hand out (kb_txn_coord.h) */
     int64_t pid_block_end; /* first id past the durably reserved block */
 } kb_broker;
 

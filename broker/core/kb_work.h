@@ -4,7 +4,7 @@
  *
  * Job: run fn(arg) on a helper thread, then done(arg) back on the loop
  * thread, reported through an eventfd the loop polls. Also blocking disk
- * work in bounded steps (partition directories, kb_pdirs).
+ * work in bounded steps (partition directories, kb_partition_dirs).
  *
  * Invariants:
  *   1. done(arg) runs exactly once per submitted job, on the loop thread,

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb_cgroup.h"
+#include "kb_consumer_group.h"
 #include "kb_group_impl.h"
 #include "kb_log.h"
 #include "kb_map.h"
@@ -155,7 +155,7 @@ static void group_free(kb_group *g)
     free(g->protocol_name);
     free(g->leader_id);
     kb_offset_map_fini(&g->offsets);
-    kb_cgroup_free(g->cg);
+    kb_consumer_group_free(g->cg);
     free(g);
 }
 

@@ -127,7 +127,7 @@ typedef struct kb_group {
     kb_timer timer;             /* the coordinator's, armed at the next deadline */
     void *host;                 /* the coordinator's back pointer */
     bool persisted;             /* a GroupMetadata record exists in the log */
-    struct kb_cgroup *cg;       /* non-NULL: a KIP-848 consumer group (kb_cgroup) */
+    struct kb_consumer_group *cg;       /* non-NULL: a KIP-848 consumer group (kb_consumer_group) */
 } kb_group;
 
 /* The answer to a JoinGroup. Strings borrow from the group during the call. */

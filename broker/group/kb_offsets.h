@@ -22,7 +22,7 @@
  *   6            ConsumerGroupTargetAssignmentMetadataKey ...MetadataValue v0
  *   7            ConsumerGroupTargetAssignmentMemberKey   ...MemberValue v0
  *   8            ConsumerGroupCurrentMemberAssignmentKey  ...AssignmentValue v0
- *                (5-8: kb_cgroup_rec reads and writes the values)
+ *                (5-8: kb_consumer_group_rec reads and writes the values)
  *   4, 9 and up  the other consumer/share group records: skipped
  *
  * Invariants:

@@ -150,7 +150,7 @@ static void aborted_put(uint8_t *p, const void *arg, int32_t i)
     kp_be64_put(p + 16, a->last_offset);
 }
 
-/* kb_ptxn invariant 2: first <= last, last strictly increasing. */
+/* kb_partition_txn invariant 2: first <= last, last strictly increasing. */
 static bool aborted_get(const uint8_t *p, void *arg, int32_t i)
 {
     kb_aborted_txn *a = arg;
@@ -197,14 +197,14 @@ kp_err kb_pidsnap_collect(kb_pidstate *ps, kb_pidsnap_entry **out, int32_t *n)
     kb_pidsnap_entry *v = calloc((size_t)count, sizeof(*v));
     if (v == NULL)
         return KP_ERR__NOMEM;
-    const kb_ptxn *x = kb_pidstate_txns(ps);
+    const kb_partition_txn *x = kb_pidstate_txns(ps);
     for (int32_t i = 0; i < count; i++) {
         kb_pid_info info;
         kb_pid_batch b;
         if (!kb_pidstate_at(ps, i, &info) || !kb_pidstate_last_batch(ps, i, &b))
             continue;
         int64_t txn_first = -1;
-        if (!kb_ptxn_open(x, info.producer_id, &txn_first))
+        if (!kb_partition_txn_open(x, info.producer_id, &txn_first))
             txn_first = -1;
         v[k++] = (kb_pidsnap_entry){info.producer_id, info.epoch, b.last_seq, b.last_offset,
                                     (int32_t)(b.last_offset - b.first_offset), info.last_timestamp,
@@ -226,7 +226,7 @@ static int32_t first_seq_of(int32_t last_seq, int32_t delta)
 
 kp_err kb_pidsnap_apply(kb_pidstate *ps, const kb_pidsnap_entry *v, int32_t n)
 {
-    kb_ptxn *x = kb_pidstate_txns(ps);
+    kb_partition_txn *x = kb_pidstate_txns(ps);
     for (int32_t i = 0; i < n; i++) {
         const kb_pidsnap_entry *e = &v[i];
         if (e->last_offset < 0 || e->last_seq < 0)
@@ -235,7 +235,7 @@ kp_err kb_pidsnap_apply(kb_pidstate *ps, const kb_pidsnap_entry *v, int32_t n)
                           e->last_offset - e->offset_delta, e->last_offset, e->timestamp};
         kp_err err = kb_pidstate_record(ps, e->producer_id, e->epoch, &b);
         if (err == KP_ERR_NONE && e->txn_first_offset >= 0)
-            err = kb_ptxn_on_data(x, e->producer_id, e->txn_first_offset);
+            err = kb_partition_txn_on_data(x, e->producer_id, e->txn_first_offset);
         if (err != KP_ERR_NONE)
             return err;
         kb_pidstate_on_marker(ps, e->producer_id, e->timestamp, e->coordinator_epoch);
@@ -245,13 +245,13 @@ kp_err kb_pidsnap_apply(kb_pidstate *ps, const kb_pidsnap_entry *v, int32_t n)
 
 /* Aborted entries go in through the transaction index's own path: a data
  * batch opening the transaction, then its abort marker. */
-static kp_err apply_aborted(kb_ptxn *x, const kb_aborted_txn *v, int32_t n)
+static kp_err apply_aborted(kb_partition_txn *x, const kb_aborted_txn *v, int32_t n)
 {
     kp_err e = KP_ERR_NONE;
     for (int32_t i = 0; i < n && e == KP_ERR_NONE; i++) {
-        e = kb_ptxn_on_data(x, v[i].producer_id, v[i].first_offset);
+        e = kb_partition_txn_on_data(x, v[i].producer_id, v[i].first_offset);
         if (e == KP_ERR_NONE)
-            e = kb_ptxn_on_marker(x, v[i].producer_id, false, v[i].last_offset);
+            e = kb_partition_txn_on_marker(x, v[i].producer_id, false, v[i].last_offset);
     }
     return e;
 }
@@ -430,12 +430,12 @@ static kp_err write_aborted(const ks_io *io, const char *dir, kb_pidstate *ps, i
 {
     char name[KB_PIDSNAP_NAME_MAX];
     aborted_name(offset, name);
-    const kb_ptxn *x = kb_pidstate_txns(ps);
-    int32_t max = kb_ptxn_aborted_count(x);
+    const kb_partition_txn *x = kb_pidstate_txns(ps);
+    int32_t max = kb_partition_txn_aborted_count(x);
     kb_aborted_txn *v = max > 0 ? calloc((size_t)max, sizeof(*v)) : NULL;
     if (max > 0 && v == NULL)
         return KP_ERR__NOMEM;
-    int32_t n = max > 0 ? kb_ptxn_aborted(x, log_start, offset, v, max) : 0;
+    int32_t n = max > 0 ? kb_partition_txn_aborted(x, log_start, offset, v, max) : 0;
     kp_err e = KP_ERR_NONE;
     if (n == 0) {
         char path[4096];

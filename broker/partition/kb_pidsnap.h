@@ -20,7 +20,7 @@
  *                  +26 8 timestamp       +34 4 coordinator epoch (-1: none)
  *                  +38 8 current transaction's first offset (-1: none)
  * File <20-digit offset>.aborted (Runnel only: Kafka keeps aborted
- * transactions in .txnindex files, Runnel in memory, kb_ptxn.h), written
+ * transactions in .txnindex files, Runnel in memory, kb_partition_txn.h), written
  * beside a snapshot only while some are known; none means none:
  *   0 2 version, 0 | 2 4 CRC-32C as above | 6 4 count n |
  *   10 24 n entries: producer id, first offset, last (marker) offset, int64s
@@ -69,7 +69,7 @@
 #include <stdint.h>
 
 #include "kb_pidstate.h"
-#include "kb_ptxn.h"
+#include "kb_partition_txn.h"
 #include "ks_log.h"
 
 #define KB_PIDSNAP_VERSION 1

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "kb_logscan.h"
-#include "kb_ptxn.h"
+#include "kb_partition_txn.h"
 #include "kp_batch.h"
 
 typedef struct pid_entry {
@@ -20,13 +20,13 @@ struct kb_pidstate {
     pid_entry *v;
     int32_t n;
     int32_t cap;
-    kb_ptxn *txns; /* the partition's open and aborted transactions */
+    kb_partition_txn *txns; /* the partition's open and aborted transactions */
 };
 
 kb_pidstate *kb_pidstate_new(void)
 {
     kb_pidstate *ps = calloc(1, sizeof(kb_pidstate));
-    if (ps != NULL && (ps->txns = kb_ptxn_new()) == NULL) {
+    if (ps != NULL && (ps->txns = kb_partition_txn_new()) == NULL) {
         free(ps);
         return NULL;
     }
@@ -37,12 +37,12 @@ void kb_pidstate_free(kb_pidstate *ps)
 {
     if (ps == NULL)
         return;
-    kb_ptxn_free(ps->txns);
+    kb_partition_txn_free(ps->txns);
     free(ps->v);
     free(ps);
 }
 
-kb_ptxn *kb_pidstate_txns(kb_pidstate *ps)
+kb_partition_txn *kb_pidstate_txns(kb_pidstate *ps)
 {
     return ps->txns;
 }
@@ -186,18 +186,18 @@ typedef struct replay_ctx {
 static kp_err replay_txn(const replay_ctx *rc, const kp_batch_hdr *h, int64_t file_pos, int fd)
 {
     if (!(h->attributes & KP_BATCH_ATTR_CONTROL))
-        return kb_ptxn_replay(rc->ps->txns, h, NULL, 0);
+        return kb_partition_txn_replay(rc->ps->txns, h, NULL, 0);
     int64_t total = kp_batch_total_size(h);
     uint8_t buf[MARKER_BATCH_MAX];
     if (total > MARKER_BATCH_MAX ||
         ks_io_read_all(rc->io, fd, buf, (size_t)total, file_pos, NULL) != KP_ERR_NONE)
-        return kb_ptxn_replay(rc->ps->txns, h, NULL, 0);
+        return kb_partition_txn_replay(rc->ps->txns, h, NULL, 0);
     int16_t type;
     int32_t coordinator_epoch;
-    if (kb_ptxn_marker(buf, (size_t)total, &type, &coordinator_epoch) == KP_ERR_NONE &&
+    if (kb_partition_txn_marker(buf, (size_t)total, &type, &coordinator_epoch) == KP_ERR_NONE &&
         (type == KB_CONTROL_ABORT || type == KB_CONTROL_COMMIT))
         kb_pidstate_on_marker(rc->ps, h->producer_id, h->max_timestamp, coordinator_epoch);
-    return kb_ptxn_replay(rc->ps->txns, h, buf, (size_t)total);
+    return kb_partition_txn_replay(rc->ps->txns, h, buf, (size_t)total);
 }
 
 static kp_err replay_cb(void *arg, const kp_batch_hdr *h, int64_t file_pos, int fd)

@@ -16,7 +16,7 @@
  *      one (wrapping at INT32_MAX), or be 0 for a new producer or epoch.
  *
  * Ownership: the partition owns its kb_pidstate (kb_partition.pids), which
- * owns the partition's transaction index (kb_ptxn.h; kb_pidstate_txns).
+ * owns the partition's transaction index (kb_partition_txn.h; kb_pidstate_txns).
  * Threading: loop thread only.
  * Errors: KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, KP_ERR_INVALID_PRODUCER_EPOCH,
  * KP_ERR_DUPLICATE_SEQUENCE_NUMBER (a duplicate: answer success with the
@@ -34,7 +34,7 @@
 #define KB_PID_CACHED_BATCHES 5
 
 typedef struct kb_pidstate kb_pidstate;
-struct kb_ptxn;
+struct kb_partition_txn;
 
 typedef struct kb_pid_batch {
     int32_t first_seq;
@@ -69,8 +69,8 @@ kp_err kb_pidstate_record(kb_pidstate *ps, int64_t producer_id, int16_t epoch,
 void kb_pidstate_on_marker(kb_pidstate *ps, int64_t producer_id, int64_t timestamp,
                            int32_t coordinator_epoch);
 
-/* The partition's open and aborted transactions (kb_ptxn.h), owned here. */
-struct kb_ptxn *kb_pidstate_txns(kb_pidstate *ps);
+/* The partition's open and aborted transactions (kb_partition_txn.h), owned here. */
+struct kb_partition_txn *kb_pidstate_txns(kb_pidstate *ps);
 
 /* Replays every idempotent batch of the log, and every transactional batch
  * and marker into the transaction index (after open). */

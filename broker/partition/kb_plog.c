@@ -13,7 +13,7 @@
 #include "kb_log.h"
 #include "kb_pidsnap.h"
 #include "kb_pidstate.h"
-#include "kb_ptxn.h"
+#include "kb_partition_txn.h"
 #include "kb_topic_settings.h"
 #include "ks_checkpoint.h"
 #include "ks_compact.h"
@@ -108,7 +108,7 @@ static const char *log_dir(const kb_broker *b)
 
 kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
 {
-    /* A topic whose directories are being made or removed (kb_pdirs.h), met
+    /* A topic whose directories are being made or removed (kb_partition_dirs.h), met
      * through a pointer taken before, e.g. by a produce on a helper thread. */
     if (t->state != KB_TOPIC_READY || partition < 0 || partition >= t->npartitions)
         return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -396,12 +396,12 @@ static kp_err partition_txns(const kb_topic *t, int32_t partition, ks_compact_tx
                              ks_compact_aborted **aborted)
 {
     const kb_partition *part = &t->partitions[partition];
-    kb_ptxn *x = part->pids != NULL ? kb_pidstate_txns(part->pids) : NULL;
+    kb_partition_txn *x = part->pids != NULL ? kb_pidstate_txns(part->pids) : NULL;
     int64_t hw = ks_log_high_watermark(part->log);
-    *txns = (ks_compact_txns){x != NULL ? kb_ptxn_lso(x, hw) : hw, NULL, 0};
+    *txns = (ks_compact_txns){x != NULL ? kb_partition_txn_lso(x, hw) : hw, NULL, 0};
     if (aborted != NULL)
         *aborted = NULL;
-    int32_t max = x != NULL && aborted != NULL ? kb_ptxn_aborted_count(x) : 0;
+    int32_t max = x != NULL && aborted != NULL ? kb_partition_txn_aborted_count(x) : 0;
     if (max == 0)
         return KP_ERR_NONE;
     kb_aborted_txn *v = calloc((size_t)max, sizeof(*v));
@@ -411,7 +411,7 @@ static kp_err partition_txns(const kb_topic *t, int32_t partition, ks_compact_tx
         free(a);
         return KP_ERR__NOMEM;
     }
-    int32_t n = kb_ptxn_aborted(x, ks_log_start_offset(part->log), txns->stable_offset, v, max);
+    int32_t n = kb_partition_txn_aborted(x, ks_log_start_offset(part->log), txns->stable_offset, v, max);
     for (int32_t i = 0; i < n; i++)
         a[i] = (ks_compact_aborted){v[i].producer_id, v[i].first_offset, v[i].last_offset};
     free(v);

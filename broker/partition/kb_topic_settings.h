@@ -4,7 +4,7 @@
  *
  * Job: resolve every topic key those paths read (the topic's own setting,
  * else the dynamic or static broker key it derives from, else Kafka's
- * default: kb_tconf.h) once, into one struct, so no request resolves a
+ * default: kb_topic_conf.h) once, into one struct, so no request resolves a
  * config string.
  *
  * Invariants:

@@ -14,8 +14,8 @@
 
 #include "kb_log.h"
 #include "kb_map.h"
-#include "kb_pdirs.h"
-#include "kb_tconf.h"
+#include "kb_partition_dirs.h"
+#include "kb_topic_conf.h"
 
 #define REGISTRY_FILE "runnel-topics.properties"
 #define META_FILE "meta.properties"
@@ -477,7 +477,7 @@ static kp_err create_prepare(kb_topics *ts, kp_str name, int32_t partitions,
     if ((e = check_broker_capacity(ts, partitions, msg)) != KP_ERR_NONE)
         return e;
     for (size_t i = 0; i < nconfigs; i++) {
-        e = kb_tconf_check(configs[i].key, configs[i].value, msg);
+        e = kb_topic_conf_check(configs[i].key, configs[i].value, msg);
         if (e != KP_ERR_NONE)
             return e;
     }
@@ -527,9 +527,9 @@ kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
     kp_err e = create_prepare(ts, name, partitions, configs, nconfigs, validate_only, &t, msg);
     if (e != KP_ERR_NONE || t == NULL)
         return e;
-    e = kb_pdirs_make(ts->dir, t->name, &t->id, 0, partitions);
+    e = kb_partition_dirs_make(ts->dir, t->name, &t->id, 0, partitions);
     if (e != KP_ERR_NONE) {
-        (void)kb_pdirs_remove(ts->dir, t->name, 0, partitions);
+        (void)kb_partition_dirs_remove(ts->dir, t->name, 0, partitions);
         kb_msgf(msg, "Could not create topic in %s: %s", ts->dir, kp_err_name(e));
         topic_free(t);
         return KP_ERR_KAFKA_STORAGE_ERROR;
@@ -537,7 +537,7 @@ kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
     char *tname = strdup(t->name);
     if ((e = create_file(ts, t, msg)) != KP_ERR_NONE) {
         if (tname != NULL)
-            (void)kb_pdirs_remove(ts->dir, tname, 0, partitions);
+            (void)kb_partition_dirs_remove(ts->dir, tname, 0, partitions);
         t = NULL;
     }
     free(tname);
@@ -653,7 +653,7 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
     int32_t old = t->npartitions;
     for (int32_t p = old; p < total; p++)
         ps[p] = (kb_partition){.index = p, .leader_epoch = 0};
-    e = kb_pdirs_make(ts->dir, t->name, &t->id, old, total);
+    e = kb_partition_dirs_make(ts->dir, t->name, &t->id, old, total);
     t->npartitions = total;
     if (e == KP_ERR_NONE)
         e = registry_save(ts);

@@ -12,7 +12,7 @@
  *                            <key>=<value>` lines (values %-escaped); replaced
  *                            atomically. `pending`: its partition directories
  *                            are being made; `deleting`: being removed
- *                            (kb_pdirs.h finishes either at start)
+ *                            (kb_partition_dirs.h finishes either at start)
  *   <topic>-<n>/             one directory per partition, with Kafka's
  *                            partition.metadata (version, topic_id)
  *
@@ -41,7 +41,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "kb_cfgops.h"
+#include "kb_config_edit.h"
 #include "kb_config.h"
 #include "kb_file.h"
 #include "kb_msgbuf.h"
@@ -106,7 +106,7 @@ kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
                         const kb_topic_config *configs, size_t nconfigs, bool validate_only,
                         kb_topic **out, kb_msgbuf *msg);
 /* As kb_topics_create, but records the topic pending (KB_TOPIC_CREATING) and
- * leaves its directories to kb_pdirs_create; *out is NULL when validate_only. */
+ * leaves its directories to kb_partition_dirs_create; *out is NULL when validate_only. */
 kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,
                               const kb_topic_config *configs, size_t nconfigs,
                               bool validate_only, kb_topic **out, kb_msgbuf *msg);
@@ -116,7 +116,7 @@ kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,
  * removes its directories, then ends it with ok false. */
 kp_err kb_topics_end_create(kb_topics *ts, kb_topic *t, bool ok);
 /* Records a visible topic deleting (KB_TOPIC_DELETING), hiding it; its
- * directories are left to kb_pdirs_delete. UNKNOWN_TOPIC_OR_PARTITION or
+ * directories are left to kb_partition_dirs_delete. UNKNOWN_TOPIC_OR_PARTITION or
  * KAFKA_STORAGE_ERROR (t unchanged). */
 kp_err kb_topics_begin_delete(kb_topics *ts, kb_topic *t, kb_msgbuf *msg);
 /* A deleting topic's directories are gone: forgets and frees it. */
@@ -132,12 +132,12 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
                                 kb_msgbuf *msg);
 
 /* Points every topic, present and future, at the dynamic broker configs
- * (kb_dynconf.h) so kb_tconf resolves their defaults through them. */
+ * (kb_dynconf.h) so kb_topic_conf resolves their defaults through them. */
 void kb_topics_set_dynconf(kb_topics *ts, const struct kb_dynconf *dyn);
 
 /* Replaces every explicitly set config of t with configs[0..n) (keys unique;
  * copied), persisting the registry before returning; on failure t keeps its
- * old configs. Values are not checked here (kb_tconf_check does that). */
+ * old configs. Values are not checked here (kb_topic_conf_check does that). */
 kp_err kb_topics_set_configs(kb_topics *ts, kb_topic *t, const kb_topic_config *configs,
                              size_t n, kb_msgbuf *msg);
 

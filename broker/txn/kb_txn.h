@@ -8,7 +8,7 @@
  * batches with Kafka's error codes; abort transactions that outlive their
  * timeout; rebuild everything from __transaction_state records. It does no
  * I/O itself: writing a state record, writing the markers and handing out
- * producer ids are the environment's callbacks (kb_tcoord.h wires them to
+ * producer ids are the environment's callbacks (kb_txn_coord.h wires them to
  * the logs), so tests drive it with fakes.
  *
  * States (the TransactionStatus byte of the record, as Kafka numbers them):

@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "broker_suites.h"
-#include "kb_cdoc.h"
-#include "kb_cfgops.h"
+#include "kb_config_doc.h"
+#include "kb_config_edit.h"
 #include "kb_dynconf.h"
-#include "kb_gconf.h"
+#include "kb_group_conf.h"
 #include "kb_quota.h"
 
 static char tmpdir[64];
@@ -192,11 +192,11 @@ END_TEST
 
 START_TEST(test_admin_docs_for_every_key)
 {
-    ck_assert_ptr_nonnull(kb_cdoc("retention.ms"));
-    ck_assert_ptr_nonnull(strstr(kb_cdoc("retention.ms"), "older"));
-    ck_assert_ptr_nonnull(kb_cdoc("no.such.key"));
-    ck_assert_ptr_nonnull(strstr(kb_cdoc("segment.ms"), "segment")); /* found by bsearch */
-    ck_assert_ptr_nonnull(strstr(kb_cdoc("auto.create.topics.enable"), "topic"));
+    ck_assert_ptr_nonnull(kb_config_doc("retention.ms"));
+    ck_assert_ptr_nonnull(strstr(kb_config_doc("retention.ms"), "older"));
+    ck_assert_ptr_nonnull(kb_config_doc("no.such.key"));
+    ck_assert_ptr_nonnull(strstr(kb_config_doc("segment.ms"), "segment")); /* found by bsearch */
+    ck_assert_ptr_nonnull(strstr(kb_config_doc("auto.create.topics.enable"), "topic"));
 }
 END_TEST
 
@@ -214,13 +214,13 @@ static kb_config group_cfg(void)
     return cfg;
 }
 
-/* The text kb_gconf_check gives for one key=value ("" when accepted). */
+/* The text kb_group_conf_check gives for one key=value ("" when accepted). */
 static const char *group_check(const kb_config *cfg, const char *key, const char *value)
 {
     static kb_msgbuf msg;
     kb_cfgset s = {0, NULL};
     ck_assert_int_eq(kb_cfgset_put(&s, key, value), KP_ERR_NONE);
-    kp_err e = kb_gconf_check(cfg, &s, &msg);
+    kp_err e = kb_group_conf_check(cfg, &s, &msg);
     kb_cfgset_fini(&s);
     ck_assert(e == KP_ERR_NONE || e == KP_ERR_INVALID_CONFIG);
     return e == KP_ERR_NONE ? "" : msg.text;
@@ -283,15 +283,15 @@ START_TEST(test_admin_group_config_checks)
                      "group.consumer.min.session.timeout.ms");
     char buf[16];
     cfg.group_consumer_heartbeat_interval_ms = 7000;
-    ck_assert_str_eq(kb_gconf_default(&cfg, "consumer.heartbeat.interval.ms", buf, sizeof(buf)),
+    ck_assert_str_eq(kb_group_conf_default(&cfg, "consumer.heartbeat.interval.ms", buf, sizeof(buf)),
                      "7000");
-    ck_assert_str_eq(kb_gconf_default(&cfg, "share.auto.offset.reset", buf, sizeof(buf)),
+    ck_assert_str_eq(kb_group_conf_default(&cfg, "share.auto.offset.reset", buf, sizeof(buf)),
                      "latest");
     kb_msgbuf msg;
-    ck_assert_int_eq(kb_gconf_check_name(KP_STR_LIT(""), &msg), KP_ERR_INVALID_REQUEST);
+    ck_assert_int_eq(kb_group_conf_check_name(KP_STR_LIT(""), &msg), KP_ERR_INVALID_REQUEST);
     ck_assert_str_eq(msg.text, "Default group resources are not allowed.");
-    ck_assert_int_eq(kb_gconf_check_name((kp_str){"a\0b", 3}, &msg), KP_ERR_INVALID_REQUEST);
-    ck_assert_int_eq(kb_gconf_check_name(KP_STR_LIT("a b"), &msg), KP_ERR_NONE);
+    ck_assert_int_eq(kb_group_conf_check_name((kp_str){"a\0b", 3}, &msg), KP_ERR_INVALID_REQUEST);
+    ck_assert_int_eq(kb_group_conf_check_name(KP_STR_LIT("a b"), &msg), KP_ERR_NONE);
 }
 END_TEST
 
@@ -300,39 +300,39 @@ END_TEST
 START_TEST(test_admin_group_config_store)
 {
     kb_config cfg = group_cfg();
-    kb_gconf *gc;
+    kb_group_conf *gc;
     kb_msgbuf msg;
-    ck_assert_int_eq(kb_gconf_open(tmpdir, &gc), KP_ERR_NONE);
+    ck_assert_int_eq(kb_group_conf_open(tmpdir, &gc), KP_ERR_NONE);
     const kp_str a = KP_STR_LIT("orders app"), b = KP_STR_LIT("odd%id\nwith newline");
     const kp_str nl = {"x\ny", 3};
     kb_cfgset s = {0, NULL};
     ck_assert_int_eq(kb_cfgset_put(&s, "consumer.session.timeout.ms", "50000"), KP_ERR_NONE);
     ck_assert_int_eq(kb_cfgset_put(&s, "share.auto.offset.reset", "by_duration:PT1H"),
                      KP_ERR_NONE);
-    ck_assert_int_eq(kb_gconf_replace(gc, a, &s, &msg), KP_ERR_NONE);
+    ck_assert_int_eq(kb_group_conf_replace(gc, a, &s, &msg), KP_ERR_NONE);
     ck_assert_uint_eq(s.n, 0); /* taken */
     ck_assert_int_eq(kb_cfgset_put(&s, "consumer.heartbeat.interval.ms", "6000"), KP_ERR_NONE);
-    ck_assert_int_eq(kb_gconf_replace(gc, b, &s, &msg), KP_ERR_NONE);
+    ck_assert_int_eq(kb_group_conf_replace(gc, b, &s, &msg), KP_ERR_NONE);
     ck_assert_int_eq(kb_cfgset_put(&s, "streams.num.standby.replicas", "1"), KP_ERR_NONE);
-    ck_assert_int_eq(kb_gconf_replace(gc, nl, &s, &msg), KP_ERR_NONE);
-    kb_gconf_close(gc);
+    ck_assert_int_eq(kb_group_conf_replace(gc, nl, &s, &msg), KP_ERR_NONE);
+    kb_group_conf_close(gc);
 
-    ck_assert_int_eq(kb_gconf_open(tmpdir, &gc), KP_ERR_NONE);
-    ck_assert_str_eq(kb_cfgset_get(kb_gconf_get(gc, a), "share.auto.offset.reset"),
+    ck_assert_int_eq(kb_group_conf_open(tmpdir, &gc), KP_ERR_NONE);
+    ck_assert_str_eq(kb_cfgset_get(kb_group_conf_get(gc, a), "share.auto.offset.reset"),
                      "by_duration:PT1H");
-    ck_assert_str_eq(kb_cfgset_get(kb_gconf_get(gc, nl), "streams.num.standby.replicas"), "1");
-    ck_assert_int_eq(kb_gconf_session_timeout_ms(gc, &cfg, a), 50000);
-    ck_assert_int_eq(kb_gconf_heartbeat_interval_ms(gc, &cfg, a), 5000);
-    ck_assert_int_eq(kb_gconf_heartbeat_interval_ms(gc, &cfg, b), 6000);
-    ck_assert_int_eq(kb_gconf_session_timeout_ms(gc, &cfg, KP_STR_LIT("other")), 45000);
-    ck_assert_ptr_null(kb_gconf_get(gc, KP_STR_LIT("orders")));
-    ck_assert_int_eq(kb_gconf_replace(gc, a, &s, &msg), KP_ERR_NONE); /* empty: forgotten */
-    ck_assert_ptr_null(kb_gconf_get(gc, a));
-    kb_gconf_close(gc);
-    ck_assert_int_eq(kb_gconf_open(tmpdir, &gc), KP_ERR_NONE);
-    ck_assert_ptr_null(kb_gconf_get(gc, a));
-    ck_assert_ptr_nonnull(kb_gconf_get(gc, b));
-    kb_gconf_close(gc);
+    ck_assert_str_eq(kb_cfgset_get(kb_group_conf_get(gc, nl), "streams.num.standby.replicas"), "1");
+    ck_assert_int_eq(kb_group_conf_session_timeout_ms(gc, &cfg, a), 50000);
+    ck_assert_int_eq(kb_group_conf_heartbeat_interval_ms(gc, &cfg, a), 5000);
+    ck_assert_int_eq(kb_group_conf_heartbeat_interval_ms(gc, &cfg, b), 6000);
+    ck_assert_int_eq(kb_group_conf_session_timeout_ms(gc, &cfg, KP_STR_LIT("other")), 45000);
+    ck_assert_ptr_null(kb_group_conf_get(gc, KP_STR_LIT("orders")));
+    ck_assert_int_eq(kb_group_conf_replace(gc, a, &s, &msg), KP_ERR_NONE); /* empty: forgotten */
+    ck_assert_ptr_null(kb_group_conf_get(gc, a));
+    kb_group_conf_close(gc);
+    ck_assert_int_eq(kb_group_conf_open(tmpdir, &gc), KP_ERR_NONE);
+    ck_assert_ptr_null(kb_group_conf_get(gc, a));
+    ck_assert_ptr_nonnull(kb_group_conf_get(gc, b));
+    kb_group_conf_close(gc);
 }
 END_TEST
 

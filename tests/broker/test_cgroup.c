@@ -1,4 +1,4 @@
-/* Unit tests of kb_cgroup (KIP-848 consumer groups) on a fake clock: the
+/* Unit tests of kb_consumer_group (KIP-848 consumer groups) on a fake clock: the
  * assignors, epochs and incremental reconciliation, timeouts, static
  * members, regex subscriptions and the offset checks. The topics the group
  * sees come from a table in this file. */
@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "broker_suites.h"
-#include "kb_cassign.h"
-#include "kb_cgroup.h"
-#include "kb_cgroup_rec.h"
+#include "kb_consumer_assign.h"
+#include "kb_consumer_group.h"
+#include "kb_consumer_group_rec.h"
 
 #define SESSION  45000
 #define INTERVAL 5000
@@ -24,8 +24,8 @@ typedef struct ttopic {
 static ttopic topics[8];
 static int ntopics;
 static int id_seq;
-static kb_cgroup *cg;
-static kb_cgroup_env env;
+static kb_consumer_group *cg;
+static kb_consumer_group_env env;
 static const char *const assignors[] = {"uniform", "range"};
 
 static void add_topic(const char *name, int32_t np)
@@ -72,7 +72,7 @@ static void setup(void)
     add_topic("orders", 6);
     add_topic("audit", 3);
     add_topic("__consumer_offsets", 2);
-    env = (kb_cgroup_env){.topic_by_name = t_by_name,
+    env = (kb_consumer_group_env){.topic_by_name = t_by_name,
                           .topic_at = t_at,
                           .member_id = t_member_id,
                           .heartbeat_interval_ms = INTERVAL,
@@ -80,13 +80,13 @@ static void setup(void)
                           .max_size = 100,
                           .assignors = assignors,
                           .nassignors = 2};
-    cg = kb_cgroup_new();
+    cg = kb_consumer_group_new();
     ck_assert_ptr_nonnull(cg);
 }
 
 static void teardown(void)
 {
-    kb_cgroup_free(cg);
+    kb_consumer_group_free(cg);
 }
 
 /* ---- request helpers ---------------------------------------------------- */
@@ -138,18 +138,18 @@ static void hb_owned(hb *h, int ti, const int32_t *parts, int32_t n)
     h->rq.topic_partitions.v = h->tps;
 }
 
-static kb_cgroup_result send(hb *h, int64_t now)
+static kb_consumer_group_result send(hb *h, int64_t now)
 {
-    kb_cgroup_client cl = {KP_STR_LIT("client"), KP_STR_LIT("/127.0.0.1"), 1};
-    kb_cgroup_result res;
-    ck_assert_int_eq(kb_cgroup_heartbeat(cg, &env, &h->rq, &cl, now, &res), KP_ERR_NONE);
+    kb_consumer_group_client cl = {KP_STR_LIT("client"), KP_STR_LIT("/127.0.0.1"), 1};
+    kb_consumer_group_result res;
+    ck_assert_int_eq(kb_consumer_group_heartbeat(cg, &env, &h->rq, &cl, now, &res), KP_ERR_NONE);
     free(h);
     return res;
 }
 
 static int32_t owned_count(const char *member)
 {
-    const kb_cg_member *m = kb_cgroup_member_find(cg, kp_str_from(member));
+    const kb_cg_member *m = kb_consumer_group_member_find(cg, kp_str_from(member));
     ck_assert_ptr_nonnull(m);
     return m->assigned.n;
 }
@@ -174,7 +174,7 @@ static void check_exclusive(void)
 /* The member's assigned partitions of topic ti as owned partitions. */
 static void own_all(hb *h, const char *member, int ti)
 {
-    const kb_cg_member *m = kb_cgroup_member_find(cg, kp_str_from(member));
+    const kb_cg_member *m = kb_consumer_group_member_find(cg, kp_str_from(member));
     int32_t parts[16], n = 0;
     for (int i = 0; i < m->assigned.n; i++)
         if (memcmp(&m->assigned.v[i].topic, &topics[ti].id, sizeof(kp_uuid)) == 0)
@@ -211,13 +211,13 @@ START_TEST(test_cgroup_uniform_balances_and_sticks)
     kb_cg_topic t[] = {{"orders", topics[0].id, 7}};
     kb_cg_member *ms[3] = {fake_member("c", "orders"), fake_member("a", "orders"),
                            fake_member("b", "orders")};
-    ck_assert_int_eq(kb_cassign_uniform(ms, 2, t, 1), KP_ERR_NONE);
+    ck_assert_int_eq(kb_consumer_assign_uniform(ms, 2, t, 1), KP_ERR_NONE);
     ck_assert_int_eq(ms[0]->target.n + ms[1]->target.n, 7);
     ck_assert_int_le(abs(ms[0]->target.n - ms[1]->target.n), 1);
     kb_cg_set before0 = {malloc(sizeof(kb_cg_tp) * 8), ms[0]->target.n};
     memcpy(before0.v, ms[0]->target.v, sizeof(kb_cg_tp) * (size_t)before0.n);
     /* A third member: each keeps what it can of its share (7 = 3+2+2). */
-    ck_assert_int_eq(kb_cassign_uniform(ms, 3, t, 1), KP_ERR_NONE);
+    ck_assert_int_eq(kb_consumer_assign_uniform(ms, 3, t, 1), KP_ERR_NONE);
     int total = 0, kept = 0;
     for (int i = 0; i < 3; i++) {
         total += ms[i]->target.n;
@@ -263,7 +263,7 @@ START_TEST(test_cgroup_uniform_property)
                         memcpy(before[i].v, ms[i]->target.v,
                                sizeof(kb_cg_tp) * (size_t)before[i].n);
                 }
-                ck_assert_int_eq(kb_cassign_uniform(ms, k, t, 1), KP_ERR_NONE);
+                ck_assert_int_eq(kb_consumer_assign_uniform(ms, k, t, 1), KP_ERR_NONE);
                 for (int32_t i = 0; i < k; i++) {
                     int32_t c = ms[i]->target.n;
                     lo = c < lo ? c : lo;
@@ -299,7 +299,7 @@ START_TEST(test_cgroup_uniform_heterogeneous)
     ms[1]->topics = realloc(ms[1]->topics, 3 * sizeof(char *));
     ms[1]->topics[1] = strdup("orders");
     ms[1]->ntopics = 2;
-    ck_assert_int_eq(kb_cassign_uniform(ms, 2, t, 2), KP_ERR_NONE);
+    ck_assert_int_eq(kb_consumer_assign_uniform(ms, 2, t, 2), KP_ERR_NONE);
     ck_assert_int_eq(ms[0]->target.n + ms[1]->target.n, 9);
     ck_assert_int_le(abs(ms[0]->target.n - ms[1]->target.n), 1);
     for (int i = 0; i < ms[0]->target.n; i++)
@@ -313,7 +313,7 @@ START_TEST(test_cgroup_range_contiguous_by_member_id)
 {
     kb_cg_topic t[] = {{"orders", topics[0].id, 5}};
     kb_cg_member *ms[2] = {fake_member("zed", "orders"), fake_member("amy", "orders")};
-    ck_assert_int_eq(kb_cassign_range(ms, 2, t, 1), KP_ERR_NONE);
+    ck_assert_int_eq(kb_consumer_assign_range(ms, 2, t, 1), KP_ERR_NONE);
     ck_assert_int_eq(ms[1]->target.n, 3);
     ck_assert_int_eq(ms[0]->target.n, 2);
     for (int p = 0; p < 3; p++)
@@ -329,20 +329,20 @@ END_TEST
 
 START_TEST(test_cgroup_revoke_before_assign)
 {
-    kb_cgroup_result r = send(hb_join("a", "orders", NULL), 0);
+    kb_consumer_group_result r = send(hb_join("a", "orders", NULL), 0);
     ck_assert_int_eq(r.err, KP_ERR_NONE);
     ck_assert_int_eq(r.epoch, 1);
     ck_assert(r.with_assignment);
     ck_assert_int_eq(r.assignment->n, 6);
     ck_assert_int_eq(r.heartbeat_interval_ms, INTERVAL);
-    ck_assert_int_eq(kb_cgroup_state_of(cg), KB_CGS_STABLE);
+    ck_assert_int_eq(kb_consumer_group_state_of(cg), KB_CGS_STABLE);
 
     r = send(hb_join("b", "orders", NULL), 10);
     ck_assert_int_eq(r.epoch, 2); /* b's target is a's still: nothing yet */
     ck_assert_int_eq(r.assignment->n, 0);
     ck_assert_int_eq(cg->group_epoch, 2);
     ck_assert_int_eq(cg->assignment_epoch, 2);
-    ck_assert_int_eq(kb_cgroup_state_of(cg), KB_CGS_RECONCILING);
+    ck_assert_int_eq(kb_consumer_group_state_of(cg), KB_CGS_RECONCILING);
     check_exclusive();
 
     r = send(hb_new("a", 1), 20); /* a must revoke 3 and keeps epoch 1 */
@@ -350,7 +350,7 @@ START_TEST(test_cgroup_revoke_before_assign)
     ck_assert_int_eq(r.epoch, 1);
     ck_assert(r.with_assignment);
     ck_assert_int_eq(r.assignment->n, 3);
-    const kb_cg_member *a = kb_cgroup_member_find(cg, KP_STR_LIT("a"));
+    const kb_cg_member *a = kb_consumer_group_member_find(cg, KP_STR_LIT("a"));
     ck_assert_int_eq(a->state, KB_CMS_UNREVOKED);
     ck_assert_int_eq(a->revoking.n, 3);
     check_exclusive();
@@ -369,7 +369,7 @@ START_TEST(test_cgroup_revoke_before_assign)
     r = send(hb_new("b", 2), 50);
     ck_assert(r.with_assignment);
     ck_assert_int_eq(r.assignment->n, 3);
-    ck_assert_int_eq(kb_cgroup_state_of(cg), KB_CGS_STABLE);
+    ck_assert_int_eq(kb_consumer_group_state_of(cg), KB_CGS_STABLE);
     check_exclusive();
 }
 END_TEST
@@ -377,7 +377,7 @@ END_TEST
 START_TEST(test_cgroup_epoch_errors)
 {
     send(hb_join("a", "orders", NULL), 0);
-    kb_cgroup_result r = send(hb_new("a", 5), 1);
+    kb_consumer_group_result r = send(hb_new("a", 5), 1);
     ck_assert_int_eq(r.err, KP_ERR_FENCED_MEMBER_EPOCH);
     r = send(hb_new("nobody", 1), 1);
     ck_assert_int_eq(r.err, KP_ERR_UNKNOWN_MEMBER_ID);
@@ -398,7 +398,7 @@ START_TEST(test_cgroup_epoch_errors)
     ck_assert_int_eq(send(h, 4).err, KP_ERR_NONE);
     ck_assert_int_eq(send(hb_new("a", 1), 5).err, KP_ERR_FENCED_MEMBER_EPOCH);
     /* Leaving: epoch -1; again: unknown. */
-    r = send(hb_new("a", KB_CGROUP_LEAVE_EPOCH), 6);
+    r = send(hb_new("a", KB_CONSUMER_GROUP_LEAVE_EPOCH), 6);
     ck_assert_int_eq(r.err, KP_ERR_NONE);
     ck_assert_int_eq(r.epoch, -1);
     ck_assert_int_eq(cg->nmembers, 1);
@@ -445,9 +445,9 @@ START_TEST(test_cgroup_request_validation)
     ck_assert_int_eq(cg->nmembers, 0);
     /* v0: the coordinator names the member. */
     h = hb_join("", "orders", NULL);
-    kb_cgroup_client cl = {KP_STR_LIT("c"), KP_STR_LIT("/h"), 0};
-    kb_cgroup_result r;
-    ck_assert_int_eq(kb_cgroup_heartbeat(cg, &env, &h->rq, &cl, 0, &r), KP_ERR_NONE);
+    kb_consumer_group_client cl = {KP_STR_LIT("c"), KP_STR_LIT("/h"), 0};
+    kb_consumer_group_result r;
+    ck_assert_int_eq(kb_consumer_group_heartbeat(cg, &env, &h->rq, &cl, 0, &r), KP_ERR_NONE);
     free(h);
     ck_assert_int_eq(r.err, KP_ERR_NONE);
     ck_assert_str_eq(r.member_id, "gen-1");
@@ -463,14 +463,14 @@ START_TEST(test_cgroup_session_expiry_fences)
 {
     send(hb_join("a", "orders", NULL), 0);
     send(hb_join("b", "orders", NULL), 1000);
-    ck_assert_int_eq(kb_cgroup_next_deadline(cg), SESSION);
-    kb_cgroup_tick(cg, &env, SESSION - 1);
+    ck_assert_int_eq(kb_consumer_group_next_deadline(cg), SESSION);
+    kb_consumer_group_tick(cg, &env, SESSION - 1);
     ck_assert_int_eq(cg->nmembers, 2);
-    kb_cgroup_tick(cg, &env, SESSION);
+    kb_consumer_group_tick(cg, &env, SESSION);
     ck_assert_int_eq(cg->nmembers, 1); /* a expired: b's target is everything */
     ck_assert_int_eq(cg->group_epoch, 3);
     ck_assert_int_eq(cg->assignment_epoch, 3);
-    kb_cgroup_result r = send(hb_new("b", 2), SESSION + 1);
+    kb_consumer_group_result r = send(hb_new("b", 2), SESSION + 1);
     ck_assert_int_eq(r.epoch, 3);
     ck_assert_int_eq(r.assignment->n, 6);
     ck_assert_int_eq(send(hb_new("a", 1), SESSION + 2).err, KP_ERR_UNKNOWN_MEMBER_ID);
@@ -482,11 +482,11 @@ START_TEST(test_cgroup_unrevoked_member_fenced_after_rebalance_timeout)
     send(hb_join("a", "orders", NULL), 0);
     send(hb_join("b", "orders", NULL), 1);
     send(hb_new("a", 1), 2); /* told to revoke; never acknowledges */
-    ck_assert_int_eq(kb_cgroup_next_deadline(cg), 2 + 30000);
+    ck_assert_int_eq(kb_consumer_group_next_deadline(cg), 2 + 30000);
     send(hb_new("b", 2), 20000);
-    kb_cgroup_tick(cg, &env, 30002);
-    ck_assert_ptr_null(kb_cgroup_member_find(cg, KP_STR_LIT("a")));
-    kb_cgroup_result r = send(hb_new("b", 2), 30003);
+    kb_consumer_group_tick(cg, &env, 30002);
+    ck_assert_ptr_null(kb_consumer_group_member_find(cg, KP_STR_LIT("a")));
+    kb_consumer_group_result r = send(hb_new("b", 2), 30003);
     ck_assert_int_eq(r.assignment->n, 6);
 }
 END_TEST
@@ -501,9 +501,9 @@ START_TEST(test_cgroup_static_member_replacement)
     h = hb_join("s2", "orders", NULL);
     h->rq.instance_id = KP_STR_LIT("i1");
     ck_assert_int_eq(send(h, 1).err, KP_ERR_UNRELEASED_INSTANCE_ID);
-    h = hb_new("s1", KB_CGROUP_STATIC_LEAVE_EPOCH);
+    h = hb_new("s1", KB_CONSUMER_GROUP_STATIC_LEAVE_EPOCH);
     h->rq.instance_id = KP_STR_LIT("i1");
-    kb_cgroup_result r = send(h, 2);
+    kb_consumer_group_result r = send(h, 2);
     ck_assert_int_eq(r.epoch, -2);
     ck_assert_int_eq(owned_count("s1"), 6); /* kept for its return */
     h = hb_join("s2", "orders", NULL);
@@ -513,7 +513,7 @@ START_TEST(test_cgroup_static_member_replacement)
     ck_assert_int_eq(r.epoch, 1); /* no rebalance */
     ck_assert_int_eq(r.assignment->n, 6);
     ck_assert_int_eq(cg->group_epoch, 1);
-    h = hb_new("s1", KB_CGROUP_LEAVE_EPOCH);
+    h = hb_new("s1", KB_CONSUMER_GROUP_LEAVE_EPOCH);
     h->rq.instance_id = KP_STR_LIT("i1");
     ck_assert_int_eq(send(h, 4).err, KP_ERR_FENCED_INSTANCE_ID);
 }
@@ -521,19 +521,19 @@ END_TEST
 
 START_TEST(test_cgroup_regex_subscription)
 {
-    kb_cgroup_result r = send(hb_join("a", NULL, "or.*|_.*"), 0);
+    kb_consumer_group_result r = send(hb_join("a", NULL, "or.*|_.*"), 0);
     ck_assert_int_eq(r.err, KP_ERR_NONE);
     ck_assert_int_eq(r.epoch, 1);
     ck_assert_int_eq(r.assignment->n, 0); /* the regex is resolved after this heartbeat */
     r = send(hb_new("a", 1), 5);
     ck_assert_int_eq(r.epoch, 2);
     ck_assert_int_eq(r.assignment->n, 6); /* orders; never __consumer_offsets */
-    ck_assert(kb_cgroup_subscribed_to(cg, KP_STR_LIT("orders")));
-    ck_assert(!kb_cgroup_subscribed_to(cg, KP_STR_LIT("audit")));
+    ck_assert(kb_consumer_group_subscribed_to(cg, KP_STR_LIT("orders")));
+    ck_assert(!kb_consumer_group_subscribed_to(cg, KP_STR_LIT("audit")));
     add_topic("orders-eu", 2);
     r = send(hb_new("a", 2), 10); /* metadata is re-read at most every second */
     ck_assert(!r.with_assignment);
-    r = send(hb_new("a", 2), 10 + KB_CGROUP_REFRESH_MS);
+    r = send(hb_new("a", 2), 10 + KB_CONSUMER_GROUP_REFRESH_MS);
     ck_assert_int_eq(r.epoch, 3);
     ck_assert(r.with_assignment);
     ck_assert_int_eq(r.assignment->n, 8);
@@ -543,7 +543,7 @@ START_TEST(test_cgroup_regex_subscription)
     h->names[0] = KP_STR_LIT("audit");
     h->rq.subscribed_topic_names.n = 1;
     h->rq.subscribed_topic_names.v = h->names;
-    r = send(h, 20 + KB_CGROUP_REFRESH_MS);
+    r = send(h, 20 + KB_CONSUMER_GROUP_REFRESH_MS);
     ck_assert_int_eq(r.epoch, 4);
     ck_assert_int_eq(r.assignment->n, 12);
 }
@@ -554,10 +554,10 @@ END_TEST
  * matches too. A regex another member has resolved already is shared. */
 START_TEST(test_cgroup_regex_resolved_after_heartbeat)
 {
-    kb_cgroup_result r = send(hb_join("a", "audit", "ord.*"), 0);
+    kb_consumer_group_result r = send(hb_join("a", "audit", "ord.*"), 0);
     ck_assert_int_eq(r.epoch, 1);
     ck_assert_int_eq(r.assignment->n, 3); /* audit only */
-    const kb_cg_member *a = kb_cgroup_member_find(cg, KP_STR_LIT("a"));
+    const kb_cg_member *a = kb_consumer_group_member_find(cg, KP_STR_LIT("a"));
     ck_assert(!kb_cg_member_subscribes(a, "orders"));
     r = send(hb_new("a", 1), 100);
     ck_assert_int_eq(r.epoch, 2);
@@ -566,7 +566,7 @@ START_TEST(test_cgroup_regex_resolved_after_heartbeat)
     ck_assert(kb_cg_member_subscribes(a, "orders"));
     r = send(hb_join("b", NULL, "ord.*"), 200);
     ck_assert_int_eq(r.epoch, 3); /* a new member: one bump, its regex shared at once */
-    const kb_cg_member *b = kb_cgroup_member_find(cg, KP_STR_LIT("b"));
+    const kb_cg_member *b = kb_consumer_group_member_find(cg, KP_STR_LIT("b"));
     ck_assert(kb_cg_member_subscribes(b, "orders"));
     ck_assert_int_eq(cg->group_epoch, 3);
     /* Changing a regex starts over: b's new one waits for the next event. */
@@ -587,19 +587,19 @@ END_TEST
 
 START_TEST(test_cgroup_offset_checks)
 {
-    ck_assert_int_eq(kb_cgroup_check_commit(cg, KP_STR_LIT(""), -1, 9, false), KP_ERR_NONE);
+    ck_assert_int_eq(kb_consumer_group_check_commit(cg, KP_STR_LIT(""), -1, 9, false), KP_ERR_NONE);
     send(hb_join("a", "orders", NULL), 0);
-    ck_assert_int_eq(kb_cgroup_check_commit(cg, KP_STR_LIT(""), -1, 9, false),
+    ck_assert_int_eq(kb_consumer_group_check_commit(cg, KP_STR_LIT(""), -1, 9, false),
                      KP_ERR_UNKNOWN_MEMBER_ID);
-    ck_assert_int_eq(kb_cgroup_check_commit(cg, KP_STR_LIT("a"), 1, 9, false), KP_ERR_NONE);
-    ck_assert_int_eq(kb_cgroup_check_commit(cg, KP_STR_LIT("a"), 2, 9, false),
+    ck_assert_int_eq(kb_consumer_group_check_commit(cg, KP_STR_LIT("a"), 1, 9, false), KP_ERR_NONE);
+    ck_assert_int_eq(kb_consumer_group_check_commit(cg, KP_STR_LIT("a"), 2, 9, false),
                      KP_ERR_STALE_MEMBER_EPOCH);
-    ck_assert_int_eq(kb_cgroup_check_commit(cg, KP_STR_LIT("a"), 1, 8, false),
+    ck_assert_int_eq(kb_consumer_group_check_commit(cg, KP_STR_LIT("a"), 1, 8, false),
                      KP_ERR_UNSUPPORTED_VERSION);
-    ck_assert_int_eq(kb_cgroup_check_commit(cg, KP_STR_LIT("a"), 1, 4, true), KP_ERR_NONE);
-    ck_assert_int_eq(kb_cgroup_check_fetch(cg, KP_STR_NULL, -1), KP_ERR_NONE);
-    ck_assert_int_eq(kb_cgroup_check_fetch(cg, KP_STR_LIT("a"), 0), KP_ERR_STALE_MEMBER_EPOCH);
-    ck_assert_int_eq(kb_cgroup_check_fetch(cg, KP_STR_LIT("x"), 1), KP_ERR_UNKNOWN_MEMBER_ID);
+    ck_assert_int_eq(kb_consumer_group_check_commit(cg, KP_STR_LIT("a"), 1, 4, true), KP_ERR_NONE);
+    ck_assert_int_eq(kb_consumer_group_check_fetch(cg, KP_STR_NULL, -1), KP_ERR_NONE);
+    ck_assert_int_eq(kb_consumer_group_check_fetch(cg, KP_STR_LIT("a"), 0), KP_ERR_STALE_MEMBER_EPOCH);
+    ck_assert_int_eq(kb_consumer_group_check_fetch(cg, KP_STR_LIT("x"), 1), KP_ERR_UNKNOWN_MEMBER_ID);
 }
 END_TEST
 
@@ -634,14 +634,14 @@ static void collect(void *arg, kp_writer *key, kp_writer *value)
 
 static void flush_records(void)
 {
-    ck_assert_int_eq(kb_cgroup_rec_changes(cg, KP_STR_LIT("g"), collect, NULL), KP_ERR_NONE);
-    kb_cgroup_rec_written(cg);
+    ck_assert_int_eq(kb_consumer_group_rec_changes(cg, KP_STR_LIT("g"), collect, NULL), KP_ERR_NONE);
+    kb_consumer_group_rec_written(cg);
 }
 
 /* A new group from every record so far, as the coordinator loads it. */
-static kb_cgroup *replay(int64_t now)
+static kb_consumer_group *replay(int64_t now)
 {
-    kb_cgroup *r = kb_cgroup_new();
+    kb_consumer_group *r = kb_consumer_group_new();
     kp_arena a;
     kp_arena_init(&a);
     for (int i = 0; i < nrecs; i++) {
@@ -652,10 +652,10 @@ static kb_cgroup *replay(int64_t now)
         ck_assert_int_eq(k.type, KB_OFFSETS_KEY_CGROUP);
         kp_slice v = recs[i].value != NULL ? (kp_slice){recs[i].value, (int32_t)recs[i].vlen}
                                            : (kp_slice){NULL, -1};
-        ck_assert_int_eq(kb_cgroup_rec_load(r, &k, v, &a), KP_ERR_NONE);
+        ck_assert_int_eq(kb_consumer_group_rec_load(r, &k, v, &a), KP_ERR_NONE);
     }
     kp_arena_fini(&a);
-    ck_assert_int_eq(kb_cgroup_restored(r, &env, now), KP_ERR_NONE);
+    ck_assert_int_eq(kb_consumer_group_restored(r, &env, now), KP_ERR_NONE);
     return r;
 }
 
@@ -687,31 +687,31 @@ START_TEST(test_cgroup_records_replay)
     send(hb_join("b", "orders", NULL), 1);
     send(hb_new("a", 1), 2); /* a revoking */
     send(hb_join("c", NULL, "aud.*"), 3);
-    send(hb_new("c", KB_CGROUP_LEAVE_EPOCH), 4); /* tombstones */
+    send(hb_new("c", KB_CONSUMER_GROUP_LEAVE_EPOCH), 4); /* tombstones */
     flush_records();
-    kb_cgroup *r = replay(100);
+    kb_consumer_group *r = replay(100);
     ck_assert_int_eq(r->group_epoch, cg->group_epoch);
     ck_assert_int_eq(r->assignment_epoch, cg->assignment_epoch);
     ck_assert_int_eq(r->nmembers, cg->nmembers);
     for (int i = 0; i < cg->nmembers; i++)
         assert_same_member(cg->members[i],
-                           kb_cgroup_member_find(r, kp_str_from(cg->members[i]->member_id)));
-    ck_assert_ptr_null(kb_cgroup_member_find(r, KP_STR_LIT("c")));
-    ck_assert_int_eq(kb_cgroup_state_of(r), KB_CGS_RECONCILING);
-    ck_assert_int_eq(kb_cgroup_next_deadline(r), 100 + 30000); /* a's revocation */
+                           kb_consumer_group_member_find(r, kp_str_from(cg->members[i]->member_id)));
+    ck_assert_ptr_null(kb_consumer_group_member_find(r, KP_STR_LIT("c")));
+    ck_assert_int_eq(kb_consumer_group_state_of(r), KB_CGS_RECONCILING);
+    ck_assert_int_eq(kb_consumer_group_next_deadline(r), 100 + 30000); /* a's revocation */
     /* The restored group goes on: a acknowledges, b gets its partitions. */
-    kb_cgroup *live = cg;
+    kb_consumer_group *live = cg;
     int32_t epoch = r->group_epoch;
     cg = r;
     hb *ack = hb_new("a", 1);
     own_all(ack, "a", 0);
     ck_assert_int_eq(send(ack, 101).epoch, epoch);
-    kb_cgroup_result res = send(hb_new("b", kb_cgroup_member_find(r, KP_STR_LIT("b"))->epoch), 102);
+    kb_consumer_group_result res = send(hb_new("b", kb_consumer_group_member_find(r, KP_STR_LIT("b"))->epoch), 102);
     ck_assert_int_eq(res.err, KP_ERR_NONE);
     ck_assert_int_eq(res.assignment->n, 3);
     ck_assert_int_eq(r->group_epoch, epoch); /* no bump for an unchanged group */
     cg = live;
-    kb_cgroup_free(r);
+    kb_consumer_group_free(r);
     for (int i = 0; i < nrecs; i++) {
         free(recs[i].key);
         free(recs[i].value);

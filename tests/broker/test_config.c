@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "broker_suites.h"
-#include "kb_cdoc.h"
+#include "kb_config_doc.h"
 #include "kb_config.h"
 
 #define MAX_ARGS 16

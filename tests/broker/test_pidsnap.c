@@ -378,11 +378,11 @@ START_TEST(test_pidsnap_transactions_survive)
     kb_pidstate *ps = kb_pidstate_new();
     produce(&fx, ps, 3, 0, 2); /* offsets 0-1: an aborted transaction */
     produce(&fx, ps, 4, 0, 2); /* offsets 2-3: an open one */
-    kb_ptxn *x = kb_pidstate_txns(ps);
-    ck_assert_int_eq(kb_ptxn_on_data(x, 3, 0), KP_ERR_NONE);
-    ck_assert_int_eq(kb_ptxn_on_marker(x, 3, false, 5), KP_ERR_NONE);
+    kb_partition_txn *x = kb_pidstate_txns(ps);
+    ck_assert_int_eq(kb_partition_txn_on_data(x, 3, 0), KP_ERR_NONE);
+    ck_assert_int_eq(kb_partition_txn_on_marker(x, 3, false, 5), KP_ERR_NONE);
     kb_pidstate_on_marker(ps, 3, 7777, 6);
-    ck_assert_int_eq(kb_ptxn_on_data(x, 4, 2), KP_ERR_NONE);
+    ck_assert_int_eq(kb_partition_txn_on_data(x, 4, 2), KP_ERR_NONE);
     produce(&fx, ps, 5, 0, 2); /* offsets 4-5 */
     ck_assert_int_eq(kb_pidsnap_write(&fx.io, fx.log, ps, 6, NULL), KP_ERR_NONE);
     kb_pidsnap_report rep;
@@ -391,12 +391,12 @@ START_TEST(test_pidsnap_transactions_survive)
     ck_assert_int_eq(rep.producers, 3);
     x = kb_pidstate_txns(ps);
     int64_t first = -1;
-    ck_assert(kb_ptxn_open(x, 4, &first));
+    ck_assert(kb_partition_txn_open(x, 4, &first));
     ck_assert_int_eq(first, 2);
-    ck_assert(!kb_ptxn_open(x, 3, NULL));
-    ck_assert_int_eq(kb_ptxn_lso(x, 6), 2);
+    ck_assert(!kb_partition_txn_open(x, 3, NULL));
+    ck_assert_int_eq(kb_partition_txn_lso(x, 6), 2);
     kb_aborted_txn a[2];
-    ck_assert_int_eq(kb_ptxn_aborted(x, 0, 6, a, 2), 1);
+    ck_assert_int_eq(kb_partition_txn_aborted(x, 0, 6, a, 2), 1);
     ck_assert_int_eq(a[0].producer_id, 3);
     ck_assert_int_eq(a[0].first_offset, 0);
     ck_assert_int_eq(a[0].last_offset, 5);

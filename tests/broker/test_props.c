@@ -1,10 +1,10 @@
-/* kb_props: Java Properties syntax and the container images' environment names. */
+/* kb_properties: Java Properties syntax and the container images' environment names. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "broker_suites.h"
-#include "kb_props.h"
+#include "kb_properties.h"
 
 #define MAX_PAIRS 16
 
@@ -29,9 +29,9 @@ static kp_err collect(void *arg, const char *key, const char *value, int line)
 static pairs parse_ok(const char *text)
 {
     pairs p = {0};
-    kb_props_error perr = {0, NULL};
+    kb_properties_error perr = {0, NULL};
 
-    ck_assert_int_eq(kb_props_parse(text, strlen(text), collect, &p, &perr), KP_ERR_NONE);
+    ck_assert_int_eq(kb_properties_parse(text, strlen(text), collect, &p, &perr), KP_ERR_NONE);
     return p;
 }
 
@@ -165,10 +165,10 @@ static const struct {
 START_TEST(test_props_errors_name_line)
 {
     pairs p = {0};
-    kb_props_error perr = {0, NULL};
+    kb_properties_error perr = {0, NULL};
     size_t len = bad_props[_i].len ? bad_props[_i].len : strlen(bad_props[_i].text);
 
-    ck_assert_int_eq(kb_props_parse(bad_props[_i].text, len, collect, &p, &perr), KP_ERR__INVAL);
+    ck_assert_int_eq(kb_properties_parse(bad_props[_i].text, len, collect, &p, &perr), KP_ERR__INVAL);
     ck_assert_int_eq(perr.pe_line, bad_props[_i].line);
     ck_assert_str_eq(perr.pe_what, bad_props[_i].what);
 }
@@ -188,7 +188,7 @@ START_TEST(test_props_callback_error_stops)
     int calls = 0;
     const char *text = "a=1\nb=2\n";
 
-    ck_assert_int_eq(kb_props_parse(text, strlen(text), refuse, &calls, NULL), KP_ERR__NOMEM);
+    ck_assert_int_eq(kb_properties_parse(text, strlen(text), refuse, &calls, NULL), KP_ERR__NOMEM);
     ck_assert_int_eq(calls, 1);
 }
 END_TEST
@@ -197,7 +197,7 @@ static const char *env_key(const char *var)
 {
     static char out[128];
 
-    if (kb_props_env_key(var, strlen(var), out) == 0)
+    if (kb_properties_env_key(var, strlen(var), out) == 0)
         return NULL;
     return out;
 }

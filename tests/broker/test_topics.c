@@ -1,4 +1,4 @@
-/* kb_topics and kb_tconf: the topic registry's answers and the topic config
+/* kb_topics and kb_topic_conf: the topic registry's answers and the topic config
  * keys, as Kafka 4.1 gives them. */
 #include <check.h>
 #include <stdio.h>
@@ -8,8 +8,8 @@
 
 #include "broker_suites.h"
 #include "kb_config.h"
-#include "kb_pdirs.h"
-#include "kb_tconf.h"
+#include "kb_partition_dirs.h"
+#include "kb_topic_conf.h"
 #include "kb_topics.h"
 
 static char tmpdir[64];
@@ -116,18 +116,18 @@ static const char *const kafka_keys[] = {
 START_TEST(test_tconf_keys_types_and_defaults_as_kafka)
 {
     size_t n = sizeof kafka_keys / sizeof kafka_keys[0];
-    ck_assert_uint_eq(kb_tconf_count(), n);
+    ck_assert_uint_eq(kb_topic_conf_count(), n);
     for (size_t i = 0; i < n; i++) {
-        ck_assert_str_eq(kb_tconf_key(i), kafka_keys[i]);
+        ck_assert_str_eq(kb_topic_conf_key(i), kafka_keys[i]);
         bool list = strcmp(kafka_keys[i], "cleanup.policy") == 0 ||
                     strstr(kafka_keys[i], ".throttled.replicas") != NULL;
         if (list)
-            ck_assert_int_eq(kb_tconf_type(i), KB_CT_LIST);
+            ck_assert_int_eq(kb_topic_conf_type(i), KB_CT_LIST);
         else
-            ck_assert_int_ne(kb_tconf_type(i), KB_CT_LIST);
+            ck_assert_int_ne(kb_topic_conf_type(i), KB_CT_LIST);
     }
-    ck_assert_str_eq(kb_tconf_default("message.timestamp.after.max.ms"), "3600000");
-    ck_assert_str_eq(kb_tconf_default("message.timestamp.before.max.ms"), "9223372036854775807");
+    ck_assert_str_eq(kb_topic_conf_default("message.timestamp.after.max.ms"), "3600000");
+    ck_assert_str_eq(kb_topic_conf_default("message.timestamp.before.max.ms"), "9223372036854775807");
 }
 END_TEST
 
@@ -135,10 +135,10 @@ START_TEST(test_tconf_timestamp_bounds_default_to_kafkas)
 {
     int8_t source = 0;
     open_with(NULL);
-    ck_assert_str_eq(kb_tconf_effective(cfg, NULL, "message.timestamp.after.max.ms", &source),
+    ck_assert_str_eq(kb_topic_conf_effective(cfg, NULL, "message.timestamp.after.max.ms", &source),
                      "3600000");
     ck_assert_int_eq(source, KB_CS_DEFAULT);
-    ck_assert_int_eq(kb_tconf_long(cfg, NULL, "message.timestamp.before.max.ms", 0), INT64_MAX);
+    ck_assert_int_eq(kb_topic_conf_long(cfg, NULL, "message.timestamp.before.max.ms", 0), INT64_MAX);
 }
 END_TEST
 
@@ -146,7 +146,7 @@ START_TEST(test_tconf_timestamp_bounds_from_server_properties)
 {
     int8_t source = 0;
     open_with("log.message.timestamp.after.max.ms=1000");
-    ck_assert_str_eq(kb_tconf_effective(cfg, NULL, "message.timestamp.after.max.ms", &source),
+    ck_assert_str_eq(kb_topic_conf_effective(cfg, NULL, "message.timestamp.after.max.ms", &source),
                      "1000");
     ck_assert_int_eq(source, KB_CS_STATIC_BROKER);
     kb_msgbuf msg = {{0}};
@@ -154,7 +154,7 @@ START_TEST(test_tconf_timestamp_bounds_from_server_properties)
     kb_topic *t = NULL;
     ck_assert_int_eq(kb_topics_create(topics, kp_str_from("t"), 1, &c, 1, false, &t, &msg),
                      KP_ERR_NONE);
-    ck_assert_int_eq(kb_tconf_long(cfg, t, "message.timestamp.after.max.ms", 0), 5);
+    ck_assert_int_eq(kb_topic_conf_long(cfg, t, "message.timestamp.after.max.ms", 0), 5);
 }
 END_TEST
 
@@ -196,7 +196,7 @@ START_TEST(test_topics_pending_create_hidden_and_persisted)
     ck_assert_ptr_nonnull(t);
     ck_assert_int_eq(t->state, KB_TOPIC_CREATING);
     ck_assert_ptr_null(kb_topics_find(topics, kp_str_from("big")));
-    ck_assert_int_eq(kb_pdirs_make(kb_topics_dir(topics), t->name, &t->id, 0, 3), KP_ERR_NONE);
+    ck_assert_int_eq(kb_partition_dirs_make(kb_topics_dir(topics), t->name, &t->id, 0, 3), KP_ERR_NONE);
     ck_assert(partition_dir_exists("big", 0) && partition_dir_exists("big", 2));
     ck_assert_int_eq(kb_topics_end_create(topics, t, true), KP_ERR_NONE);
     reopen();
@@ -226,7 +226,7 @@ START_TEST(test_topics_deleting_hidden_until_dirs_gone)
     t = kb_topics_busy(topics, kp_str_from("gone"));
     ck_assert_ptr_nonnull(t);
     ck_assert_int_eq(t->state, KB_TOPIC_DELETING);
-    ck_assert_int_eq(kb_pdirs_remove(kb_topics_dir(topics), t->name, 0, 2), KP_ERR_NONE);
+    ck_assert_int_eq(kb_partition_dirs_remove(kb_topics_dir(topics), t->name, 0, 2), KP_ERR_NONE);
     ck_assert(!partition_dir_exists("gone", 0) && !partition_dir_exists("gone", 1));
     ck_assert_int_eq(kb_topics_end_delete(topics, t), KP_ERR_NONE);
     reopen();

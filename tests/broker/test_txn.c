@@ -1,13 +1,13 @@
 /* The transaction coordinator's state machine (kb_txn) driven through a
  * fake environment (records captured as bytes, markers counted, a fake
  * clock, injected write failures), and the per-partition transaction index
- * (kb_ptxn): last stable offset, aborted transactions, markers. */
+ * (kb_partition_txn): last stable offset, aborted transactions, markers. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "broker_suites.h"
-#include "kb_ptxn.h"
+#include "kb_partition_txn.h"
 #include "kb_txn.h"
 #include "kp_batch.h"
 #include "kp_records.h"
@@ -284,49 +284,49 @@ START_TEST(test_txn_records_rebuild_state)
 }
 END_TEST
 
-/* ---- kb_ptxn ------------------------------------------------------------ */
+/* ---- kb_partition_txn ------------------------------------------------------------ */
 
 START_TEST(test_ptxn_lso_and_aborted_ranges)
 {
-    kb_ptxn *x = kb_ptxn_new();
-    ck_assert_int_eq(kb_ptxn_lso(x, 30), 30);
-    kb_ptxn_on_data(x, 1, 10);
-    kb_ptxn_on_data(x, 2, 15);
-    kb_ptxn_on_data(x, 1, 18); /* same transaction: first offset stays 10 */
-    ck_assert_int_eq(kb_ptxn_lso(x, 30), 10);
-    kb_ptxn_on_marker(x, 1, true, 20);
-    ck_assert_int_eq(kb_ptxn_lso(x, 30), 15);
-    kb_ptxn_on_marker(x, 2, false, 25);
-    kb_ptxn_on_marker(x, 2, false, 26); /* nothing open: ignored */
-    ck_assert_int_eq(kb_ptxn_lso(x, 30), 30);
-    ck_assert_int_eq(kb_ptxn_open_count(x), 0);
+    kb_partition_txn *x = kb_partition_txn_new();
+    ck_assert_int_eq(kb_partition_txn_lso(x, 30), 30);
+    kb_partition_txn_on_data(x, 1, 10);
+    kb_partition_txn_on_data(x, 2, 15);
+    kb_partition_txn_on_data(x, 1, 18); /* same transaction: first offset stays 10 */
+    ck_assert_int_eq(kb_partition_txn_lso(x, 30), 10);
+    kb_partition_txn_on_marker(x, 1, true, 20);
+    ck_assert_int_eq(kb_partition_txn_lso(x, 30), 15);
+    kb_partition_txn_on_marker(x, 2, false, 25);
+    kb_partition_txn_on_marker(x, 2, false, 26); /* nothing open: ignored */
+    ck_assert_int_eq(kb_partition_txn_lso(x, 30), 30);
+    ck_assert_int_eq(kb_partition_txn_open_count(x), 0);
     kb_aborted_txn out[4];
-    ck_assert_int_eq(kb_ptxn_aborted(x, 0, 30, out, 4), 1);
+    ck_assert_int_eq(kb_partition_txn_aborted(x, 0, 30, out, 4), 1);
     ck_assert_int_eq(out[0].producer_id, 2);
     ck_assert_int_eq(out[0].first_offset, 15);
     ck_assert_int_eq(out[0].last_offset, 25);
-    ck_assert_int_eq(kb_ptxn_aborted(x, 25, 30, out, 4), 1);
-    ck_assert_int_eq(kb_ptxn_aborted(x, 26, 30, out, 4), 0); /* ended before */
-    ck_assert_int_eq(kb_ptxn_aborted(x, 0, 15, out, 4), 0);  /* starts after */
-    kb_ptxn_prune(x, 26);
-    ck_assert_int_eq(kb_ptxn_aborted_count(x), 0);
-    kb_ptxn_free(x);
+    ck_assert_int_eq(kb_partition_txn_aborted(x, 25, 30, out, 4), 1);
+    ck_assert_int_eq(kb_partition_txn_aborted(x, 26, 30, out, 4), 0); /* ended before */
+    ck_assert_int_eq(kb_partition_txn_aborted(x, 0, 15, out, 4), 0);  /* starts after */
+    kb_partition_txn_prune(x, 26);
+    ck_assert_int_eq(kb_partition_txn_aborted_count(x), 0);
+    kb_partition_txn_free(x);
 }
 END_TEST
 
 START_TEST(test_ptxn_aborted_index_is_bounded)
 {
-    kb_ptxn *x = kb_ptxn_new();
-    for (int64_t i = 0; i < KB_PTXN_ABORTED_MAX + 100; i++) {
-        ck_assert_int_eq(kb_ptxn_on_data(x, 7, 2 * i), KP_ERR_NONE);
-        ck_assert_int_eq(kb_ptxn_on_marker(x, 7, false, 2 * i + 1), KP_ERR_NONE);
+    kb_partition_txn *x = kb_partition_txn_new();
+    for (int64_t i = 0; i < KB_PARTITION_TXN_ABORTED_MAX + 100; i++) {
+        ck_assert_int_eq(kb_partition_txn_on_data(x, 7, 2 * i), KP_ERR_NONE);
+        ck_assert_int_eq(kb_partition_txn_on_marker(x, 7, false, 2 * i + 1), KP_ERR_NONE);
     }
-    ck_assert_int_le(kb_ptxn_aborted_count(x), KB_PTXN_ABORTED_MAX);
+    ck_assert_int_le(kb_partition_txn_aborted_count(x), KB_PARTITION_TXN_ABORTED_MAX);
     kb_aborted_txn last;
-    int64_t end = 2 * (int64_t)(KB_PTXN_ABORTED_MAX + 100);
-    ck_assert_int_eq(kb_ptxn_aborted(x, end - 1, end, &last, 1), 1); /* newest kept */
+    int64_t end = 2 * (int64_t)(KB_PARTITION_TXN_ABORTED_MAX + 100);
+    ck_assert_int_eq(kb_partition_txn_aborted(x, end - 1, end, &last, 1), 1); /* newest kept */
     ck_assert_int_eq(last.first_offset, end - 2);
-    kb_ptxn_free(x);
+    kb_partition_txn_free(x);
 }
 END_TEST
 
@@ -343,27 +343,27 @@ static uint8_t *marker(int type, size_t *len)
 
 START_TEST(test_ptxn_replays_markers_from_batches)
 {
-    kb_ptxn *x = kb_ptxn_new();
+    kb_partition_txn *x = kb_partition_txn_new();
     size_t len;
     uint8_t *abort = marker(KB_CONTROL_ABORT, &len);
     int16_t type = -1;
-    ck_assert_int_eq(kb_ptxn_control_type(abort, len, &type), KP_ERR_NONE);
+    ck_assert_int_eq(kb_partition_txn_control_type(abort, len, &type), KP_ERR_NONE);
     ck_assert_int_eq(type, KB_CONTROL_ABORT);
     int32_t coordinator_epoch = -1;
-    ck_assert_int_eq(kb_ptxn_marker(abort, len, &type, &coordinator_epoch), KP_ERR_NONE);
+    ck_assert_int_eq(kb_partition_txn_marker(abort, len, &type, &coordinator_epoch), KP_ERR_NONE);
     ck_assert_int_eq(coordinator_epoch, 7);
     kp_batch_hdr data = {.base_offset = 30, .attributes = KP_BATCH_ATTR_TRANSACTIONAL,
                          .producer_id = 9, .records_count = 1};
-    ck_assert_int_eq(kb_ptxn_replay(x, &data, NULL, 0), KP_ERR_NONE);
-    ck_assert_int_eq(kb_ptxn_lso(x, 100), 30);
+    ck_assert_int_eq(kb_partition_txn_replay(x, &data, NULL, 0), KP_ERR_NONE);
+    ck_assert_int_eq(kb_partition_txn_lso(x, 100), 30);
     kp_batch_hdr h;
     ck_assert_int_eq(kp_batch_hdr_parse(abort, len, &h), KP_ERR_NONE);
-    ck_assert_int_eq(kb_ptxn_replay(x, &h, abort, len), KP_ERR_NONE);
-    ck_assert_int_eq(kb_ptxn_lso(x, 100), 100);
-    ck_assert_int_eq(kb_ptxn_aborted_count(x), 1);
-    ck_assert_int_eq(kb_ptxn_control_type(abort, 20, &type), KP_ERR__CORRUPT);
+    ck_assert_int_eq(kb_partition_txn_replay(x, &h, abort, len), KP_ERR_NONE);
+    ck_assert_int_eq(kb_partition_txn_lso(x, 100), 100);
+    ck_assert_int_eq(kb_partition_txn_aborted_count(x), 1);
+    ck_assert_int_eq(kb_partition_txn_control_type(abort, 20, &type), KP_ERR__CORRUPT);
     free(abort);
-    kb_ptxn_free(x);
+    kb_partition_txn_free(x);
 }
 END_TEST
 

@@ -1,4 +1,4 @@
-#include "kb_tcoord.h"
+#include "kb_txn_coord.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -6,13 +6,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "kb_gcoord.h"
+#include "kb_group_coord.h"
 #include "kb_log.h"
 #include "kb_logscan.h"
 #include "kb_offsets.h"
 #include "kb_pidstate.h"
 #include "kb_plog.h"
-#include "kb_ptxn.h"
+#include "kb_partition_txn.h"
 #include "kp_batch.h"
 #include "kp_records.h"
 #include "ks_io.h"
@@ -21,15 +21,15 @@
 #define PID_BLOCK      1000
 #define LOAD_BATCH_MAX (64 << 20) /* a state batch larger than this is corrupt */
 
-struct kb_tcoord {
+struct kb_txn_coord {
     kb_broker *b;
     kb_txns *txns;
     kb_timer tick;
 };
 
-kb_txns *kb_tcoord_txns(kb_broker *b)
+kb_txns *kb_txn_coord_txns(kb_broker *b)
 {
-    return b->tcoord->txns;
+    return b->txn_coord->txns;
 }
 
 static int64_t wall_ms(void)
@@ -66,7 +66,7 @@ static kp_err reserve_block(kb_broker *b)
     return e;
 }
 
-kp_err kb_tcoord_next_pid(kb_broker *b, int64_t *pid)
+kp_err kb_txn_coord_next_pid(kb_broker *b, int64_t *pid)
 {
     if (b->next_pid >= b->pid_block_end) {
         kp_err e = reserve_block(b);
@@ -79,9 +79,9 @@ kp_err kb_tcoord_next_pid(kb_broker *b, int64_t *pid)
 
 /* ---- __transaction_state ------------------------------------------------ */
 
-kp_err kb_tcoord_state_topic(kb_broker *b, kb_topic **out)
+kp_err kb_txn_coord_state_topic(kb_broker *b, kb_topic **out)
 {
-    kp_str name = KP_STR_LIT(KB_TCOORD_STATE_TOPIC);
+    kp_str name = KP_STR_LIT(KB_TXN_COORD_STATE_TOPIC);
     *out = kb_topics_find(b->topics, name);
     if (*out != NULL)
         return KP_ERR_NONE;
@@ -93,9 +93,9 @@ kp_err kb_tcoord_state_topic(kb_broker *b, kb_topic **out)
                                 sizeof(cfg) / sizeof(cfg[0]), false, out, &msg);
     if (e != KP_ERR_NONE)
         KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"cannot create %s\" error=%s %s",
-               KB_TCOORD_STATE_TOPIC, kp_err_name(e), msg.text);
+               KB_TXN_COORD_STATE_TOPIC, kp_err_name(e), msg.text);
     else
-        KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"created %s\" partitions=%d", KB_TCOORD_STATE_TOPIC,
+        KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"created %s\" partitions=%d", KB_TXN_COORD_STATE_TOPIC,
                (*out)->npartitions);
     return e;
 }
@@ -130,7 +130,7 @@ static kp_err write_state(kb_broker *b, const char *id, const kb_txn_meta *m,
                           const kb_txn_tp *parts, int32_t n)
 {
     kb_topic *t;
-    kp_err e = kb_tcoord_state_topic(b, &t);
+    kp_err e = kb_txn_coord_state_topic(b, &t);
     if (e != KP_ERR_NONE)
         return e;
     kp_writer k, v;
@@ -155,17 +155,17 @@ static kp_err write_state(kb_broker *b, const char *id, const kb_txn_meta *m,
 static kp_err env_persist(void *ctx, const char *id, const kb_txn_meta *m, const kb_txn_tp *parts,
                           int32_t n)
 {
-    return write_state(((kb_tcoord *)ctx)->b, id, m, parts, n);
+    return write_state(((kb_txn_coord *)ctx)->b, id, m, parts, n);
 }
 
 static kp_err env_tombstone(void *ctx, const char *id)
 {
-    return write_state(((kb_tcoord *)ctx)->b, id, NULL, NULL, 0);
+    return write_state(((kb_txn_coord *)ctx)->b, id, NULL, NULL, 0);
 }
 
 static kp_err env_new_pid(void *ctx, int64_t *pid)
 {
-    return kb_tcoord_next_pid(((kb_tcoord *)ctx)->b, pid);
+    return kb_txn_coord_next_pid(((kb_txn_coord *)ctx)->b, pid);
 }
 
 static int64_t env_wall(void *ctx)
@@ -195,7 +195,7 @@ static uint8_t *marker_batch(const kb_txn *t, bool commit, int32_t coordinator_e
 static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topic *t, int32_t p)
 {
     kb_topic *state;
-    kp_err e = kb_tcoord_state_topic(b, &state);
+    kp_err e = kb_txn_coord_state_topic(b, &state);
     if (e != KP_ERR_NONE)
         return e;
     int32_t sp = kb_offsets_partition_for(kp_str_from(txn->id), state->npartitions);
@@ -212,19 +212,19 @@ static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topi
         return e;
     kb_partition *part = &t->partitions[p];
     if (part->pids != NULL) {
-        (void)kb_ptxn_on_marker(kb_pidstate_txns(part->pids), txn->m.producer_id, commit,
+        (void)kb_partition_txn_on_marker(kb_pidstate_txns(part->pids), txn->m.producer_id, commit,
                                 res.base_offset);
         kb_pidstate_on_marker(part->pids, txn->m.producer_id, now, coordinator_epoch);
     }
-    if (strcmp(t->name, KB_GCOORD_OFFSETS_TOPIC) == 0)
-        kb_gcoord_txn_end(b, txn->m.producer_id, p, commit);
+    if (strcmp(t->name, KB_GROUP_COORD_OFFSETS_TOPIC) == 0)
+        kb_group_coord_txn_end(b, txn->m.producer_id, p, commit);
     kb_plog_appended(b, t, p); /* read_committed fetches wait on the LSO */
     return KP_ERR_NONE;
 }
 
 static kp_err env_markers(void *ctx, const kb_txn *txn, bool commit)
 {
-    kb_broker *b = ((kb_tcoord *)ctx)->b;
+    kb_broker *b = ((kb_txn_coord *)ctx)->b;
     for (int32_t i = 0; i < txn->nparts; i++) {
         kb_topic *t = kb_topics_find(b->topics, kp_str_from(txn->parts[i].topic));
         int32_t p = txn->parts[i].partition;
@@ -243,10 +243,10 @@ static kp_err env_markers(void *ctx, const kb_txn *txn, bool commit)
 
 /* ---- produce-side checks ------------------------------------------------ */
 
-int16_t kb_tcoord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch,
+int16_t kb_txn_coord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch,
                          const kb_topic *t, int32_t partition, int16_t produce_version)
 {
-    kb_txns *ts = b->tcoord->txns;
+    kb_txns *ts = b->txn_coord->txns;
     const kb_txn *txn = txn_id.len >= 0 ? kb_txns_find(ts, txn_id) : kb_txns_find_pid(ts, pid);
     kp_err e = kb_txn_check_producer(txn, pid, epoch);
     if (e == KP_ERR_PRODUCER_FENCED)
@@ -260,30 +260,30 @@ int16_t kb_tcoord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch
     return produce_version >= 11 ? KP_ERR_TRANSACTION_ABORTABLE : KP_ERR_INVALID_TXN_STATE;
 }
 
-void kb_tcoord_appended(kb_broker *b, kb_topic *t, int32_t partition, int64_t pid,
+void kb_txn_coord_appended(kb_broker *b, kb_topic *t, int32_t partition, int64_t pid,
                         int64_t base_offset)
 {
     (void)b;
     kb_partition *part = &t->partitions[partition];
     if (part->pids != NULL &&
-        kb_ptxn_on_data(kb_pidstate_txns(part->pids), pid, base_offset) != KP_ERR_NONE)
+        kb_partition_txn_on_data(kb_pidstate_txns(part->pids), pid, base_offset) != KP_ERR_NONE)
         KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory tracking a transaction\" "
                "topic=%s partition=%d", t->name, partition);
 }
 
-int64_t kb_tcoord_lso(kb_broker *b, kb_topic *t, int32_t partition, ks_log *log)
+int64_t kb_txn_coord_lso(kb_broker *b, kb_topic *t, int32_t partition, ks_log *log)
 {
     (void)b;
     int64_t hw = ks_log_high_watermark(log);
     kb_partition *part = &t->partitions[partition];
-    return part->pids != NULL ? kb_ptxn_lso(kb_pidstate_txns(part->pids), hw) : hw;
+    return part->pids != NULL ? kb_partition_txn_lso(kb_pidstate_txns(part->pids), hw) : hw;
 }
 
 /* ---- timers ------------------------------------------------------------- */
 
 static void on_tick(kb_loop *loop, void *arg)
 {
-    kb_tcoord *c = arg;
+    kb_txn_coord *c = arg;
     int32_t n = kb_txns_tick(c->txns);
     if (n > 0)
         KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"timed-out transactions aborted\" count=%d", n);
@@ -294,7 +294,7 @@ static void on_tick(kb_loop *loop, void *arg)
 /* ---- loading ------------------------------------------------------------ */
 
 typedef struct loader {
-    kb_tcoord *c;
+    kb_txn_coord *c;
     int64_t records;
     int64_t skipped;
 } loader;
@@ -326,10 +326,10 @@ static kp_err load_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch,
     return kb_batch_each_record(h, batch, len, load_record, ld);
 }
 
-static kp_err load_all(kb_tcoord *c, char *err, size_t errlen)
+static kp_err load_all(kb_txn_coord *c, char *err, size_t errlen)
 {
     kb_broker *b = c->b;
-    kb_topic *t = kb_topics_find(b->topics, KP_STR_LIT(KB_TCOORD_STATE_TOPIC));
+    kb_topic *t = kb_topics_find(b->topics, KP_STR_LIT(KB_TXN_COORD_STATE_TOPIC));
     if (t == NULL)
         return KP_ERR_NONE;
     loader ld = {.c = c};
@@ -339,7 +339,7 @@ static kp_err load_all(kb_tcoord *c, char *err, size_t errlen)
         if (e == KP_ERR_NONE)
             e = kb_log_scan_batches(kb_plog_io(b), log, LOAD_BATCH_MAX, load_batch, &ld);
         if (e != KP_ERR_NONE) {
-            snprintf(err, errlen, "cannot load %s-%d: %s", KB_TCOORD_STATE_TOPIC, p,
+            snprintf(err, errlen, "cannot load %s-%d: %s", KB_TXN_COORD_STATE_TOPIC, p,
                      kp_err_name(e));
             return KP_ERR__IO;
         }
@@ -353,9 +353,9 @@ static kp_err load_all(kb_tcoord *c, char *err, size_t errlen)
 
 /* ---- start and stop ----------------------------------------------------- */
 
-kp_err kb_tcoord_start(kb_broker *b, char *err, size_t errlen)
+kp_err kb_txn_coord_start(kb_broker *b, char *err, size_t errlen)
 {
-    kb_tcoord *c = calloc(1, sizeof(*c));
+    kb_txn_coord *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         snprintf(err, errlen, "out of memory");
         return KP_ERR__NOMEM;
@@ -372,7 +372,7 @@ kp_err kb_tcoord_start(kb_broker *b, char *err, size_t errlen)
     };
     c->b = b;
     c->txns = kb_txns_new(&env);
-    b->tcoord = c;
+    b->txn_coord = c;
     if (c->txns == NULL) {
         snprintf(err, errlen, "out of memory");
         return KP_ERR__NOMEM;
@@ -383,13 +383,13 @@ kp_err kb_tcoord_start(kb_broker *b, char *err, size_t errlen)
     return load_all(c, err, errlen);
 }
 
-void kb_tcoord_stop(kb_broker *b)
+void kb_txn_coord_stop(kb_broker *b)
 {
-    kb_tcoord *c = b->tcoord;
+    kb_txn_coord *c = b->txn_coord;
     if (c == NULL)
         return;
     kb_timer_disarm(b->loop, &c->tick);
     kb_txns_free(c->txns);
     free(c);
-    b->tcoord = NULL;
+    b->txn_coord = NULL;
 }

@@ -1,9 +1,9 @@
-#include "kb_cgroup.h"
+#include "kb_consumer_group.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb_cassign.h"
+#include "kb_consumer_assign.h"
 
 static const char *const state_names[] = {
     [KB_CGS_EMPTY] = "Empty",
@@ -12,16 +12,16 @@ static const char *const state_names[] = {
     [KB_CGS_STABLE] = "Stable",
 };
 
-const char *kb_cgroup_state_name(kb_cgroup_state s)
+const char *kb_consumer_group_state_name(kb_consumer_group_state s)
 {
     return state_names[s];
 }
 
 /* ---- members ------------------------------------------------------------ */
 
-kb_cgroup *kb_cgroup_new(void)
+kb_consumer_group *kb_consumer_group_new(void)
 {
-    return calloc(1, sizeof(kb_cgroup));
+    return calloc(1, sizeof(kb_consumer_group));
 }
 
 static void strv_free(char **v, int32_t n)
@@ -50,7 +50,7 @@ static void member_free(kb_cg_member *m)
     free(m);
 }
 
-void kb_cgroup_free(kb_cgroup *cg)
+void kb_consumer_group_free(kb_consumer_group *cg)
 {
     if (cg == NULL)
         return;
@@ -61,7 +61,7 @@ void kb_cgroup_free(kb_cgroup *cg)
     free(cg);
 }
 
-kb_cg_member *kb_cgroup_member_find(const kb_cgroup *cg, kp_str member_id)
+kb_cg_member *kb_consumer_group_member_find(const kb_consumer_group *cg, kp_str member_id)
 {
     for (int32_t i = 0; i < cg->nmembers; i++)
         if (kp_cstr_is(cg->members[i]->member_id, member_id))
@@ -69,7 +69,7 @@ kb_cg_member *kb_cgroup_member_find(const kb_cgroup *cg, kp_str member_id)
     return NULL;
 }
 
-static kb_cg_member *instance_find(const kb_cgroup *cg, kp_str instance_id)
+static kb_cg_member *instance_find(const kb_consumer_group *cg, kp_str instance_id)
 {
     if (instance_id.len < 0)
         return NULL;
@@ -79,10 +79,10 @@ static kb_cg_member *instance_find(const kb_cgroup *cg, kp_str instance_id)
     return NULL;
 }
 
-/* Remembers a member id whose records need tombstones (kb_cgroup_rec);
+/* Remembers a member id whose records need tombstones (kb_consumer_group_rec);
  * out of memory loses the tombstones only (the member expires again after
  * a restart). */
-static void gone_add(kb_cgroup *cg, const char *member_id)
+static void gone_add(kb_consumer_group *cg, const char *member_id)
 {
     if (cg->ngone == cg->gone_cap) {
         int32_t cap = cg->gone_cap < 4 ? 4 : cg->gone_cap * 2;
@@ -96,7 +96,7 @@ static void gone_add(kb_cgroup *cg, const char *member_id)
         cg->ngone++;
 }
 
-static void member_remove(kb_cgroup *cg, kb_cg_member *m)
+static void member_remove(kb_consumer_group *cg, kb_cg_member *m)
 {
     gone_add(cg, m->member_id);
     for (int32_t i = 0; i < cg->nmembers; i++) {
@@ -111,7 +111,7 @@ static void member_remove(kb_cgroup *cg, kb_cg_member *m)
     cg->dirty = true;
 }
 
-static kp_err member_add(kb_cgroup *cg, kp_str member_id, kb_cg_member **out)
+static kp_err member_add(kb_consumer_group *cg, kp_str member_id, kb_cg_member **out)
 {
     if (cg->nmembers == cg->members_cap) {
         int32_t cap = cg->members_cap < 4 ? 4 : cg->members_cap * 2;
@@ -126,7 +126,7 @@ static kp_err member_add(kb_cgroup *cg, kp_str member_id, kb_cg_member **out)
         free(m);
         return KP_ERR__NOMEM;
     }
-    m->revoke_deadline = KB_CGROUP_NO_DEADLINE;
+    m->revoke_deadline = KB_CONSUMER_GROUP_NO_DEADLINE;
     m->dirty = KB_CG_DIRTY_META | KB_CG_DIRTY_CURRENT;
     cg->members[cg->nmembers++] = m;
     cg->dirty = true;
@@ -204,7 +204,7 @@ static kp_err member_set_topics(kb_cg_member *m, const kp_str *names, int32_t n,
 /* Refuses what RE2 refuses and what would make regcomp/regexec costly:
  * back-references, and counted repetitions that would expand the pattern
  * (its length times the product of the counts, nested ones multiplying)
- * past KB_CGROUP_REGEX_EXPANSION. glibc's regcomp builds an automaton that
+ * past KB_CONSUMER_GROUP_REGEX_EXPANSION. glibc's regcomp builds an automaton that
  * size: 250 alternatives repeated {1000} (513 bytes) took 0.5 s of the
  * loop and 570 MB; at the bound it takes milliseconds and a few MB. */
 static bool regex_tame(kp_str s)
@@ -225,7 +225,7 @@ static bool regex_tame(kp_str s)
             else
                 bound = 0; /* the count after the comma is the one that counts */
         product *= bound > 1 ? bound : 1;
-        if (product * s.len > KB_CGROUP_REGEX_EXPANSION)
+        if (product * s.len > KB_CONSUMER_GROUP_REGEX_EXPANSION)
             return false;
     }
     return true;
@@ -234,7 +234,7 @@ static bool regex_tame(kp_str s)
 /* A whole-name POSIX extended regex ("^(re)$"). */
 static kp_err compile_regex(kp_str s, regex_t *re)
 {
-    if (s.len > KB_CGROUP_MAX_REGEX || !regex_tame(s))
+    if (s.len > KB_CONSUMER_GROUP_MAX_REGEX || !regex_tame(s))
         return KP_ERR_INVALID_REGULAR_EXPRESSION;
     char *full = malloc((size_t)s.len + 5);
     if (full == NULL)
@@ -285,7 +285,7 @@ bool kb_cg_member_subscribes(const kb_cg_member *m, const char *topic)
     return strv_has(m->topics, m->ntopics, topic) || strv_has(m->rx_topics, m->nrx_topics, topic);
 }
 
-bool kb_cgroup_subscribed_to(const kb_cgroup *cg, kp_str topic)
+bool kb_consumer_group_subscribed_to(const kb_consumer_group *cg, kp_str topic)
 {
     for (int32_t i = 0; i < cg->nmembers; i++) {
         const kb_cg_member *m = cg->members[i];
@@ -312,7 +312,7 @@ static bool strv_eq(char *const *a, int32_t na, char *const *b, int32_t nb)
 }
 
 /* Re-reads which topics m's regex matches; *changed when that differs. */
-static kp_err refresh_regex(kb_cg_member *m, const kb_cgroup_env *env, bool *changed)
+static kp_err refresh_regex(kb_cg_member *m, const kb_consumer_group_env *env, bool *changed)
 {
     m->rx_pending = m->rx_fresh = false;
     if (m->regex == NULL)
@@ -347,7 +347,7 @@ nomem:
 
 /* A regex that came with this heartbeat waits for the next event, unless
  * another member has the same one resolved (Kafka shares resolutions). */
-static kp_err resolve_regex(kb_cgroup *cg, kb_cg_member *m, const kb_cgroup_env *env)
+static kp_err resolve_regex(kb_consumer_group *cg, kb_cg_member *m, const kb_consumer_group_env *env)
 {
     if (!m->rx_fresh)
         return refresh_regex(m, env, &cg->dirty); /* a member's subscription changed */
@@ -380,7 +380,7 @@ static int cmp_topic(const void *a, const void *b)
 
 /* The existing topics any member subscribes to, sorted by name (*out
  * malloc'ed; names borrowed from the registry during this call). */
-static kp_err subscribed_topics(const kb_cgroup *cg, const kb_cgroup_env *env, kb_cg_topic **out,
+static kp_err subscribed_topics(const kb_consumer_group *cg, const kb_consumer_group_env *env, kb_cg_topic **out,
                                 int32_t *nout)
 {
     size_t total = 0;
@@ -423,7 +423,7 @@ static uint64_t topics_sig(const kb_cg_topic *t, int32_t n)
     return h;
 }
 
-const char *kb_cgroup_assignor(const kb_cgroup *cg, const kb_cgroup_env *env)
+const char *kb_consumer_group_assignor(const kb_consumer_group *cg, const kb_consumer_group_env *env)
 {
     /* The assignor most members ask for (first asked on a tie). */
     const char *best = NULL;
@@ -445,7 +445,7 @@ const char *kb_cgroup_assignor(const kb_cgroup *cg, const kb_cgroup_env *env)
 
 /* Bumps the group epoch when membership, subscriptions or the subscribed
  * topics changed, then recomputes the target assignment. */
-static kp_err update_group(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
+static kp_err update_group(kb_consumer_group *cg, const kb_consumer_group_env *env, int64_t now)
 {
     if (!cg->dirty && now < cg->meta_deadline && cg->assignment_epoch == cg->group_epoch)
         return KP_ERR_NONE;
@@ -468,14 +468,14 @@ static kp_err update_group(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
     }
     cg->dirty = false;
     /* A regex left to resolve makes the next event look again. */
-    cg->meta_deadline = pending ? now : now + KB_CGROUP_REFRESH_MS;
+    cg->meta_deadline = pending ? now : now + KB_CONSUMER_GROUP_REFRESH_MS;
     kp_err err = KP_ERR_NONE;
     if (cg->group_epoch > cg->assignment_epoch) {
-        const char *a = kb_cgroup_assignor(cg, env);
+        const char *a = kb_consumer_group_assignor(cg, env);
         if (strcmp(a, "range") == 0)
-            err = kb_cassign_range(cg->members, cg->nmembers, topics, nt);
+            err = kb_consumer_assign_range(cg->members, cg->nmembers, topics, nt);
         else
-            err = kb_cassign_uniform(cg->members, cg->nmembers, topics, nt);
+            err = kb_consumer_assign_uniform(cg->members, cg->nmembers, topics, nt);
         if (err == KP_ERR_NONE)
             cg->assignment_epoch = cg->group_epoch;
     }
@@ -485,7 +485,7 @@ static kp_err update_group(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
 
 /* ---- reconciliation ----------------------------------------------------- */
 
-static bool owned_by_other(const kb_cgroup *cg, const kb_cg_member *m, const kb_cg_tp *tp)
+static bool owned_by_other(const kb_consumer_group *cg, const kb_cg_member *m, const kb_cg_tp *tp)
 {
     for (int32_t i = 0; i < cg->nmembers; i++) {
         const kb_cg_member *o = cg->members[i];
@@ -498,7 +498,7 @@ static bool owned_by_other(const kb_cgroup *cg, const kb_cg_member *m, const kb_
 
 /* Kafka's CurrentAssignmentBuilder.computeNextAssignment: keep what stays,
  * revoke what goes (epoch held), then take what is free. */
-static kp_err next_assignment(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, int64_t now)
+static kp_err next_assignment(kb_consumer_group *cg, kb_cg_member *m, const kb_cg_set *owned, int64_t now)
 {
     kb_cg_tpvec keep = {0}, revoke = {0}, add = {0};
     bool unreleased = false;
@@ -529,11 +529,11 @@ static kp_err next_assignment(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *o
     if (must_revoke) {
         m->prev_epoch = m->epoch; /* as Kafka records it while revoking */
         m->state = KB_CMS_UNREVOKED;
-        if (m->revoke_deadline == KB_CGROUP_NO_DEADLINE)
+        if (m->revoke_deadline == KB_CONSUMER_GROUP_NO_DEADLINE)
             m->revoke_deadline = now + m->rebalance_timeout_ms;
         return KP_ERR_NONE;
     }
-    m->revoke_deadline = KB_CGROUP_NO_DEADLINE;
+    m->revoke_deadline = KB_CONSUMER_GROUP_NO_DEADLINE;
     if (m->epoch != cg->assignment_epoch) {
         m->prev_epoch = m->epoch;
         m->epoch = cg->assignment_epoch;
@@ -542,7 +542,7 @@ static kp_err next_assignment(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *o
     return KP_ERR_NONE;
 }
 
-static kp_err reconcile_step(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned,
+static kp_err reconcile_step(kb_consumer_group *cg, kb_cg_member *m, const kb_cg_set *owned,
                              int64_t now)
 {
     switch (m->state) {
@@ -562,7 +562,7 @@ static kp_err reconcile_step(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *ow
 }
 
 /* Reconciles m, marking its current assignment record stale on a change. */
-static kp_err reconcile(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, int64_t now)
+static kp_err reconcile(kb_consumer_group *cg, kb_cg_member *m, const kb_cg_set *owned, int64_t now)
 {
     int32_t epoch = m->epoch, prev = m->prev_epoch, na = m->assigned.n, nr = m->revoking.n;
     kb_cg_member_state state = m->state;
@@ -575,14 +575,14 @@ static kp_err reconcile(kb_cgroup *cg, kb_cg_member *m, const kb_cg_set *owned, 
 
 /* ---- heartbeat ---------------------------------------------------------- */
 
-static kp_err fail(kb_cgroup_result *res, kp_err err, const char *msg)
+static kp_err fail(kb_consumer_group_result *res, kp_err err, const char *msg)
 {
     res->err = err;
     res->message = msg;
     return KP_ERR_NONE;
 }
 
-static bool assignor_known(const kb_cgroup_env *env, kp_str name)
+static bool assignor_known(const kb_consumer_group_env *env, kp_str name)
 {
     for (int32_t i = 0; i < env->nassignors; i++)
         if (kp_cstr_is(env->assignors[i], name))
@@ -594,7 +594,7 @@ static bool assignor_known(const kb_cgroup_env *env, kp_str name)
 static const char *invalid_request(const kp_consumer_group_heartbeat_req *rq, int16_t version)
 {
     bool join = rq->member_epoch == 0;
-    if (rq->member_epoch < KB_CGROUP_STATIC_LEAVE_EPOCH)
+    if (rq->member_epoch < KB_CONSUMER_GROUP_STATIC_LEAVE_EPOCH)
         return "MemberEpoch is invalid.";
     if ((version >= 1 || rq->member_epoch != 0) && rq->member_id.len <= 0)
         return "MemberId can't be empty.";
@@ -602,7 +602,7 @@ static const char *invalid_request(const kp_consumer_group_heartbeat_req *rq, in
         return "InstanceId can't be empty.";
     if (rq->rack_id.len == 0)
         return "RackId can't be empty.";
-    if (rq->member_epoch == KB_CGROUP_STATIC_LEAVE_EPOCH && rq->instance_id.len < 0)
+    if (rq->member_epoch == KB_CONSUMER_GROUP_STATIC_LEAVE_EPOCH && rq->instance_id.len < 0)
         return "InstanceId can't be null.";
     if (join && rq->rebalance_timeout_ms == -1)
         return "RebalanceTimeoutMs must be provided in first request.";
@@ -610,10 +610,10 @@ static const char *invalid_request(const kp_consumer_group_heartbeat_req *rq, in
         return "TopicPartitions must be empty when (re-)joining.";
     if (join && rq->subscribed_topic_names.n < 0 && rq->subscribed_topic_regex.len < 0)
         return "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.";
-    if (rq->subscribed_topic_names.n > KB_CGROUP_MAX_TOPICS)
+    if (rq->subscribed_topic_names.n > KB_CONSUMER_GROUP_MAX_TOPICS)
         return "SubscribedTopicNames has too many topics.";
     for (int32_t i = 0; i < rq->subscribed_topic_names.n; i++)
-        if (rq->subscribed_topic_names.v[i].len > KB_CGROUP_TOPIC_NAME_MAX)
+        if (rq->subscribed_topic_names.v[i].len > KB_CONSUMER_GROUP_TOPIC_NAME_MAX)
             return "SubscribedTopicNames has a name no topic can have.";
     return NULL;
 }
@@ -626,7 +626,7 @@ static kp_err owned_set(const kp_consumer_group_heartbeat_req *rq, kb_cg_set *ou
     for (int32_t i = 0; i < rq->topic_partitions.n; i++)
         total += rq->topic_partitions.v[i].partitions.n > 0 ? rq->topic_partitions.v[i].partitions.n
                                                             : 0;
-    if (total > KB_CGROUP_MAX_OWNED)
+    if (total > KB_CONSUMER_GROUP_MAX_OWNED)
         return KP_ERR_INVALID_REQUEST;
     kb_cg_tpvec t = {0};
     for (int32_t i = 0; i < rq->topic_partitions.n; i++)
@@ -637,20 +637,20 @@ static kp_err owned_set(const kp_consumer_group_heartbeat_req *rq, kb_cg_set *ou
 }
 
 /* Epoch -1 (leave) or -2 (static member's temporary leave). */
-static kp_err leave(kb_cgroup *cg, const kb_cgroup_env *env,
-                    const kp_consumer_group_heartbeat_req *rq, int64_t now, kb_cgroup_result *res)
+static kp_err leave(kb_consumer_group *cg, const kb_consumer_group_env *env,
+                    const kp_consumer_group_heartbeat_req *rq, int64_t now, kb_consumer_group_result *res)
 {
     kb_cg_member *m = rq->instance_id.len > 0 ? instance_find(cg, rq->instance_id)
-                                               : kb_cgroup_member_find(cg, rq->member_id);
+                                               : kb_consumer_group_member_find(cg, rq->member_id);
     if (m == NULL)
         return fail(res, KP_ERR_UNKNOWN_MEMBER_ID, NULL);
     if (!kp_cstr_is(m->member_id, rq->member_id))
         return fail(res, KP_ERR_FENCED_INSTANCE_ID, NULL);
     res->member_id = m->member_id;
     res->epoch = rq->member_epoch;
-    if (rq->member_epoch == KB_CGROUP_STATIC_LEAVE_EPOCH) {
+    if (rq->member_epoch == KB_CONSUMER_GROUP_STATIC_LEAVE_EPOCH) {
         m->prev_epoch = m->epoch;
-        m->epoch = KB_CGROUP_STATIC_LEAVE_EPOCH;
+        m->epoch = KB_CONSUMER_GROUP_STATIC_LEAVE_EPOCH;
         m->dirty |= KB_CG_DIRTY_CURRENT;
         m->session_deadline = now + env->session_timeout_ms; /* until a replacement joins */
         return KP_ERR_NONE;
@@ -662,14 +662,14 @@ static kp_err leave(kb_cgroup *cg, const kb_cgroup_env *env,
 
 /* A static member joining: itself again, or replacing one that left with
  * epoch -2 (it inherits the assignment). */
-static kp_err join_static(kb_cgroup *cg, const kp_consumer_group_heartbeat_req *rq,
-                          kb_cg_member **out, kb_cgroup_result *res)
+static kp_err join_static(kb_consumer_group *cg, const kp_consumer_group_heartbeat_req *rq,
+                          kb_cg_member **out, kb_consumer_group_result *res)
 {
     kb_cg_member *m = instance_find(cg, rq->instance_id);
     *out = m;
     if (m == NULL || kp_cstr_is(m->member_id, rq->member_id))
         return KP_ERR_NONE;
-    if (m->epoch != KB_CGROUP_STATIC_LEAVE_EPOCH)
+    if (m->epoch != KB_CONSUMER_GROUP_STATIC_LEAVE_EPOCH)
         return fail(res, KP_ERR_UNRELEASED_INSTANCE_ID, NULL);
     char *id = kp_str_cdup(rq->member_id);
     if (id == NULL)
@@ -683,17 +683,17 @@ static kp_err join_static(kb_cgroup *cg, const kp_consumer_group_heartbeat_req *
     return KP_ERR_NONE;
 }
 
-static kp_err join(kb_cgroup *cg, const kb_cgroup_env *env,
+static kp_err join(kb_consumer_group *cg, const kb_consumer_group_env *env,
                    const kp_consumer_group_heartbeat_req *rq, kb_cg_member **out,
-                   kb_cgroup_result *res)
+                   kb_consumer_group_result *res)
 {
     kp_err e = rq->instance_id.len > 0 ? join_static(cg, rq, out, res) : KP_ERR_NONE;
     if (e != KP_ERR_NONE || res->err != KP_ERR_NONE || *out != NULL)
         return e;
-    *out = rq->member_id.len > 0 ? kb_cgroup_member_find(cg, rq->member_id) : NULL;
+    *out = rq->member_id.len > 0 ? kb_consumer_group_member_find(cg, rq->member_id) : NULL;
     if (*out != NULL)
         return KP_ERR_NONE;
-    int32_t cap = env->max_size < KB_CGROUP_MAX_MEMBERS ? env->max_size : KB_CGROUP_MAX_MEMBERS;
+    int32_t cap = env->max_size < KB_CONSUMER_GROUP_MAX_MEMBERS ? env->max_size : KB_CONSUMER_GROUP_MAX_MEMBERS;
     if (cg->nmembers >= cap)
         return fail(res, KP_ERR_GROUP_MAX_SIZE_REACHED, "The group has reached its maximum size.");
     char fresh[37];
@@ -721,11 +721,11 @@ static kp_err check_epoch(const kb_cg_member *m, int32_t epoch, const kb_cg_set 
     return KP_ERR_NONE;
 }
 
-static kp_err find_member(kb_cgroup *cg, const kp_consumer_group_heartbeat_req *rq,
+static kp_err find_member(kb_consumer_group *cg, const kp_consumer_group_heartbeat_req *rq,
                           const kb_cg_set *owned, bool has_owned, kb_cg_member **out,
-                          kb_cgroup_result *res)
+                          kb_consumer_group_result *res)
 {
-    kb_cg_member *m = kb_cgroup_member_find(cg, rq->member_id);
+    kb_cg_member *m = kb_consumer_group_member_find(cg, rq->member_id);
     *out = m;
     if (m == NULL)
         return fail(res, KP_ERR_UNKNOWN_MEMBER_ID, NULL);
@@ -736,9 +736,9 @@ static kp_err find_member(kb_cgroup *cg, const kp_consumer_group_heartbeat_req *
 }
 
 /* Applies the subscription fields the request carries. */
-static kp_err update_member(kb_cgroup *cg, kb_cg_member *m,
-                            const kp_consumer_group_heartbeat_req *rq, const kb_cgroup_client *cl,
-                            kb_cgroup_result *res)
+static kp_err update_member(kb_consumer_group *cg, kb_cg_member *m,
+                            const kp_consumer_group_heartbeat_req *rq, const kb_consumer_group_client *cl,
+                            kb_consumer_group_result *res)
 {
     bool changed = false, nomem = false;
     kp_err e = KP_ERR_NONE;
@@ -767,10 +767,10 @@ static kp_err update_member(kb_cgroup *cg, kb_cg_member *m,
     return nomem ? KP_ERR__NOMEM : KP_ERR_NONE;
 }
 
-static kp_err heartbeat_member(kb_cgroup *cg, const kb_cgroup_env *env,
+static kp_err heartbeat_member(kb_consumer_group *cg, const kb_consumer_group_env *env,
                                const kp_consumer_group_heartbeat_req *rq,
-                               const kb_cgroup_client *cl, const kb_cg_set *owned, bool has_owned,
-                               int64_t now, kb_cgroup_result *res)
+                               const kb_consumer_group_client *cl, const kb_cg_set *owned, bool has_owned,
+                               int64_t now, kb_consumer_group_result *res)
 {
     kb_cg_member *m = NULL;
     kp_err e = rq->member_epoch == 0 ? join(cg, env, rq, &m, res)
@@ -803,7 +803,7 @@ static kp_err heartbeat_member(kb_cgroup *cg, const kb_cgroup_env *env,
     return e;
 }
 
-kp_err kb_cgroup_check_request(const kb_cgroup_env *env,
+kp_err kb_consumer_group_check_request(const kb_consumer_group_env *env,
                                const kp_consumer_group_heartbeat_req *rq, int16_t version,
                                const char **message)
 {
@@ -826,14 +826,14 @@ kp_err kb_cgroup_check_request(const kb_cgroup_env *env,
     return e;
 }
 
-kp_err kb_cgroup_heartbeat(kb_cgroup *cg, const kb_cgroup_env *env,
-                           const kp_consumer_group_heartbeat_req *rq, const kb_cgroup_client *cl,
-                           int64_t now, kb_cgroup_result *res)
+kp_err kb_consumer_group_heartbeat(kb_consumer_group *cg, const kb_consumer_group_env *env,
+                           const kp_consumer_group_heartbeat_req *rq, const kb_consumer_group_client *cl,
+                           int64_t now, kb_consumer_group_result *res)
 {
     memset(res, 0, sizeof(*res));
     res->heartbeat_interval_ms = env->heartbeat_interval_ms;
     const char *msg;
-    kp_err bad = kb_cgroup_check_request(env, rq, cl->version, &msg);
+    kp_err bad = kb_consumer_group_check_request(env, rq, cl->version, &msg);
     if (bad == KP_ERR__NOMEM)
         return bad;
     if (bad != KP_ERR_NONE)
@@ -855,7 +855,7 @@ kp_err kb_cgroup_heartbeat(kb_cgroup *cg, const kb_cgroup_env *env,
 
 /* ---- time --------------------------------------------------------------- */
 
-void kb_cgroup_tick(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
+void kb_consumer_group_tick(kb_consumer_group *cg, const kb_consumer_group_env *env, int64_t now)
 {
     bool removed = false;
     for (int32_t i = 0; i < cg->nmembers;) {
@@ -871,9 +871,9 @@ void kb_cgroup_tick(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
         (void)update_group(cg, env, now);
 }
 
-int64_t kb_cgroup_next_deadline(const kb_cgroup *cg)
+int64_t kb_consumer_group_next_deadline(const kb_consumer_group *cg)
 {
-    int64_t d = KB_CGROUP_NO_DEADLINE;
+    int64_t d = KB_CONSUMER_GROUP_NO_DEADLINE;
     for (int32_t i = 0; i < cg->nmembers; i++) {
         const kb_cg_member *m = cg->members[i];
         if (m->session_deadline < d)
@@ -884,7 +884,7 @@ int64_t kb_cgroup_next_deadline(const kb_cgroup *cg)
     return d;
 }
 
-kb_cgroup_state kb_cgroup_state_of(const kb_cgroup *cg)
+kb_consumer_group_state kb_consumer_group_state_of(const kb_consumer_group *cg)
 {
     if (cg->nmembers == 0)
         return KB_CGS_EMPTY;
@@ -893,7 +893,7 @@ kb_cgroup_state kb_cgroup_state_of(const kb_cgroup *cg)
     for (int32_t i = 0; i < cg->nmembers; i++) {
         const kb_cg_member *m = cg->members[i];
         if (m->state != KB_CMS_STABLE ||
-            (m->epoch != cg->assignment_epoch && m->epoch != KB_CGROUP_STATIC_LEAVE_EPOCH))
+            (m->epoch != cg->assignment_epoch && m->epoch != KB_CONSUMER_GROUP_STATIC_LEAVE_EPOCH))
             return KB_CGS_RECONCILING;
     }
     return KB_CGS_STABLE;
@@ -901,12 +901,12 @@ kb_cgroup_state kb_cgroup_state_of(const kb_cgroup *cg)
 
 /* ---- restoring ---------------------------------------------------------- */
 
-kp_err kb_cgroup_restore_member(kb_cgroup *cg, kp_str member_id,
+kp_err kb_consumer_group_restore_member(kb_consumer_group *cg, kp_str member_id,
                                 const kp_consumer_group_member_metadata_value *v)
 {
-    kb_cg_member *m = kb_cgroup_member_find(cg, member_id);
-    if (m == NULL && (cg->nmembers >= KB_CGROUP_MAX_MEMBERS || member_id.len <= 0 ||
-                      v->subscribed_topic_names.n > KB_CGROUP_MAX_TOPICS))
+    kb_cg_member *m = kb_consumer_group_member_find(cg, member_id);
+    if (m == NULL && (cg->nmembers >= KB_CONSUMER_GROUP_MAX_MEMBERS || member_id.len <= 0 ||
+                      v->subscribed_topic_names.n > KB_CONSUMER_GROUP_MAX_TOPICS))
         return KP_ERR__CORRUPT;
     if (m == NULL && member_add(cg, member_id, &m) != KP_ERR_NONE)
         return KP_ERR__NOMEM;
@@ -927,20 +927,20 @@ kp_err kb_cgroup_restore_member(kb_cgroup *cg, kp_str member_id,
     return e != KP_ERR_NONE ? e : nomem ? KP_ERR__NOMEM : KP_ERR_NONE;
 }
 
-void kb_cgroup_restore_remove(kb_cgroup *cg, kp_str member_id)
+void kb_consumer_group_restore_remove(kb_consumer_group *cg, kp_str member_id)
 {
-    kb_cg_member *m = kb_cgroup_member_find(cg, member_id);
+    kb_cg_member *m = kb_consumer_group_member_find(cg, member_id);
     if (m != NULL)
         member_remove(cg, m);
 }
 
-kp_err kb_cgroup_restored(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
+kp_err kb_consumer_group_restored(kb_consumer_group *cg, const kb_consumer_group_env *env, int64_t now)
 {
     for (int32_t i = 0; i < cg->nmembers; i++) {
         kb_cg_member *m = cg->members[i];
         m->session_deadline = now + env->session_timeout_ms;
         m->revoke_deadline = m->state == KB_CMS_UNREVOKED ? now + m->rebalance_timeout_ms
-                                                           : KB_CGROUP_NO_DEADLINE;
+                                                           : KB_CONSUMER_GROUP_NO_DEADLINE;
         m->dirty = 0;
         bool changed = false; /* the group comes back at its stored epoch regardless */
         if (refresh_regex(m, env, &changed) != KP_ERR_NONE)
@@ -956,7 +956,7 @@ kp_err kb_cgroup_restored(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
     cg->meta_sig = topics_sig(topics, nt);
     free(topics);
     cg->dirty = false;
-    cg->meta_deadline = now + KB_CGROUP_REFRESH_MS;
+    cg->meta_deadline = now + KB_CONSUMER_GROUP_REFRESH_MS;
     cg->stored_epoch = cg->group_epoch;
     cg->stored_assignment_epoch = cg->assignment_epoch;
     return KP_ERR_NONE;
@@ -964,12 +964,12 @@ kp_err kb_cgroup_restored(kb_cgroup *cg, const kb_cgroup_env *env, int64_t now)
 
 /* ---- offsets ------------------------------------------------------------ */
 
-kp_err kb_cgroup_check_commit(const kb_cgroup *cg, kp_str member_id, int32_t epoch,
+kp_err kb_consumer_group_check_commit(const kb_consumer_group *cg, kp_str member_id, int32_t epoch,
                               int16_t version, bool transactional)
 {
     if (epoch < 0 && cg->nmembers == 0)
         return KP_ERR_NONE;
-    const kb_cg_member *m = kb_cgroup_member_find(cg, member_id);
+    const kb_cg_member *m = kb_consumer_group_member_find(cg, member_id);
     if (m == NULL)
         return KP_ERR_UNKNOWN_MEMBER_ID;
     if (!transactional && version < 9)
@@ -977,11 +977,11 @@ kp_err kb_cgroup_check_commit(const kb_cgroup *cg, kp_str member_id, int32_t epo
     return epoch != m->epoch ? KP_ERR_STALE_MEMBER_EPOCH : KP_ERR_NONE;
 }
 
-kp_err kb_cgroup_check_fetch(const kb_cgroup *cg, kp_str member_id, int32_t epoch)
+kp_err kb_consumer_group_check_fetch(const kb_consumer_group *cg, kp_str member_id, int32_t epoch)
 {
     if (member_id.len < 0 && epoch < 0)
         return KP_ERR_NONE;
-    const kb_cg_member *m = kb_cgroup_member_find(cg, member_id);
+    const kb_cg_member *m = kb_consumer_group_member_find(cg, member_id);
     if (m == NULL)
         return KP_ERR_UNKNOWN_MEMBER_ID;
     return epoch != m->epoch ? KP_ERR_STALE_MEMBER_EPOCH : KP_ERR_NONE;

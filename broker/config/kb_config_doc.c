@@ -1,4 +1,4 @@
-#include "kb_cdoc.h"
+#include "kb_config_doc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +47,7 @@ static int doc_cmp(const void *k, const void *d)
     return strcmp(k, ((const struct doc *)d)->key);
 }
 
-const char *kb_cdoc(const char *key)
+const char *kb_config_doc(const char *key)
 {
     const struct doc *d = bsearch(key, docs, sizeof(docs) / sizeof(docs[0]), sizeof(docs[0]),
                                   doc_cmp);

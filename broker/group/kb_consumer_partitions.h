@@ -1,5 +1,5 @@
 /*
- * kb_cgset: sets of topic partitions (topic id, partition) as the KIP-848
+ * kb_consumer_partitions: sets of topic partitions (topic id, partition) as the KIP-848
  * consumer groups keep them: a member's assigned, revoking and target
  * partitions.
  *
@@ -14,8 +14,8 @@
  *
  * Errors: out of memory only, reported as false by kb_cg_tpvec_seal.
  */
-#ifndef KB_CGSET_H
-#define KB_CGSET_H
+#ifndef KB_CONSUMER_PARTITIONS_H
+#define KB_CONSUMER_PARTITIONS_H
 
 #include <stdbool.h>
 #include <stdint.h>

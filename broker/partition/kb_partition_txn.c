@@ -1,4 +1,4 @@
-#include "kb_ptxn.h"
+#include "kb_partition_txn.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +10,7 @@ typedef struct open_txn {
     int64_t first_offset;
 } open_txn;
 
-struct kb_ptxn {
+struct kb_partition_txn {
     open_txn *open; /* unordered; few producers write one partition */
     int32_t nopen;
     int32_t capopen;
@@ -33,12 +33,12 @@ static kp_err reserve_one(void **v, int32_t n, int32_t *cap, size_t elem)
     return KP_ERR_NONE;
 }
 
-kb_ptxn *kb_ptxn_new(void)
+kb_partition_txn *kb_partition_txn_new(void)
 {
-    return calloc(1, sizeof(kb_ptxn));
+    return calloc(1, sizeof(kb_partition_txn));
 }
 
-void kb_ptxn_free(kb_ptxn *x)
+void kb_partition_txn_free(kb_partition_txn *x)
 {
     if (x == NULL)
         return;
@@ -47,7 +47,7 @@ void kb_ptxn_free(kb_ptxn *x)
     free(x);
 }
 
-static int32_t find_open(const kb_ptxn *x, int64_t producer_id)
+static int32_t find_open(const kb_partition_txn *x, int64_t producer_id)
 {
     for (int32_t i = 0; i < x->nopen; i++)
         if (x->open[i].producer_id == producer_id)
@@ -55,7 +55,7 @@ static int32_t find_open(const kb_ptxn *x, int64_t producer_id)
     return -1;
 }
 
-kp_err kb_ptxn_on_data(kb_ptxn *x, int64_t producer_id, int64_t base_offset)
+kp_err kb_partition_txn_on_data(kb_partition_txn *x, int64_t producer_id, int64_t base_offset)
 {
     if (find_open(x, producer_id) >= 0)
         return KP_ERR_NONE;
@@ -66,16 +66,16 @@ kp_err kb_ptxn_on_data(kb_ptxn *x, int64_t producer_id, int64_t base_offset)
 }
 
 /* Drops the oldest quarter of the aborted entries (invariant 3). */
-static void drop_oldest(kb_ptxn *x)
+static void drop_oldest(kb_partition_txn *x)
 {
     int32_t drop = x->naborted / 4 > 0 ? x->naborted / 4 : 1;
     memmove(x->aborted, x->aborted + drop, (size_t)(x->naborted - drop) * sizeof(*x->aborted));
     x->naborted -= drop;
 }
 
-static kp_err push_aborted(kb_ptxn *x, const kb_aborted_txn *a)
+static kp_err push_aborted(kb_partition_txn *x, const kb_aborted_txn *a)
 {
-    if (x->naborted >= KB_PTXN_ABORTED_MAX)
+    if (x->naborted >= KB_PARTITION_TXN_ABORTED_MAX)
         drop_oldest(x);
     if (reserve_one((void **)&x->aborted, x->naborted, &x->capaborted, sizeof(*x->aborted)) !=
         KP_ERR_NONE)
@@ -84,7 +84,7 @@ static kp_err push_aborted(kb_ptxn *x, const kb_aborted_txn *a)
     return KP_ERR_NONE;
 }
 
-kp_err kb_ptxn_on_marker(kb_ptxn *x, int64_t producer_id, bool commit, int64_t offset)
+kp_err kb_partition_txn_on_marker(kb_partition_txn *x, int64_t producer_id, bool commit, int64_t offset)
 {
     int32_t i = find_open(x, producer_id);
     if (i < 0)
@@ -96,7 +96,7 @@ kp_err kb_ptxn_on_marker(kb_ptxn *x, int64_t producer_id, bool commit, int64_t o
     return push_aborted(x, &a);
 }
 
-bool kb_ptxn_open(const kb_ptxn *x, int64_t producer_id, int64_t *first_offset)
+bool kb_partition_txn_open(const kb_partition_txn *x, int64_t producer_id, int64_t *first_offset)
 {
     int32_t i = find_open(x, producer_id);
     if (i >= 0 && first_offset != NULL)
@@ -104,12 +104,12 @@ bool kb_ptxn_open(const kb_ptxn *x, int64_t producer_id, int64_t *first_offset)
     return i >= 0;
 }
 
-int32_t kb_ptxn_open_count(const kb_ptxn *x)
+int32_t kb_partition_txn_open_count(const kb_partition_txn *x)
 {
     return x->nopen;
 }
 
-int64_t kb_ptxn_lso(const kb_ptxn *x, int64_t high_watermark)
+int64_t kb_partition_txn_lso(const kb_partition_txn *x, int64_t high_watermark)
 {
     int64_t lso = high_watermark;
     for (int32_t i = 0; i < x->nopen; i++)
@@ -119,7 +119,7 @@ int64_t kb_ptxn_lso(const kb_ptxn *x, int64_t high_watermark)
 }
 
 /* The first aborted entry whose last_offset >= from. */
-static int32_t lower_bound(const kb_ptxn *x, int64_t from)
+static int32_t lower_bound(const kb_partition_txn *x, int64_t from)
 {
     int32_t lo = 0, hi = x->naborted;
     while (lo < hi) {
@@ -132,7 +132,7 @@ static int32_t lower_bound(const kb_ptxn *x, int64_t from)
     return lo;
 }
 
-int32_t kb_ptxn_aborted(const kb_ptxn *x, int64_t from, int64_t upto, kb_aborted_txn *out,
+int32_t kb_partition_txn_aborted(const kb_partition_txn *x, int64_t from, int64_t upto, kb_aborted_txn *out,
                         int32_t max)
 {
     int32_t n = 0;
@@ -142,12 +142,12 @@ int32_t kb_ptxn_aborted(const kb_ptxn *x, int64_t from, int64_t upto, kb_aborted
     return n;
 }
 
-int32_t kb_ptxn_aborted_count(const kb_ptxn *x)
+int32_t kb_partition_txn_aborted_count(const kb_partition_txn *x)
 {
     return x->naborted;
 }
 
-void kb_ptxn_prune(kb_ptxn *x, int64_t log_start)
+void kb_partition_txn_prune(kb_partition_txn *x, int64_t log_start)
 {
     int32_t drop = lower_bound(x, log_start);
     if (drop == 0)
@@ -156,13 +156,13 @@ void kb_ptxn_prune(kb_ptxn *x, int64_t log_start)
     x->naborted -= drop;
 }
 
-kp_err kb_ptxn_control_type(const uint8_t *batch, size_t len, int16_t *type)
+kp_err kb_partition_txn_control_type(const uint8_t *batch, size_t len, int16_t *type)
 {
     int32_t coordinator_epoch;
-    return kb_ptxn_marker(batch, len, type, &coordinator_epoch);
+    return kb_partition_txn_marker(batch, len, type, &coordinator_epoch);
 }
 
-kp_err kb_ptxn_marker(const uint8_t *batch, size_t len, int16_t *type, int32_t *coordinator_epoch)
+kp_err kb_partition_txn_marker(const uint8_t *batch, size_t len, int16_t *type, int32_t *coordinator_epoch)
 {
     kp_batch_hdr h;
     if (len < KP_BATCH_HDR_SIZE || kp_batch_hdr_parse(batch, len, &h) != KP_ERR_NONE ||
@@ -179,16 +179,16 @@ kp_err kb_ptxn_marker(const uint8_t *batch, size_t len, int16_t *type, int32_t *
     return KP_ERR_NONE;
 }
 
-kp_err kb_ptxn_replay(kb_ptxn *x, const kp_batch_hdr *h, const uint8_t *batch, size_t len)
+kp_err kb_partition_txn_replay(kb_partition_txn *x, const kp_batch_hdr *h, const uint8_t *batch, size_t len)
 {
     if (!(h->attributes & KP_BATCH_ATTR_TRANSACTIONAL) || h->producer_id < 0)
         return KP_ERR_NONE;
     if (!(h->attributes & KP_BATCH_ATTR_CONTROL))
-        return kb_ptxn_on_data(x, h->producer_id, h->base_offset);
+        return kb_partition_txn_on_data(x, h->producer_id, h->base_offset);
     int16_t type;
-    if (batch == NULL || kb_ptxn_control_type(batch, len, &type) != KP_ERR_NONE)
+    if (batch == NULL || kb_partition_txn_control_type(batch, len, &type) != KP_ERR_NONE)
         return KP_ERR_NONE; /* not a marker we can read: it ends nothing */
     if (type != KB_CONTROL_ABORT && type != KB_CONTROL_COMMIT)
         return KP_ERR_NONE;
-    return kb_ptxn_on_marker(x, h->producer_id, type == KB_CONTROL_COMMIT, h->base_offset);
+    return kb_partition_txn_on_marker(x, h->producer_id, type == KB_CONTROL_COMMIT, h->base_offset);
 }

@@ -1,5 +1,5 @@
 /*
- * kb_gcoord: the group coordinator of this broker: the kb_group state
+ * kb_group_coord: the group coordinator of this broker: the kb_group state
  * machines wired to the event loop, and their persistence in
  * __consumer_offsets.
  *
@@ -14,20 +14,20 @@
  *   1. A group's in-memory offsets and metadata change only after the
  *      records saying so were appended (page-cache durable) to its partition
  *      kafka-style: partition = kb_offsets_partition_for(group id). The
- *      exception: a KIP-848 group's records (kb_cgroup_rec: epochs,
+ *      exception: a KIP-848 group's records (kb_consumer_group_rec: epochs,
  *      members, target and current assignments) are written by
- *      kb_gcoord_touch right after the event that changed them; a failed
+ *      kb_group_coord_touch right after the event that changed them; a failed
  *      write is retried after the next event, and a crash in between loses
  *      that last change only (the members' heartbeats redo it).
  *   2. A group's timer is armed exactly when kb_group_next_deadline() is
- *      finite, at that deadline (kb_gcoord_touch after every event).
+ *      finite, at that deadline (kb_group_coord_touch after every event).
  *   3. __consumer_offsets exists once any group state was written, with
  *      offsets.topic.num.partitions partitions and cleanup.policy=compact.
  *   4. Offsets committed in a transaction are in the log as a transactional
  *      batch but reach a group's map only once the commit marker follows
- *      (at runtime kb_gcoord_txn_end, at start-up the marker in the log).
+ *      (at runtime kb_group_coord_txn_end, at start-up the marker in the log).
  *
- * Ownership: the coordinator (b->gcoord) owns the registry; kb_gcoord_stop
+ * Ownership: the coordinator (b->group_coord) owns the registry; kb_group_coord_stop
  * frees it after the server stopped (parked requests are gone by then).
  *
  * Threading: loop thread only.
@@ -36,8 +36,8 @@
  * COORDINATOR_NOT_AVAILABLE); start-up returns KP_ERR__IO with a message
  * when __consumer_offsets cannot be read.
  */
-#ifndef KB_GCOORD_H
-#define KB_GCOORD_H
+#ifndef KB_GROUP_COORD_H
+#define KB_GROUP_COORD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -47,7 +47,7 @@
 #include "kb_group.h"
 #include "kb_topics.h"
 
-#define KB_GCOORD_OFFSETS_TOPIC "__consumer_offsets"
+#define KB_GROUP_COORD_OFFSETS_TOPIC "__consumer_offsets"
 
 /* What a handler hands kb_group_join/kb_group_sync as the waiter: the
  * coordinator's env forwards the answer to these. */
@@ -57,49 +57,49 @@ struct kb_gwaiter {
     void (*sync_done)(kb_gwaiter *w, const kb_group *g, kp_err err, kp_slice assignment);
 };
 
-kp_err kb_gcoord_start(kb_broker *b, char *err, size_t errlen);
-void kb_gcoord_stop(kb_broker *b);
+kp_err kb_group_coord_start(kb_broker *b, char *err, size_t errlen);
+void kb_group_coord_stop(kb_broker *b);
 
-kb_groups *kb_gcoord_groups(kb_broker *b);
+kb_groups *kb_group_coord_groups(kb_broker *b);
 /* The KIP-848 consumer groups' view of topics and their settings. */
-const struct kb_cgroup_env *kb_gcoord_cgroup_env(kb_broker *b);
+const struct kb_consumer_group_env *kb_group_coord_cgroup_env(kb_broker *b);
 /* The same for group g: its session timeout and heartbeat interval from its
- * group configs (kb_gconf.h) where set. */
-void kb_gcoord_cgroup_env_for(kb_broker *b, const kb_group *g, struct kb_cgroup_env *out);
-int64_t kb_gcoord_now(kb_broker *b);  /* monotonic ms */
-int64_t kb_gcoord_wall(kb_broker *b); /* wall clock ms */
+ * group configs (kb_group_conf.h) where set. */
+void kb_group_coord_cgroup_env_for(kb_broker *b, const kb_group *g, struct kb_consumer_group_env *out);
+int64_t kb_group_coord_now(kb_broker *b);  /* monotonic ms */
+int64_t kb_group_coord_wall(kb_broker *b); /* wall clock ms */
 
 /* __consumer_offsets, created on first use. */
-kp_err kb_gcoord_offsets_topic(kb_broker *b, kb_topic **out);
+kp_err kb_group_coord_offsets_topic(kb_broker *b, kb_topic **out);
 
 /* Re-arms g's timer after an event changed its deadlines (and records a
  * consumer group's new epoch). */
-void kb_gcoord_touch(kb_broker *b, kb_group *g);
+void kb_group_coord_touch(kb_broker *b, kb_group *g);
 
 /* Writes the commits then applies them to g->offsets. */
-kp_err kb_gcoord_commit(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n);
+kp_err kb_group_coord_commit(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n);
 /* Writes tombstones for the given offsets of g, then forgets them. */
-kp_err kb_gcoord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n);
+kp_err kb_group_coord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n);
 /* Writes tombstones for every offset and the metadata of an EMPTY group,
  * then removes it. */
-kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g);
+kp_err kb_group_coord_delete_group(kb_broker *b, kb_group *g);
 
 /* A topic was deleted: every group's offsets of it, committed or held in an
  * open transaction, get tombstones and go, as Kafka's coordinator does on
  * deleted partitions (the groups stay; failures are logged). */
-void kb_gcoord_topic_deleted(kb_broker *b, kp_str topic);
+void kb_group_coord_topic_deleted(kb_broker *b, kp_str topic);
 
 /* TxnOffsetCommit: writes the commits as one transactional batch of
  * (pid, epoch) to g's partition and holds them, invisible to OffsetFetch,
  * until pid's marker lands on that partition (at most 100000 held in all:
  * beyond, COORDINATOR_NOT_AVAILABLE). */
-kp_err kb_gcoord_txn_commit(kb_broker *b, kb_group *g, int64_t pid, int16_t epoch,
+kp_err kb_group_coord_txn_commit(kb_broker *b, kb_group *g, int64_t pid, int16_t epoch,
                             const kb_offset *offs, int32_t n);
 /* pid's commit or abort marker was written to partition of
  * __consumer_offsets: its held offsets there become committed, or vanish. */
-void kb_gcoord_txn_end(kb_broker *b, int64_t pid, int32_t partition, bool commit);
+void kb_group_coord_txn_end(kb_broker *b, int64_t pid, int32_t partition, bool commit);
 /* Whether an open transaction holds an offset for (group, topic, partition)
  * (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT). */
-bool kb_gcoord_txn_pending(kb_broker *b, kp_str group, kp_str topic, int32_t partition);
+bool kb_group_coord_txn_pending(kb_broker *b, kp_str group, kp_str topic, int32_t partition);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * kb_tconf: topic-level configuration: which keys exist, how their values
+ * kb_topic_conf: topic-level configuration: which keys exist, how their values
  * are checked, and each key's effective value for a topic.
  *
  * Job: one place that knows the topic config keys (cleanup.policy,
@@ -8,16 +8,16 @@
  * (log.retention.ms, ...), else Kafka's default.
  *
  * Invariants:
- *   1. The key table is sorted by key; kb_tconf_key(i) walks it in order.
- *   2. kb_tconf_effective() returns a value for every key in the table.
+ *   1. The key table is sorted by key; kb_topic_conf_key(i) walks it in order.
+ *   2. kb_topic_conf_effective() returns a value for every key in the table.
  *
  * Ownership: returned strings are owned by the topic or the config and stay
  * valid while both do.
  * Threading: loop thread only (reads the registry).
- * Errors: kb_tconf_check() returns INVALID_CONFIG with Kafka's message.
+ * Errors: kb_topic_conf_check() returns INVALID_CONFIG with Kafka's message.
  */
-#ifndef KB_TCONF_H
-#define KB_TCONF_H
+#ifndef KB_TOPIC_CONF_H
+#define KB_TOPIC_CONF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,23 +46,23 @@ enum kb_config_type_wire {
     KB_CT_LIST = 7,
 };
 
-kp_err kb_tconf_check(const char *key, const char *value, kb_msgbuf *msg);
+kp_err kb_topic_conf_check(const char *key, const char *value, kb_msgbuf *msg);
 
 /* True for keys whose value is a comma-separated list (APPEND/SUBTRACT). */
-bool kb_tconf_is_list(const char *key);
+bool kb_topic_conf_is_list(const char *key);
 /* Kafka's own default of a topic key (not the broker's), NULL if unknown. */
-const char *kb_tconf_default(const char *key);
+const char *kb_topic_conf_default(const char *key);
 
-size_t kb_tconf_count(void);
-const char *kb_tconf_key(size_t i);
-int8_t kb_tconf_type(size_t i);
+size_t kb_topic_conf_count(void);
+const char *kb_topic_conf_key(size_t i);
+int8_t kb_topic_conf_type(size_t i);
 
 /* The effective value of key for t (t may be NULL for the broker default);
  * *source gets a KB_CS_* value. NULL for an unknown key. */
-const char *kb_tconf_effective(const kb_config *cfg, const kb_topic *t, const char *key,
+const char *kb_topic_conf_effective(const kb_config *cfg, const kb_topic *t, const char *key,
                                int8_t *source);
 
 /* The effective value parsed as an integer, or dflt when unset/unparsable. */
-int64_t kb_tconf_long(const kb_config *cfg, const kb_topic *t, const char *key, int64_t dflt);
+int64_t kb_topic_conf_long(const kb_config *cfg, const kb_topic *t, const char *key, int64_t dflt);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * kb_props: raw configuration text, before it has any meaning.
+ * kb_properties: raw configuration text, before it has any meaning.
  *
  * Job: read Java Properties text (the syntax of Kafka's server.properties)
  * into key/value pairs, and turn environment variable names in the Kafka
@@ -24,7 +24,7 @@
  *      and contain no NUL byte.
  *   2. Pairs come in file order; a key may come more than once (the caller
  *      lets the last one win, as Java does).
- *   3. kb_props_env_key() writes at most n + 1 bytes, lowercase, no '_' run
+ *   3. kb_properties_env_key() writes at most n + 1 bytes, lowercase, no '_' run
  *      longer than one character left from the name.
  *
  * Ownership: the key and value given to the callback live only during the
@@ -32,28 +32,28 @@
  *
  * Threading: no shared state; any thread.
  *
- * Errors: kb_props_parse() returns KP_ERR__INVAL for a malformed \u escape,
+ * Errors: kb_properties_parse() returns KP_ERR__INVAL for a malformed \u escape,
  * \u0000, a NUL byte or a line with a value but no key, filling *perr with
  * the line number and a static description; KP_ERR__NOMEM; or the first
  * error the callback returns, which stops the parse.
  */
-#ifndef KB_PROPS_H
-#define KB_PROPS_H
+#ifndef KB_PROPERTIES_H
+#define KB_PROPERTIES_H
 
 #include <stddef.h>
 
 #include "kp_err.h"
 
 /* Called once per property; `line` is where its logical line starts. */
-typedef kp_err (*kb_props_fn)(void *arg, const char *key, const char *value, int line);
+typedef kp_err (*kb_properties_fn)(void *arg, const char *key, const char *value, int line);
 
-typedef struct kb_props_error {
+typedef struct kb_properties_error {
     int pe_line;         /* 1-based line of the fault */
     const char *pe_what; /* e.g. "malformed \\uxxxx escape" (static) */
-} kb_props_error;
+} kb_properties_error;
 
-kp_err kb_props_parse(const char *text, size_t len, kb_props_fn fn, void *arg,
-                      kb_props_error *perr);
+kp_err kb_properties_parse(const char *text, size_t len, kb_properties_fn fn, void *arg,
+                      kb_properties_error *perr);
 
 /*
  * The key an environment variable stands for. var is its name (n bytes, no
@@ -66,6 +66,6 @@ kp_err kb_props_parse(const char *text, size_t len, kb_props_fn fn, void *arg,
  * to out (capacity n + 1) and returns its length:
  * KAFKA_LOG_DIRS -> log.dirs, KAFKA_LISTENER_NAME_X___Y -> listener.name.x-y.
  */
-size_t kb_props_env_key(const char *var, size_t n, char *out);
+size_t kb_properties_env_key(const char *var, size_t n, char *out);
 
 #endif

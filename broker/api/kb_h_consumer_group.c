@@ -1,5 +1,5 @@
 /* Handlers for the KIP-848 consumer group APIs: ConsumerGroupHeartbeat and
- * ConsumerGroupDescribe. The state machine is kb_cgroup; these find or make
+ * ConsumerGroupDescribe. The state machine is kb_consumer_group; these find or make
  * the group in the shared registry (classic and consumer groups share the
  * id namespace), call it, and fill the response.
  *
@@ -13,9 +13,9 @@
 #include "kb_authz.h"
 #include "kb_config.h"
 #include "kb_context.h"
-#include "kb_cgroup.h"
+#include "kb_consumer_group.h"
 #include "kb_dispatch.h"
-#include "kb_gcoord.h"
+#include "kb_group_coord.h"
 
 /* ---- ConsumerGroupHeartbeat --------------------------------------------- */
 
@@ -65,7 +65,7 @@ static void hb_error(kb_req *req, kp_consumer_group_heartbeat_resp *rs, kp_err e
 static kp_err heartbeat_group(kb_req *req, const kp_consumer_group_heartbeat_req *rq,
                               kb_group **out, bool *created, const char **msg)
 {
-    kb_groups *gs = kb_gcoord_groups(req->broker);
+    kb_groups *gs = kb_group_coord_groups(req->broker);
     kb_group *g = kb_groups_find(gs, rq->group_id);
     *created = false;
     *out = g;
@@ -86,7 +86,7 @@ static kp_err heartbeat_group(kb_req *req, const kp_consumer_group_heartbeat_req
             return KP_ERR__NOMEM;
         *created = true;
     }
-    if ((g->cg = kb_cgroup_new()) == NULL) {
+    if ((g->cg = kb_consumer_group_new()) == NULL) {
         if (*created)
             kb_groups_remove(gs, g);
         return KP_ERR__NOMEM;
@@ -117,7 +117,7 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
         hb_error(req, rs, KP_ERR_INVALID_REQUEST, "GroupId can't be empty.");
         return KP_ERR_NONE;
     }
-    kp_err bad = kb_cgroup_check_request(kb_gcoord_cgroup_env(req->broker), rq,
+    kp_err bad = kb_consumer_group_check_request(kb_group_coord_cgroup_env(req->broker), rq,
                                          req->api_version, &msg);
     if (bad == KP_ERR__NOMEM)
         return bad;
@@ -129,7 +129,7 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
         hb_error(req, rs, bad, NULL);
         return KP_ERR_NONE;
     }
-    if (kb_gcoord_offsets_topic(req->broker, &t) != KP_ERR_NONE) {
+    if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE) {
         hb_error(req, rs, KP_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
         return KP_ERR_NONE;
     }
@@ -142,11 +142,11 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
         hb_error(req, rs, err, msg);
         return KP_ERR_NONE;
     }
-    kb_cgroup_client cl = {req->client_id, kb_req_client_host(req), req->api_version};
-    kb_cgroup_result res;
-    kb_cgroup_env env; /* the broker's settings under the group's configs */
-    kb_gcoord_cgroup_env_for(req->broker, g, &env);
-    err = kb_cgroup_heartbeat(g->cg, &env, rq, &cl, kb_gcoord_now(req->broker), &res);
+    kb_consumer_group_client cl = {req->client_id, kb_req_client_host(req), req->api_version};
+    kb_consumer_group_result res;
+    kb_consumer_group_env env; /* the broker's settings under the group's configs */
+    kb_group_coord_cgroup_env_for(req->broker, g, &env);
+    err = kb_consumer_group_heartbeat(g->cg, &env, rq, &cl, kb_group_coord_now(req->broker), &res);
     if (err == KP_ERR_NONE && res.err == KP_ERR_NONE) {
         rs->member_id = res.member_id != NULL ? kb_req_str(req, res.member_id) : rq->member_id;
         rs->member_epoch = res.epoch;
@@ -157,9 +157,9 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
         hb_error(req, rs, res.err, res.message);
     }
     if (created && g->cg->nmembers == 0 && kb_offset_map_count(&g->offsets) == 0)
-        kb_groups_remove(kb_gcoord_groups(req->broker), g);
+        kb_groups_remove(kb_group_coord_groups(req->broker), g);
     else
-        kb_gcoord_touch(req->broker, g);
+        kb_group_coord_touch(req->broker, g);
     return err;
 }
 
@@ -231,18 +231,18 @@ static kp_err describe_group(kb_req *req, kp_str id, bool ops, described *out)
     }
     if (ops)
         out->authorized_operations = kb_authz_ops(req, KB_RES_GROUP, id);
-    const kb_group *g = kb_groups_find(kb_gcoord_groups(req->broker), id);
+    const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), id);
     if (g == NULL || g->cg == NULL) {
         out->error_code = KP_ERR_GROUP_ID_NOT_FOUND;
         out->error_message = g == NULL ? kb_req_str(req, "Group not found.")
                                        : kb_req_str(req, "Group is not a consumer group.");
         return KP_ERR_NONE;
     }
-    const kb_cgroup *cg = g->cg;
-    out->group_state = kb_req_str(req, kb_cgroup_state_name(kb_cgroup_state_of(cg)));
+    const kb_consumer_group *cg = g->cg;
+    out->group_state = kb_req_str(req, kb_consumer_group_state_name(kb_consumer_group_state_of(cg)));
     out->group_epoch = cg->group_epoch;
     out->assignment_epoch = cg->assignment_epoch;
-    out->assignor_name = kb_req_str(req, kb_cgroup_assignor(cg, kb_gcoord_cgroup_env(req->broker)));
+    out->assignor_name = kb_req_str(req, kb_consumer_group_assignor(cg, kb_group_coord_cgroup_env(req->broker)));
     if (!KB_ARRAY_ALLOC(req, out->members, cg->nmembers))
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < cg->nmembers; i++) {
@@ -258,7 +258,7 @@ kp_err kb_h_consumer_group_describe(kb_req *req, const kp_consumer_group_describ
 {
     int32_t n = rq->group_ids.n > 0 ? rq->group_ids.n : 0;
     kb_topic *t;
-    bool ready = kb_gcoord_offsets_topic(req->broker, &t) == KP_ERR_NONE;
+    bool ready = kb_group_coord_offsets_topic(req->broker, &t) == KP_ERR_NONE;
     if (!KB_ARRAY_ALLOC(req, rs->groups, n))
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < n; i++) {

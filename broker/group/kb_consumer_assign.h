@@ -1,5 +1,5 @@
 /*
- * kb_cassign: the server-side assignors of KIP-848 consumer groups,
+ * kb_consumer_assign: the server-side assignors of KIP-848 consumer groups,
  * "uniform" (Kafka's default) and "range".
  *
  * Job: from the members' subscriptions and the subscribed topics, compute
@@ -22,14 +22,14 @@
  *
  * Errors: KP_ERR__NOMEM (the targets are then unspecified).
  */
-#ifndef KB_CASSIGN_H
-#define KB_CASSIGN_H
+#ifndef KB_CONSUMER_ASSIGN_H
+#define KB_CONSUMER_ASSIGN_H
 
-#include "kb_cgroup.h"
+#include "kb_consumer_group.h"
 
-kp_err kb_cassign_uniform(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
+kp_err kb_consumer_assign_uniform(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
                           int32_t ntopics);
-kp_err kb_cassign_range(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
+kp_err kb_consumer_assign_range(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
                         int32_t ntopics);
 
 #endif

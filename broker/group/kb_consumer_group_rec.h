@@ -1,5 +1,5 @@
 /*
- * kb_cgroup_rec: a KIP-848 consumer group as Kafka keeps it in
+ * kb_consumer_group_rec: a KIP-848 consumer group as Kafka keeps it in
  * __consumer_offsets: ConsumerGroupMetadata (3, the group epoch),
  * ConsumerGroupMemberMetadata (5), ConsumerGroupTargetAssignmentMetadata
  * (6, the assignment epoch), ConsumerGroupTargetAssignmentMember (7) and
@@ -12,8 +12,8 @@
  * records in Kafka's order; apply loaded records back to a group.
  *
  * Invariants:
- *   1. After kb_cgroup_rec_written, replaying every record emitted so far
- *      (then kb_cgroup_restored) rebuilds the group's members, epochs,
+ *   1. After kb_consumer_group_rec_written, replaying every record emitted so far
+ *      (then kb_consumer_group_restored) rebuilds the group's members, epochs,
  *      targets and current assignments.
  *   2. A removed member's records are tombstoned (8, 7, 5).
  *
@@ -24,24 +24,24 @@
  *
  * Errors: KP_ERR__NOMEM; KP_ERR__CORRUPT for a record that does not parse.
  */
-#ifndef KB_CGROUP_REC_H
-#define KB_CGROUP_REC_H
+#ifndef KB_CONSUMER_GROUP_REC_H
+#define KB_CONSUMER_GROUP_REC_H
 
-#include "kb_cgroup.h"
+#include "kb_consumer_group.h"
 #include "kb_offsets.h"
 
-typedef void kb_cgroup_rec_emit(void *arg, kp_writer *key, kp_writer *value);
+typedef void kb_consumer_group_rec_emit(void *arg, kp_writer *key, kp_writer *value);
 
 /* The records g's changes need; nothing is marked written. */
-kp_err kb_cgroup_rec_changes(const kb_cgroup *cg, kp_str group, kb_cgroup_rec_emit *emit,
+kp_err kb_consumer_group_rec_changes(const kb_consumer_group *cg, kp_str group, kb_consumer_group_rec_emit *emit,
                              void *arg);
-/* Marks everything kb_cgroup_rec_changes emitted as written. */
-void kb_cgroup_rec_written(kb_cgroup *cg);
+/* Marks everything kb_consumer_group_rec_changes emitted as written. */
+void kb_consumer_group_rec_written(kb_consumer_group *cg);
 /* Tombstones for every member record and both metadata records. */
-void kb_cgroup_rec_delete(const kb_cgroup *cg, kp_str group, kb_cgroup_rec_emit *emit,
+void kb_consumer_group_rec_delete(const kb_consumer_group *cg, kp_str group, kb_consumer_group_rec_emit *emit,
                           void *arg);
 /* Applies one loaded record (key type KB_OFFSETS_KEY_CGROUP, cg_type 5-8,
  * or 3 with a value); value.len < 0 is a tombstone. */
-kp_err kb_cgroup_rec_load(kb_cgroup *cg, const kb_offsets_key *k, kp_slice value, kp_arena *a);
+kp_err kb_consumer_group_rec_load(kb_consumer_group *cg, const kb_offsets_key *k, kp_slice value, kp_arena *a);
 
 #endif

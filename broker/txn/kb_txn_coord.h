@@ -1,5 +1,5 @@
 /*
- * kb_tcoord: the transaction coordinator of this broker: the kb_txn state
+ * kb_txn_coord: the transaction coordinator of this broker: the kb_txn state
  * machine wired to the event loop and the logs, its persistence in
  * __transaction_state, the transaction markers, and the producer id
  * allocator.
@@ -9,7 +9,7 @@
  * transaction.state.log.num.partitions) before acting on it; write commit
  * and abort markers (control batches) straight to every partition of an
  * ending transaction, telling each partition's transaction index
- * (kb_ptxn.h) and, for __consumer_offsets, the group coordinator; abort
+ * (kb_partition_txn.h) and, for __consumer_offsets, the group coordinator; abort
  * timed-out transactions every
  * transaction.abort.timed.out.transaction.cleanup.interval.ms; rebuild the
  * state from __transaction_state at start-up; hand out producer ids from
@@ -17,21 +17,21 @@
  *
  * Invariants:
  *   1. A marker is appended only after the Prepare* record that announces
- *      it (kb_txn.h invariant 2); a partition's kb_ptxn learns of a marker
+ *      it (kb_txn.h invariant 2); a partition's kb_partition_txn learns of a marker
  *      only after the marker is in its log.
  *   2. __transaction_state exists once any transactional id was written, with
  *      transaction.state.log.num.partitions partitions, compacted.
  *   3. A producer id is never handed out twice, across restarts.
  *
- * Ownership: the broker owns the coordinator (b->tcoord); kb_tcoord_stop
+ * Ownership: the broker owns the coordinator (b->txn_coord); kb_txn_coord_stop
  * frees it.
  * Threading: loop thread only.
  * Errors: KP_ERR__NOMEM; storage errors (the coordinator answers
  * COORDINATOR_NOT_AVAILABLE); start-up returns KP_ERR__IO with a message
  * when __transaction_state cannot be read.
  */
-#ifndef KB_TCOORD_H
-#define KB_TCOORD_H
+#ifndef KB_TXN_COORD_H
+#define KB_TXN_COORD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -42,33 +42,33 @@
 #include "kb_txn.h"
 #include "ks_log.h"
 
-#define KB_TCOORD_STATE_TOPIC "__transaction_state"
+#define KB_TXN_COORD_STATE_TOPIC "__transaction_state"
 
-kp_err kb_tcoord_start(kb_broker *b, char *err, size_t errlen);
-void kb_tcoord_stop(kb_broker *b);
+kp_err kb_txn_coord_start(kb_broker *b, char *err, size_t errlen);
+void kb_txn_coord_stop(kb_broker *b);
 
-kb_txns *kb_tcoord_txns(kb_broker *b);
+kb_txns *kb_txn_coord_txns(kb_broker *b);
 
 /* The next producer id (idempotent and transactional producers alike). */
-kp_err kb_tcoord_next_pid(kb_broker *b, int64_t *pid);
+kp_err kb_txn_coord_next_pid(kb_broker *b, int64_t *pid);
 
 /* __transaction_state, created on first use. */
-kp_err kb_tcoord_state_topic(kb_broker *b, kb_topic **out);
+kp_err kb_txn_coord_state_topic(kb_broker *b, kb_topic **out);
 
 /* Verifies a transactional batch for partition (t, partition) before it is
  * appended: the wire error Kafka 4 answers to a Produce of this version
  * (NONE when the producer's ongoing transaction holds the partition). The
  * transactional id may be null (then the producer id finds it). */
-int16_t kb_tcoord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch,
+int16_t kb_txn_coord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch,
                          const kb_topic *t, int32_t partition, int16_t produce_version);
 
 /* After a transactional batch of pid was appended at base_offset (the
  * partition's transaction index opens the producer's transaction). */
-void kb_tcoord_appended(kb_broker *b, kb_topic *t, int32_t partition, int64_t pid,
+void kb_txn_coord_appended(kb_broker *b, kb_topic *t, int32_t partition, int64_t pid,
                         int64_t base_offset);
 
 /* The partition's last stable offset (its high watermark when no
  * transaction is open); log must be the partition's open log. */
-int64_t kb_tcoord_lso(kb_broker *b, kb_topic *t, int32_t partition, ks_log *log);
+int64_t kb_txn_coord_lso(kb_broker *b, kb_topic *t, int32_t partition, ks_log *log);
 
 #endif

@@ -1,5 +1,5 @@
-/* Partition directories made and removed on the helper threads (kb_pdirs.h). */
-#include "kb_pdirs.h"
+/* Partition directories made and removed on the helper threads (kb_partition_dirs.h). */
+#include "kb_partition_dirs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +33,7 @@ static kp_err dir_fsync(const char *dir)
     return e;
 }
 
-kp_err kb_pdirs_make(const char *dir, const char *topic, const kp_uuid *id, int32_t from,
+kp_err kb_partition_dirs_make(const char *dir, const char *topic, const kp_uuid *id, int32_t from,
                      int32_t to)
 {
     char path[4096], id_s[23], body[128];
@@ -58,7 +58,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path) == 0 || errno == ENOENT ? 0 : -1;
 }
 
-kp_err kb_pdirs_remove(const char *dir, const char *topic, int32_t from, int32_t to)
+kp_err kb_partition_dirs_remove(const char *dir, const char *topic, int32_t from, int32_t to)
 {
     char path[4096];
     kp_err e = KP_ERR_NONE;
@@ -76,7 +76,7 @@ kp_err kb_pdirs_remove(const char *dir, const char *topic, int32_t from, int32_t
 typedef struct pdirs_job {
     kb_broker *b;
     kb_topic *t;          /* loop side only */
-    kb_pdirs_done *done;  /* may be NULL */
+    kb_partition_dirs_done *done;  /* may be NULL */
     void *arg;
     bool removing;        /* removing directories (delete, or a failed create) */
     bool rollback;        /* removing what a failed create made */
@@ -101,9 +101,9 @@ static void job_step(void *arg)
 {
     pdirs_job *j = arg;
     if (j->removing)
-        j->err = kb_pdirs_remove(j->dir, j->name, j->from, j->to);
+        j->err = kb_partition_dirs_remove(j->dir, j->name, j->from, j->to);
     else
-        j->err = kb_pdirs_make(j->dir, j->name, &j->id, j->from, j->to);
+        j->err = kb_partition_dirs_make(j->dir, j->name, &j->id, j->from, j->to);
 }
 
 static void job_after_step(void *arg);
@@ -113,7 +113,7 @@ static void job_roll_back(pdirs_job *j);
 static bool job_submit(pdirs_job *j, int32_t from)
 {
     j->from = from;
-    j->to = j->total - from > KB_PDIRS_STEP ? from + KB_PDIRS_STEP : j->total;
+    j->to = j->total - from > KB_PARTITION_DIRS_STEP ? from + KB_PARTITION_DIRS_STEP : j->total;
     return kb_work_submit(j->b, job_step, job_after_step, j) == KP_ERR_NONE;
 }
 
@@ -172,7 +172,7 @@ static void job_after_step(void *arg)
         job_end(j, j->rollback ? j->failure : KP_ERR__CLOSED);
 }
 
-static pdirs_job *job_new(kb_broker *b, kb_topic *t, bool removing, kb_pdirs_done *done,
+static pdirs_job *job_new(kb_broker *b, kb_topic *t, bool removing, kb_partition_dirs_done *done,
                           void *arg)
 {
     pdirs_job *j = calloc(1, sizeof(*j));
@@ -195,7 +195,7 @@ static pdirs_job *job_new(kb_broker *b, kb_topic *t, bool removing, kb_pdirs_don
 }
 
 /* Starts a job on t; on failure nothing is queued. */
-static kp_err job_start(kb_broker *b, kb_topic *t, bool removing, kb_pdirs_done *done, void *arg)
+static kp_err job_start(kb_broker *b, kb_topic *t, bool removing, kb_partition_dirs_done *done, void *arg)
 {
     pdirs_job *j = job_new(b, t, removing, done, arg);
     if (j == NULL)
@@ -207,7 +207,7 @@ static kp_err job_start(kb_broker *b, kb_topic *t, bool removing, kb_pdirs_done 
     return KP_ERR_NONE;
 }
 
-kp_err kb_pdirs_create(kb_broker *b, kb_topic *t, kb_pdirs_done *done, void *arg)
+kp_err kb_partition_dirs_create(kb_broker *b, kb_topic *t, kb_partition_dirs_done *done, void *arg)
 {
     KB_ASSERT(t->state == KB_TOPIC_CREATING);
     kp_err e = job_start(b, t, false, done, arg);
@@ -216,15 +216,15 @@ kp_err kb_pdirs_create(kb_broker *b, kb_topic *t, kb_pdirs_done *done, void *arg
     return e;
 }
 
-kp_err kb_pdirs_delete(kb_broker *b, kb_topic *t, kb_pdirs_done *done, void *arg)
+kp_err kb_partition_dirs_delete(kb_broker *b, kb_topic *t, kb_partition_dirs_done *done, void *arg)
 {
     KB_ASSERT(t->state == KB_TOPIC_DELETING);
     return job_start(b, t, true, done, arg);
 }
 
-void kb_pdirs_resume(kb_broker *b)
+void kb_partition_dirs_resume(kb_broker *b)
 {
-    /* Collect first: a failing kb_pdirs_create drops its topic from the list. */
+    /* Collect first: a failing kb_partition_dirs_create drops its topic from the list. */
     size_t n;
     kb_topic *const *busy = kb_topics_busy_all(b->topics, &n);
     if (n == 0)
@@ -240,7 +240,7 @@ void kb_pdirs_resume(kb_broker *b)
         snprintf(name, sizeof(name), "%s", t->name); /* t may be gone after a failure */
         KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"finishing an interrupted topic %s\" topic=%s "
                "partitions=%d", creating ? "create" : "delete", name, t->npartitions);
-        kp_err e = creating ? kb_pdirs_create(b, t, NULL, NULL) : kb_pdirs_delete(b, t, NULL, NULL);
+        kp_err e = creating ? kb_partition_dirs_create(b, t, NULL, NULL) : kb_partition_dirs_delete(b, t, NULL, NULL);
         if (e != KP_ERR_NONE)
             KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"cannot finish the topic change\" topic=%s "
                    "error=%s", name, kp_err_name(e));

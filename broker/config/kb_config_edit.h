@@ -1,5 +1,5 @@
 /*
- * kb_cfgops: a set of explicitly set configs (key=value) and the edits the
+ * kb_config_edit: a set of explicitly set configs (key=value) and the edits the
  * admin APIs make to it: AlterConfigs' full replacement and
  * IncrementalAlterConfigs' SET, DELETE, APPEND and SUBTRACT.
  *
@@ -20,8 +20,8 @@
  * Errors: KP_ERR__NOMEM; KP_ERR_INVALID_CONFIG / KP_ERR_INVALID_REQUEST with
  * Kafka's message in msg for an operation the key does not allow.
  */
-#ifndef KB_CFGOPS_H
-#define KB_CFGOPS_H
+#ifndef KB_CONFIG_EDIT_H
+#define KB_CONFIG_EDIT_H
 
 #include <stdbool.h>
 #include <stddef.h>

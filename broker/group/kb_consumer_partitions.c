@@ -1,4 +1,4 @@
-#include "kb_cgset.h"
+#include "kb_consumer_partitions.h"
 
 #include <stdlib.h>
 #include <string.h>

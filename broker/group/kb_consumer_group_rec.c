@@ -1,4 +1,4 @@
-#include "kb_cgroup_rec.h"
+#include "kb_consumer_group_rec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +77,7 @@ static kp_str opt(const char *s)
 /* One record: the key of type for (group, member) and a value encoded by
  * encode(value struct, version 0) after its int16 version. */
 typedef struct rec_out {
-    kb_cgroup_rec_emit *emit;
+    kb_consumer_group_rec_emit *emit;
     void *arg;
     kp_str group;
 } rec_out;
@@ -177,7 +177,7 @@ static void emit_tombstones(const rec_out *o, kp_str member)
 }
 
 /* Each member record of one kind that is dirty. */
-static kp_err emit_dirty(const rec_out *o, const kb_cgroup *cg, unsigned kind, kp_arena *a)
+static kp_err emit_dirty(const rec_out *o, const kb_consumer_group *cg, unsigned kind, kp_arena *a)
 {
     kp_err e = KP_ERR_NONE;
     for (int32_t i = 0; e == KP_ERR_NONE && i < cg->nmembers; i++) {
@@ -191,7 +191,7 @@ static kp_err emit_dirty(const rec_out *o, const kb_cgroup *cg, unsigned kind, k
     return e;
 }
 
-kp_err kb_cgroup_rec_changes(const kb_cgroup *cg, kp_str group, kb_cgroup_rec_emit *emit,
+kp_err kb_consumer_group_rec_changes(const kb_consumer_group *cg, kp_str group, kb_consumer_group_rec_emit *emit,
                              void *arg)
 {
     rec_out o = {emit, arg, group};
@@ -212,7 +212,7 @@ kp_err kb_cgroup_rec_changes(const kb_cgroup *cg, kp_str group, kb_cgroup_rec_em
     return e;
 }
 
-void kb_cgroup_rec_written(kb_cgroup *cg)
+void kb_consumer_group_rec_written(kb_consumer_group *cg)
 {
     for (int32_t i = 0; i < cg->nmembers; i++)
         cg->members[i]->dirty = 0;
@@ -223,7 +223,7 @@ void kb_cgroup_rec_written(kb_cgroup *cg)
     cg->stored_assignment_epoch = cg->assignment_epoch;
 }
 
-void kb_cgroup_rec_delete(const kb_cgroup *cg, kp_str group, kb_cgroup_rec_emit *emit,
+void kb_consumer_group_rec_delete(const kb_consumer_group *cg, kp_str group, kb_consumer_group_rec_emit *emit,
                           void *arg)
 {
     rec_out o = {emit, arg, group};
@@ -285,7 +285,7 @@ static kp_err load_current(kb_cg_member *m, kp_reader *r, kp_arena *a)
     return e;
 }
 
-static kp_err load_epoch(kb_cgroup *cg, int16_t type, kp_slice value, kp_arena *a, kp_reader *r)
+static kp_err load_epoch(kb_consumer_group *cg, int16_t type, kp_slice value, kp_arena *a, kp_reader *r)
 {
     if (type == KB_OFFSETS_CGROUP_KEY_VERSION) {
         int32_t epoch;
@@ -302,12 +302,12 @@ static kp_err load_epoch(kb_cgroup *cg, int16_t type, kp_slice value, kp_arena *
     return KP_ERR_NONE;
 }
 
-kp_err kb_cgroup_rec_load(kb_cgroup *cg, const kb_offsets_key *k, kp_slice value, kp_arena *a)
+kp_err kb_consumer_group_rec_load(kb_consumer_group *cg, const kb_offsets_key *k, kp_slice value, kp_arena *a)
 {
     kp_reader r;
     if (value.len < 0) {
         if (k->cg_type == KB_OFFSETS_CG_MEMBER_KEY)
-            kb_cgroup_restore_remove(cg, k->member);
+            kb_consumer_group_restore_remove(cg, k->member);
         return KP_ERR_NONE; /* 7, 8: the member goes with its 5; 3, 6: the caller's */
     }
     if (!value_v0(value, &r))
@@ -319,9 +319,9 @@ kp_err kb_cgroup_rec_load(kb_cgroup *cg, const kb_offsets_key *k, kp_slice value
         kp_consumer_group_member_metadata_value_defaults(&v);
         if (kp_consumer_group_member_metadata_value_decode(&r, a, &v, 0) != KP_ERR_NONE)
             return KP_ERR__CORRUPT;
-        return kb_cgroup_restore_member(cg, k->member, &v);
+        return kb_consumer_group_restore_member(cg, k->member, &v);
     }
-    kb_cg_member *m = kb_cgroup_member_find(cg, k->member);
+    kb_cg_member *m = kb_consumer_group_member_find(cg, k->member);
     if (m == NULL)
         return KP_ERR_NONE; /* its metadata was tombstoned: stale */
     return k->cg_type == KB_OFFSETS_CG_TARGET_KEY ? load_target(m, &r, a)

@@ -1,5 +1,5 @@
 /*
- * kb_pdirs: partition directories made and removed on the helper threads,
+ * kb_partition_dirs: partition directories made and removed on the helper threads,
  * so creating or deleting a topic of thousands of partitions never stalls
  * the event loop (and with it every other client).
  *
@@ -7,7 +7,7 @@
  * make its `<topic>-<n>/` directories with Kafka's partition.metadata; for
  * one being deleted (kb_topics_begin_delete) remove them with everything
  * they hold; then tell the registry (kb_topics_end_create / end_delete) and
- * the caller. The work runs in steps of KB_PDIRS_STEP partitions, each a
+ * the caller. The work runs in steps of KB_PARTITION_DIRS_STEP partitions, each a
  * kb_work job, so other helper-thread work (produce validation) interleaves
  * with a long one.
  *
@@ -24,7 +24,7 @@
  *   2. A topic's directories are removed only after the registry recorded
  *      it 'deleting'; it is forgotten only after they are all gone.
  *   3. The registry's 'pending' / 'deleting' marks make both idempotent:
- *      kb_pdirs_resume, at start, finishes whichever a crash interrupted
+ *      kb_partition_dirs_resume, at start, finishes whichever a crash interrupted
  *      (a pending topic is created, a deleting one removed).
  *   4. done(arg, err) runs at most once per call, on the loop thread, after
  *      the registry was updated; not at all when the call returned an error.
@@ -34,15 +34,15 @@
  * which this module calls). The helper threads work on copies of the
  * topic's name and id, never on the kb_topic.
  *
- * Threading: kb_pdirs_make / kb_pdirs_remove on any thread (they block on
+ * Threading: kb_partition_dirs_make / kb_partition_dirs_remove on any thread (they block on
  * disk I/O); everything else on the loop thread.
  *
  * Errors: KP_ERR__IO, KP_ERR__NOSPC (making), KP_ERR__NOMEM, and
  * KP_ERR__CLOSED to done when the broker stopped first (the topic stays
  * pending or deleting in the registry and is finished at the next start).
  */
-#ifndef KB_PDIRS_H
-#define KB_PDIRS_H
+#ifndef KB_PARTITION_DIRS_H
+#define KB_PARTITION_DIRS_H
 
 #include <stdint.h>
 
@@ -50,33 +50,33 @@
 #include "kb_uuid.h"
 #include "kp_types.h"
 
-#define KB_PDIRS_STEP 32 /* partitions per helper-thread job */
+#define KB_PARTITION_DIRS_STEP 32 /* partitions per helper-thread job */
 
 struct kb_topic;
 
 /* Makes dir/<topic>-<p>/partition.metadata for p in [from, to). Any thread. */
-kp_err kb_pdirs_make(const char *dir, const char *topic, const kp_uuid *id, int32_t from,
+kp_err kb_partition_dirs_make(const char *dir, const char *topic, const kp_uuid *id, int32_t from,
                      int32_t to);
 /* Removes dir/<topic>-<p>/ and its contents for p in [from, to); a missing
  * one is no error. Any thread. */
-kp_err kb_pdirs_remove(const char *dir, const char *topic, int32_t from, int32_t to);
+kp_err kb_partition_dirs_remove(const char *dir, const char *topic, int32_t from, int32_t to);
 
-typedef void kb_pdirs_done(void *arg, kp_err err);
+typedef void kb_partition_dirs_done(void *arg, kp_err err);
 
 /* Makes the directories of t (KB_TOPIC_CREATING) on the helper threads,
  * then publishes t (kb_topics_end_create(ok)), or on failure removes what
  * was made and drops t, and calls done(arg, err) (done may be NULL). On an
  * immediate error t is dropped already and done is not called. */
-kp_err kb_pdirs_create(kb_broker *b, struct kb_topic *t, kb_pdirs_done *done, void *arg);
+kp_err kb_partition_dirs_create(kb_broker *b, struct kb_topic *t, kb_partition_dirs_done *done, void *arg);
 
 /* Removes the directories of t (KB_TOPIC_DELETING) on the helper threads,
  * then forgets t (kb_topics_end_delete) and calls done(arg, err). On an
  * immediate error t stays 'deleting' (finished at the next start) and done
  * is not called. */
-kp_err kb_pdirs_delete(kb_broker *b, struct kb_topic *t, kb_pdirs_done *done, void *arg);
+kp_err kb_partition_dirs_delete(kb_broker *b, struct kb_topic *t, kb_partition_dirs_done *done, void *arg);
 
 /* Finishes, in the background, every create or delete a crash interrupted
  * (the registry's pending and deleting topics). After kb_work_start. */
-void kb_pdirs_resume(kb_broker *b);
+void kb_partition_dirs_resume(kb_broker *b);
 
 #endif

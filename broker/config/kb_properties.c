@@ -1,4 +1,4 @@
-#include "kb_props.h"
+#include "kb_properties.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -201,7 +201,7 @@ static bool is_blank(char c)
 }
 
 /* Splits a logical line into key and value (Java's rules) and hands them to fn. */
-static kp_err parse_property(const prop_src *ps, int line, kb_props_fn fn, void *arg,
+static kp_err parse_property(const prop_src *ps, int line, kb_properties_fn fn, void *arg,
                              const char **what)
 {
     const char *l = ps->buf;
@@ -230,8 +230,8 @@ static kp_err parse_property(const prop_src *ps, int line, kb_props_fn fn, void 
     return rc;
 }
 
-kp_err kb_props_parse(const char *text, size_t len, kb_props_fn fn, void *arg,
-                      kb_props_error *perr)
+kp_err kb_properties_parse(const char *text, size_t len, kb_properties_fn fn, void *arg,
+                      kb_properties_error *perr)
 {
     prop_src ps = {.p = text, .end = text + len};
     const char *what = "out of memory";
@@ -300,7 +300,7 @@ static bool env_skipped(const char *name, size_t n)
 }
 
 
-size_t kb_props_env_key(const char *var, size_t n, char *out)
+size_t kb_properties_env_key(const char *var, size_t n, char *out)
 {
     if (n <= 6 || memcmp(var, "KAFKA_", 6) != 0 || env_skipped(var, n))
         return 0;

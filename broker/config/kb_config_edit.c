@@ -1,4 +1,4 @@
-#include "kb_cfgops.h"
+#include "kb_config_edit.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,16 +1,16 @@
 /* Handlers for committed offsets: OffsetCommit, TxnOffsetCommit, OffsetFetch,
  * OffsetDelete.
- * The group checks come from kb_group, the records from kb_gcoord. */
+ * The group checks come from kb_group, the records from kb_group_coord. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kb_authz.h"
 #include "kb_config.h"
 #include "kb_context.h"
-#include "kb_cgroup.h"
+#include "kb_consumer_group.h"
 #include "kb_dispatch.h"
-#include "kb_gcoord.h"
-#include "kb_tcoord.h"
+#include "kb_group_coord.h"
+#include "kb_txn_coord.h"
 #include "kb_topics.h"
 
 /* ---- OffsetCommit ------------------------------------------------------- */
@@ -24,7 +24,7 @@ typedef kp_offset_commit_resp_offset_commit_response_partition commit_result;
 static kp_err group_for_commit(kb_req *req, kp_str group_id, kp_str member_id, kp_str instance_id,
                                int32_t generation, bool transactional, kb_group **out)
 {
-    kb_groups *gs = kb_gcoord_groups(req->broker);
+    kb_groups *gs = kb_group_coord_groups(req->broker);
     *out = kb_groups_find(gs, group_id);
     if (*out == NULL) {
         if (generation >= 0)
@@ -33,7 +33,7 @@ static kp_err group_for_commit(kb_req *req, kp_str group_id, kp_str member_id, k
                                                                 : KP_ERR_UNKNOWN_SERVER_ERROR;
     }
     if ((*out)->cg != NULL)
-        return kb_cgroup_check_commit((*out)->cg, member_id, generation, req->api_version,
+        return kb_consumer_group_check_commit((*out)->cg, member_id, generation, req->api_version,
                                       transactional);
     return kb_group_check_commit(*out, member_id, instance_id, generation);
 }
@@ -43,7 +43,7 @@ static kp_err commit_group(kb_req *req, const kp_offset_commit_req *rq, kb_group
     kb_topic *t;
     if (rq->group_id.len <= 0)
         return KP_ERR_INVALID_GROUP_ID;
-    if (kb_gcoord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
+    if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
     return group_for_commit(req, rq->group_id, rq->member_id, rq->group_instance_id,
                             rq->generation_id_or_member_epoch, false, out);
@@ -106,7 +106,7 @@ static int16_t offset_entry(kb_req *req, const kb_topic *t, char *name, int32_t 
     o->metadata_len = metadata.len > 0 ? metadata.len : 0;
     o->metadata = kp_arena_strdup(&req->arena, metadata.len > 0 ? metadata.p : "",
                                   (size_t)o->metadata_len);
-    o->commit_ts = kb_gcoord_wall(req->broker);
+    o->commit_ts = kb_group_coord_wall(req->broker);
     o->expire_ts = -1;
     return o->metadata != NULL ? KP_ERR_NONE : KP_ERR_UNKNOWN_SERVER_ERROR;
 }
@@ -166,7 +166,7 @@ kp_err kb_h_offset_commit(kb_req *req, const kp_offset_commit_req *rq, kp_offset
     int32_t n = commit_collect(req, rq, rs, offs);
     if (n < 0)
         return KP_ERR__NOMEM;
-    if (n > 0 && kb_gcoord_commit(req->broker, g, offs, n) != KP_ERR_NONE)
+    if (n > 0 && kb_group_coord_commit(req->broker, g, offs, n) != KP_ERR_NONE)
         commit_fail(rs, KP_ERR_COORDINATOR_NOT_AVAILABLE, false);
     return KP_ERR_NONE;
 }
@@ -186,9 +186,9 @@ static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, 
         return KP_ERR_GROUP_AUTHORIZATION_FAILED;
     if (rq->group_id.len <= 0)
         return KP_ERR_INVALID_GROUP_ID;
-    if (kb_gcoord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
+    if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
-    const kb_txn *txn = kb_txns_find(kb_tcoord_txns(req->broker), rq->transactional_id);
+    const kb_txn *txn = kb_txns_find(kb_txn_coord_txns(req->broker), rq->transactional_id);
     kp_err e = kb_txn_check_producer(txn, rq->producer_id, rq->producer_epoch);
     if (e == KP_ERR_PRODUCER_FENCED)
         return KP_ERR_INVALID_PRODUCER_EPOCH;
@@ -254,7 +254,7 @@ kp_err kb_h_txn_offset_commit(kb_req *req, const kp_txn_offset_commit_req *rq,
             n += r->error_code == KP_ERR_NONE;
         }
     }
-    kp_err e = n > 0 ? kb_gcoord_txn_commit(req->broker, g, rq->producer_id, rq->producer_epoch,
+    kp_err e = n > 0 ? kb_group_coord_txn_commit(req->broker, g, rq->producer_id, rq->producer_epoch,
                                             offs, n)
                      : KP_ERR_NONE;
     for (int32_t i = 0; e != KP_ERR_NONE && i < rs->topics.n; i++)
@@ -277,7 +277,7 @@ static void fetch_fill(kb_req *req, const kb_group *g, kp_str topic, int32_t par
     const kb_offset *o = g != NULL ? kb_offset_map_get(&g->offsets, topic, partition) : NULL;
     const kp_offset_fetch_req *rq = req->request;
     bool unstable = rq->require_stable && g != NULL &&
-                    kb_gcoord_txn_pending(req->broker, kp_str_from(g->id), topic, partition);
+                    kb_group_coord_txn_pending(req->broker, kp_str_from(g->id), topic, partition);
     out->partition_index = partition;
     out->committed_offset = o != NULL && !unstable ? o->offset : -1;
     out->committed_leader_epoch = o != NULL && !unstable ? o->leader_epoch : -1;
@@ -334,9 +334,9 @@ static kp_err fetch_group(kb_req *req, const kp_offset_fetch_req_offset_fetch_re
         out->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
         return KP_ERR_NONE;
     }
-    const kb_group *g = kb_groups_find(kb_gcoord_groups(req->broker), rg->group_id);
+    const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), rg->group_id);
     if (g != NULL && g->cg != NULL && req->api_version >= 9 &&
-        (out->error_code = kb_cgroup_check_fetch(g->cg, rg->member_id, rg->member_epoch)) !=
+        (out->error_code = kb_consumer_group_check_fetch(g->cg, rg->member_id, rg->member_epoch)) !=
             KP_ERR_NONE)
         return KP_ERR_NONE;
     if (rg->topics.n < 0)
@@ -424,7 +424,7 @@ static kp_err delete_check(kb_req *req, const kp_offset_delete_req *rq, kb_group
         return KP_ERR_GROUP_AUTHORIZATION_FAILED;
     if (rq->group_id.len <= 0)
         return KP_ERR_INVALID_GROUP_ID;
-    *g = kb_groups_find(kb_gcoord_groups(req->broker), rq->group_id);
+    *g = kb_groups_find(kb_group_coord_groups(req->broker), rq->group_id);
     if (*g == NULL || (*g)->state == KB_GS_DEAD)
         return KP_ERR_GROUP_ID_NOT_FOUND;
     if ((*g)->cg == NULL && (*g)->state != KB_GS_EMPTY &&
@@ -462,7 +462,7 @@ kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset
     for (int32_t i = 0; i < nt; i++) {
         const kp_offset_delete_req_offset_delete_request_topic *rt = &rq->topics.v[i];
         int32_t np = rt->partitions.n > 0 ? rt->partitions.n : 0;
-        bool subscribed = g->cg != NULL ? kb_cgroup_subscribed_to(g->cg, rt->name)
+        bool subscribed = g->cg != NULL ? kb_consumer_group_subscribed_to(g->cg, rt->name)
                                         : kb_group_subscribed_to(g, rt->name);
         bool denied = !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->name);
         const kb_topic *t = kb_topics_find(req->broker->topics, rt->name);
@@ -477,7 +477,7 @@ kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset
             rs->topics.v[i].partitions.v[j].error_code = err;
             /* A tombstone also ends what open transactions hold (as in Kafka). */
             if (err == KP_ERR_NONE &&
-                (o != NULL || kb_gcoord_txn_pending(req->broker, rq->group_id, rt->name, p))) {
+                (o != NULL || kb_group_coord_txn_pending(req->broker, rq->group_id, rt->name, p))) {
                 /* the topic is copied: deleting frees the map's */
                 dead[n].topic = kp_arena_strdup(&req->arena, rt->name.p, (size_t)rt->name.len);
                 dead[n].partition = p;
@@ -486,7 +486,7 @@ kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset
             }
         }
     }
-    if (n > 0 && kb_gcoord_delete_offsets(req->broker, g, dead, n) != KP_ERR_NONE)
+    if (n > 0 && kb_group_coord_delete_offsets(req->broker, g, dead, n) != KP_ERR_NONE)
         rs->error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
     return KP_ERR_NONE;
 }

@@ -1,4 +1,4 @@
-#include "kb_tconf.h"
+#include "kb_topic_conf.h"
 
 #include "kb_dynconf.h"
 #include "kb_keydef.h"
@@ -61,7 +61,7 @@ static const kb_keydef topic_keys[] = {
 
 #define N_TOPIC_KEYS (sizeof(topic_keys) / sizeof(topic_keys[0]))
 
-kp_err kb_tconf_check(const char *key, const char *value, kb_msgbuf *msg)
+kp_err kb_topic_conf_check(const char *key, const char *value, kb_msgbuf *msg)
 {
     const kb_keydef *kd = kb_keydef_find(topic_keys, N_TOPIC_KEYS, key);
     if (kd == NULL) {
@@ -75,34 +75,34 @@ kp_err kb_tconf_check(const char *key, const char *value, kb_msgbuf *msg)
     return kb_keydef_check(kd, value, msg);
 }
 
-bool kb_tconf_is_list(const char *key)
+bool kb_topic_conf_is_list(const char *key)
 {
     const kb_keydef *kd = kb_keydef_find(topic_keys, N_TOPIC_KEYS, key);
     return kd != NULL && kd->type == KB_KT_LIST;
 }
 
-const char *kb_tconf_default(const char *key)
+const char *kb_topic_conf_default(const char *key)
 {
     const kb_keydef *kd = kb_keydef_find(topic_keys, N_TOPIC_KEYS, key);
     return kd != NULL ? kd->def : NULL;
 }
 
-size_t kb_tconf_count(void)
+size_t kb_topic_conf_count(void)
 {
     return N_TOPIC_KEYS;
 }
 
-const char *kb_tconf_key(size_t i)
+const char *kb_topic_conf_key(size_t i)
 {
     return topic_keys[i].name;
 }
 
-int8_t kb_tconf_type(size_t i)
+int8_t kb_topic_conf_type(size_t i)
 {
     return kb_keydef_wire_type(&topic_keys[i]);
 }
 
-const char *kb_tconf_effective(const kb_config *cfg, const kb_topic *t, const char *key,
+const char *kb_topic_conf_effective(const kb_config *cfg, const kb_topic *t, const char *key,
                                int8_t *source)
 {
     const char *v = t != NULL ? kb_topic_config_get(t, key) : NULL;
@@ -131,10 +131,10 @@ const char *kb_tconf_effective(const kb_config *cfg, const kb_topic *t, const ch
     return kd != NULL ? kd->def : NULL;
 }
 
-int64_t kb_tconf_long(const kb_config *cfg, const kb_topic *t, const char *key, int64_t dflt)
+int64_t kb_topic_conf_long(const kb_config *cfg, const kb_topic *t, const char *key, int64_t dflt)
 {
     int8_t source;
-    const char *v = kb_tconf_effective(cfg, t, key, &source);
+    const char *v = kb_topic_conf_effective(cfg, t, key, &source);
     int64_t n;
     return v != NULL && kb_keydef_parse_integer(v, &n) ? n : dflt;
 }

@@ -1,4 +1,4 @@
-#include "kb_cassign.h"
+#include "kb_consumer_assign.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -184,7 +184,7 @@ static void uniform_fill_greedy(kb_cg_member **members, int32_t n, owners *o)
     }
 }
 
-kp_err kb_cassign_uniform(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
+kp_err kb_consumer_assign_uniform(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
                                 int32_t ntopics)
 {
     owners o = {0};
@@ -232,7 +232,7 @@ static int cmp_member_id(const void *a, const void *b)
     return strcmp(((const member_ix *)a)->m->member_id, ((const member_ix *)b)->m->member_id);
 }
 
-kp_err kb_cassign_range(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
+kp_err kb_consumer_assign_range(kb_cg_member **members, int32_t n, const kb_cg_topic *topics,
                               int32_t ntopics)
 {
     owners o = {0};

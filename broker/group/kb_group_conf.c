@@ -1,4 +1,4 @@
-#include "kb_gconf.h"
+#include "kb_group_conf.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "kb_group.h"
 #include "kb_keydef.h"
-#include "kb_tconf.h"
+#include "kb_topic_conf.h"
 #include "kb_topics.h"
 
 #define GCONF_FILE "runnel-group-configs.properties"
@@ -18,7 +18,7 @@ typedef struct gentry {
     kb_cfgset set;
 } gentry;
 
-struct kb_gconf {
+struct kb_group_conf {
     char *dir;
     gentry *v; /* sorted by group id */
     size_t n, cap;
@@ -71,7 +71,7 @@ static const struct gkey *gkey_find(const char *name)
     return NULL;
 }
 
-const char *kb_gconf_key_at(size_t i, int8_t *type)
+const char *kb_group_conf_key_at(size_t i, int8_t *type)
 {
     if (i >= N_GKEYS)
         return NULL;
@@ -93,7 +93,7 @@ static void bounds(const kb_config *cfg, const struct gkey *k, int32_t *min, int
     }
 }
 
-const char *kb_gconf_default(const kb_config *cfg, const char *key, char *buf, size_t cap)
+const char *kb_group_conf_default(const kb_config *cfg, const char *key, char *buf, size_t cap)
 {
     const struct gkey *k = gkey_find(key);
     if (k == NULL)
@@ -109,7 +109,7 @@ const char *kb_gconf_default(const kb_config *cfg, const char *key, char *buf, s
 
 /* ---- checks -------------------------------------------------------------- */
 
-kp_err kb_gconf_check_name(kp_str group, kb_msgbuf *msg)
+kp_err kb_group_conf_check_name(kp_str group, kb_msgbuf *msg)
 {
     if (group.len <= 0) {
         kb_msgf(msg, "Default group resources are not allowed.");
@@ -185,7 +185,7 @@ static kp_err check_value(const struct gkey *k, const char *v, int32_t *n, kb_ms
     return KP_ERR_INVALID_CONFIG;
 }
 
-kp_err kb_gconf_check(const kb_config *cfg, const kb_cfgset *set, kb_msgbuf *msg)
+kp_err kb_group_conf_check(const kb_config *cfg, const kb_cfgset *set, kb_msgbuf *msg)
 {
     for (size_t i = 0; i < set->n; i++) {
         if (gkey_find(set->v[i].key) == NULL) {
@@ -202,7 +202,7 @@ kp_err kb_gconf_check(const kb_config *cfg, const kb_cfgset *set, kb_msgbuf *msg
             return e;
         if (v == NULL && k->def.type == KB_KT_INT) {
             char buf[16];
-            (void)parse_int(kb_gconf_default(cfg, k->def.name, buf, sizeof(buf)), &values[i]);
+            (void)parse_int(kb_group_conf_default(cfg, k->def.name, buf, sizeof(buf)), &values[i]);
         }
     }
     for (size_t i = 0; i < N_GKEYS; i++) {
@@ -226,7 +226,7 @@ kp_err kb_gconf_check(const kb_config *cfg, const kb_cfgset *set, kb_msgbuf *msg
 /* ---- the groups' values ------------------------------------------------- */
 
 /* The index of group, or where it would go (*found false). */
-static size_t find(const kb_gconf *gc, kp_str group, bool *found)
+static size_t find(const kb_group_conf *gc, kp_str group, bool *found)
 {
     size_t lo = 0, hi = gc->n;
     while (lo < hi) {
@@ -249,7 +249,7 @@ static size_t find(const kb_gconf *gc, kp_str group, bool *found)
     return lo;
 }
 
-const kb_cfgset *kb_gconf_get(const kb_gconf *gc, kp_str group)
+const kb_cfgset *kb_group_conf_get(const kb_group_conf *gc, kp_str group)
 {
     bool found;
     size_t i = group.len > 0 ? find(gc, group, &found) : 0;
@@ -257,7 +257,7 @@ const kb_cfgset *kb_gconf_get(const kb_gconf *gc, kp_str group)
 }
 
 /* Puts set in for group (taken), inserting or dropping the entry. */
-static kp_err store(kb_gconf *gc, kp_str group, kb_cfgset *set)
+static kp_err store(kb_group_conf *gc, kp_str group, kb_cfgset *set)
 {
     bool found;
     size_t i = find(gc, group, &found);
@@ -294,7 +294,7 @@ static kp_err store(kb_gconf *gc, kp_str group, kb_cfgset *set)
 
 static void emit(void *arg, FILE *f)
 {
-    const kb_gconf *gc = arg;
+    const kb_group_conf *gc = arg;
     fprintf(f, "# runnel group configs, version 1\n");
     for (size_t i = 0; i < gc->n; i++) {
         fputs("group ", f);
@@ -308,16 +308,16 @@ static void emit(void *arg, FILE *f)
     }
 }
 
-kp_err kb_gconf_replace(kb_gconf *gc, kp_str group, kb_cfgset *set, kb_msgbuf *msg)
+kp_err kb_group_conf_replace(kb_group_conf *gc, kp_str group, kb_cfgset *set, kb_msgbuf *msg)
 {
     bool found;
     (void)find(gc, group, &found);
-    if (!found && set->n > 0 && gc->n >= KB_GCONF_MAX_GROUPS) {
+    if (!found && set->n > 0 && gc->n >= KB_GROUP_CONF_MAX_GROUPS) {
         kb_msgf(msg, "Configs are set on %d groups already, the most this broker keeps",
-                KB_GCONF_MAX_GROUPS);
+                KB_GROUP_CONF_MAX_GROUPS);
         return KP_ERR_INVALID_REQUEST;
     }
-    const kb_cfgset *cur = kb_gconf_get(gc, group);
+    const kb_cfgset *cur = kb_group_conf_get(gc, group);
     kb_cfgset old = {0, NULL};
     kp_err e = cur != NULL ? kb_cfgset_copy(&old, cur->v, cur->n) : KP_ERR_NONE;
     if (e == KP_ERR_NONE)
@@ -343,7 +343,7 @@ kp_err kb_gconf_replace(kb_gconf *gc, kp_str group, kb_cfgset *set, kb_msgbuf *m
 
 static kp_err load_line(void *arg, char *line)
 {
-    kb_gconf *gc = arg;
+    kb_group_conf *gc = arg;
     if (line[0] == '#' || line[0] == '\0')
         return KP_ERR_NONE;
     if (strncmp(line, "group ", 6) == 0) {
@@ -362,7 +362,7 @@ static kp_err load_line(void *arg, char *line)
     kp_str group = kp_str_from(gc->loading);
     if (group.len <= 0 || group.len > KB_GROUP_ID_MAX)
         return KP_ERR__CORRUPT;
-    const kb_cfgset *cur = kb_gconf_get(gc, group);
+    const kb_cfgset *cur = kb_group_conf_get(gc, group);
     kb_cfgset set = {0, NULL};
     kp_err e = cur != NULL ? kb_cfgset_copy(&set, cur->v, cur->n) : KP_ERR_NONE;
     if (e == KP_ERR_NONE)
@@ -373,9 +373,9 @@ static kp_err load_line(void *arg, char *line)
     return e;
 }
 
-kp_err kb_gconf_open(const char *dir, kb_gconf **out)
+kp_err kb_group_conf_open(const char *dir, kb_group_conf **out)
 {
-    kb_gconf *gc = calloc(1, sizeof(*gc));
+    kb_group_conf *gc = calloc(1, sizeof(*gc));
     if (gc == NULL || (gc->dir = strdup(dir)) == NULL) {
         free(gc);
         return KP_ERR__NOMEM;
@@ -384,14 +384,14 @@ kp_err kb_gconf_open(const char *dir, kb_gconf **out)
     free(gc->loading);
     gc->loading = NULL;
     if (e != KP_ERR_NONE) {
-        kb_gconf_close(gc);
+        kb_group_conf_close(gc);
         return e;
     }
     *out = gc;
     return KP_ERR_NONE;
 }
 
-void kb_gconf_close(kb_gconf *gc)
+void kb_group_conf_close(kb_group_conf *gc)
 {
     if (gc == NULL)
         return;
@@ -407,21 +407,21 @@ void kb_gconf_close(kb_gconf *gc)
 
 /* ---- effective values ----------------------------------------------------- */
 
-static int32_t group_int(const kb_gconf *gc, kp_str group, const char *key, int32_t dflt)
+static int32_t group_int(const kb_group_conf *gc, kp_str group, const char *key, int32_t dflt)
 {
-    const kb_cfgset *set = gc != NULL ? kb_gconf_get(gc, group) : NULL;
+    const kb_cfgset *set = gc != NULL ? kb_group_conf_get(gc, group) : NULL;
     const char *v = set != NULL ? kb_cfgset_get(set, key) : NULL;
     int32_t n;
     return v != NULL && parse_int(v, &n) ? n : dflt;
 }
 
-int32_t kb_gconf_session_timeout_ms(const kb_gconf *gc, const kb_config *cfg, kp_str group)
+int32_t kb_group_conf_session_timeout_ms(const kb_group_conf *gc, const kb_config *cfg, kp_str group)
 {
     return group_int(gc, group, "consumer.session.timeout.ms",
                      cfg->group_consumer_session_timeout_ms);
 }
 
-int32_t kb_gconf_heartbeat_interval_ms(const kb_gconf *gc, const kb_config *cfg, kp_str group)
+int32_t kb_group_conf_heartbeat_interval_ms(const kb_group_conf *gc, const kb_config *cfg, kp_str group)
 {
     return group_int(gc, group, "consumer.heartbeat.interval.ms",
                      cfg->group_consumer_heartbeat_interval_ms);

@@ -1,4 +1,4 @@
-#include "kb_gcoord.h"
+#include "kb_group_coord.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,13 +6,13 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "kb_cgroup.h"
-#include "kb_cgroup_rec.h"
-#include "kb_gconf.h"
+#include "kb_consumer_group.h"
+#include "kb_consumer_group_rec.h"
+#include "kb_group_conf.h"
 #include "kb_log.h"
 #include "kb_logscan.h"
 #include "kb_plog.h"
-#include "kb_ptxn.h"
+#include "kb_partition_txn.h"
 #include "kp_batch.h"
 #include "kp_records.h"
 
@@ -29,22 +29,22 @@ typedef struct txn_offset {
     kb_offset o; /* topic and metadata owned */
 } txn_offset;
 
-struct kb_gcoord {
+struct kb_group_coord {
     kb_broker *b;
     kb_groups *groups;
-    kb_cgroup_env cenv;
+    kb_consumer_group_env cenv;
     const char *assignors[8];
     kb_timer expiry;
     txn_offset *pending;
     size_t npending;
 };
 
-int64_t kb_gcoord_now(kb_broker *b)
+int64_t kb_group_coord_now(kb_broker *b)
 {
     return kb_loop_now_ms(b->loop);
 }
 
-int64_t kb_gcoord_wall(kb_broker *b)
+int64_t kb_group_coord_wall(kb_broker *b)
 {
     (void)b;
     struct timespec ts;
@@ -52,22 +52,22 @@ int64_t kb_gcoord_wall(kb_broker *b)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-kb_groups *kb_gcoord_groups(kb_broker *b)
+kb_groups *kb_group_coord_groups(kb_broker *b)
 {
-    return b->gcoord->groups;
+    return b->group_coord->groups;
 }
 
-const kb_cgroup_env *kb_gcoord_cgroup_env(kb_broker *b)
+const kb_consumer_group_env *kb_group_coord_cgroup_env(kb_broker *b)
 {
-    return &b->gcoord->cenv;
+    return &b->group_coord->cenv;
 }
 
-void kb_gcoord_cgroup_env_for(kb_broker *b, const kb_group *g, kb_cgroup_env *out)
+void kb_group_coord_cgroup_env_for(kb_broker *b, const kb_group *g, kb_consumer_group_env *out)
 {
     kp_str id = kp_str_from(g->id);
-    *out = b->gcoord->cenv;
-    out->session_timeout_ms = kb_gconf_session_timeout_ms(b->gconf, b->cfg, id);
-    out->heartbeat_interval_ms = kb_gconf_heartbeat_interval_ms(b->gconf, b->cfg, id);
+    *out = b->group_coord->cenv;
+    out->session_timeout_ms = kb_group_conf_session_timeout_ms(b->gconf, b->cfg, id);
+    out->heartbeat_interval_ms = kb_group_conf_heartbeat_interval_ms(b->gconf, b->cfg, id);
 }
 
 /* ---- env callbacks ------------------------------------------------------ */
@@ -104,7 +104,7 @@ static void env_uuid(char out[37], void *ctx)
 
 static int64_t env_wall(void *ctx)
 {
-    return kb_gcoord_wall(((kb_gcoord *)ctx)->b);
+    return kb_group_coord_wall(((kb_group_coord *)ctx)->b);
 }
 
 static bool cenv_topic(const kb_topic *t, kb_cg_topic *out)
@@ -119,20 +119,20 @@ static bool cenv_topic(const kb_topic *t, kb_cg_topic *out)
 
 static bool cenv_topic_by_name(void *ctx, const char *name, kb_cg_topic *out)
 {
-    kb_gcoord *c = ctx;
+    kb_group_coord *c = ctx;
     return cenv_topic(kb_topics_find(c->b->topics, kp_str_from(name)), out);
 }
 
 static bool cenv_topic_at(void *ctx, size_t i, kb_cg_topic *out)
 {
-    kb_gcoord *c = ctx;
+    kb_group_coord *c = ctx;
     return i < kb_topics_count(c->b->topics) && cenv_topic(kb_topics_at(c->b->topics, i), out);
 }
 
 /* group.consumer.assignors: short names, or Kafka's class names for them. */
-static void cenv_init(kb_gcoord *c, const kb_config *cfg)
+static void cenv_init(kb_group_coord *c, const kb_config *cfg)
 {
-    kb_cgroup_env *e = &c->cenv;
+    kb_consumer_group_env *e = &c->cenv;
     int32_t n = 0;
     for (size_t i = 0; i < cfg->group_consumer_assignors.n && n < 8; i++) {
         const char *a = cfg->group_consumer_assignors.v[i];
@@ -162,9 +162,9 @@ static void cenv_init(kb_gcoord *c, const kb_config *cfg)
 
 /* ---- writing records ---------------------------------------------------- */
 
-kp_err kb_gcoord_offsets_topic(kb_broker *b, kb_topic **out)
+kp_err kb_group_coord_offsets_topic(kb_broker *b, kb_topic **out)
 {
-    kp_str name = KP_STR_LIT(KB_GCOORD_OFFSETS_TOPIC);
+    kp_str name = KP_STR_LIT(KB_GROUP_COORD_OFFSETS_TOPIC);
     *out = kb_topics_find(b->topics, name);
     if (*out != NULL)
         return KP_ERR_NONE;
@@ -219,7 +219,7 @@ static void gbatch_add(gbatch *gb, kp_writer *key, kp_writer *value)
 static kp_err gbatch_append(kb_broker *b, const kb_group *g, gbatch *gb)
 {
     kb_topic *t;
-    kp_err e = gb->err != KP_ERR_NONE ? gb->err : kb_gcoord_offsets_topic(b, &t);
+    kp_err e = gb->err != KP_ERR_NONE ? gb->err : kb_group_coord_offsets_topic(b, &t);
     if (e != KP_ERR_NONE || gb->n == 0) {
         kp_batch_builder_fini(&gb->bb);
         return e;
@@ -275,9 +275,9 @@ static void add_group(gbatch *gb, const kb_group *g, bool tombstone)
 
 static kp_err env_store(kb_group *g, void *ctx)
 {
-    kb_gcoord *c = ctx;
+    kb_group_coord *c = ctx;
     gbatch gb;
-    gbatch_init(&gb, kb_gcoord_wall(c->b), -1, -1);
+    gbatch_init(&gb, kb_group_coord_wall(c->b), -1, -1);
     add_group(&gb, g, false);
     kp_err e = gbatch_append(c->b, g, &gb);
     if (e == KP_ERR_NONE)
@@ -296,15 +296,15 @@ static void cg_emit(void *arg, kp_writer *key, kp_writer *value)
 static void store_cgroup(kb_broker *b, kb_group *g)
 {
     gbatch gb;
-    gbatch_init(&gb, kb_gcoord_wall(b), -1, -1);
-    if (kb_cgroup_rec_changes(g->cg, kp_str_from(g->id), cg_emit, &gb) != KP_ERR_NONE)
+    gbatch_init(&gb, kb_group_coord_wall(b), -1, -1);
+    if (kb_consumer_group_rec_changes(g->cg, kp_str_from(g->id), cg_emit, &gb) != KP_ERR_NONE)
         gb.err = KP_ERR__NOMEM;
     bool any = gb.n > 0;
     if (gbatch_append(b, g, &gb) == KP_ERR_NONE && any)
-        kb_cgroup_rec_written(g->cg);
+        kb_consumer_group_rec_written(g->cg);
 }
 
-static void txn_offsets_forget(kb_gcoord *c, kp_str group, kp_str topic, int32_t partition);
+static void txn_offsets_forget(kb_group_coord *c, kp_str group, kp_str topic, int32_t partition);
 
 /* Writes commits (or their tombstones), then changes the map to match. A
  * tombstone also ends what open transactions hold for that partition, as
@@ -313,7 +313,7 @@ static kp_err write_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, in
                             bool tombstones)
 {
     gbatch gb;
-    gbatch_init(&gb, kb_gcoord_wall(b), -1, -1);
+    gbatch_init(&gb, kb_group_coord_wall(b), -1, -1);
     for (int32_t i = 0; i < n; i++)
         add_commit(&gb, g, &offs[i], tombstones);
     kp_err e = gbatch_append(b, g, &gb);
@@ -321,7 +321,7 @@ static kp_err write_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, in
         kp_str topic = kp_str_from(offs[i].topic);
         if (tombstones) {
             kb_offset_map_del(&g->offsets, topic, offs[i].partition);
-            txn_offsets_forget(b->gcoord, kp_str_from(g->id), topic, offs[i].partition);
+            txn_offsets_forget(b->group_coord, kp_str_from(g->id), topic, offs[i].partition);
         } else {
             e = kb_offset_map_put(&g->offsets, &offs[i]);
         }
@@ -329,38 +329,38 @@ static kp_err write_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, in
     return e;
 }
 
-kp_err kb_gcoord_commit(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n)
+kp_err kb_group_coord_commit(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n)
 {
     return write_offsets(b, g, offs, n, false);
 }
 
-kp_err kb_gcoord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n)
+kp_err kb_group_coord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n)
 {
     return write_offsets(b, g, offs, n, true);
 }
 
-kp_err kb_gcoord_delete_group(kb_broker *b, kb_group *g)
+kp_err kb_group_coord_delete_group(kb_broker *b, kb_group *g)
 {
     gbatch gb;
-    gbatch_init(&gb, kb_gcoord_wall(b), -1, -1);
+    gbatch_init(&gb, kb_group_coord_wall(b), -1, -1);
     size_t cur = 0;
     for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &cur)) != NULL;)
         add_commit(&gb, g, o, true);
     add_group(&gb, g, true);
     if (g->cg != NULL)
-        kb_cgroup_rec_delete(g->cg, kp_str_from(g->id), cg_emit, &gb);
+        kb_consumer_group_rec_delete(g->cg, kp_str_from(g->id), cg_emit, &gb);
     kp_err e = gbatch_append(b, g, &gb);
     if (e != KP_ERR_NONE)
         return e;
     kb_timer_disarm(b->loop, &g->timer);
     KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"group deleted\" group=%s", g->id);
-    kb_groups_remove(b->gcoord->groups, g);
+    kb_groups_remove(b->group_coord->groups, g);
     return KP_ERR_NONE;
 }
 
 /* The partitions of topic that g has an offset for, committed or held by an
  * open transaction, each once, into out (room for all); their count. */
-static int32_t offsets_of_topic(const kb_gcoord *c, const kb_group *g, char *topic,
+static int32_t offsets_of_topic(const kb_group_coord *c, const kb_group *g, char *topic,
                                 kb_offset *out)
 {
     kp_str name = kp_str_from(topic);
@@ -381,9 +381,9 @@ static int32_t offsets_of_topic(const kb_gcoord *c, const kb_group *g, char *top
     return n;
 }
 
-void kb_gcoord_topic_deleted(kb_broker *b, kp_str topic)
+void kb_group_coord_topic_deleted(kb_broker *b, kp_str topic)
 {
-    kb_gcoord *c = b->gcoord;
+    kb_group_coord *c = b->group_coord;
     char *name = topic.len > 0 ? strndup(topic.p, (size_t)topic.len) : NULL;
     size_t cur = 0;
     for (kb_group *g; name != NULL && (g = kb_groups_next(c->groups, &cur)) != NULL;) {
@@ -418,7 +418,7 @@ static bool txn_offset_is(const txn_offset *x, int64_t pid, kp_str group, kp_str
 }
 
 /* Holds o (copied) for group until pid's marker on partition p. */
-static kp_err txn_offset_add(kb_gcoord *c, int64_t pid, int32_t p, kp_str group,
+static kp_err txn_offset_add(kb_group_coord *c, int64_t pid, int32_t p, kp_str group,
                              const kb_offset *o)
 {
     kp_str topic = kp_str_from(o->topic);
@@ -455,7 +455,7 @@ static kp_err txn_offset_add(kb_gcoord *c, int64_t pid, int32_t p, kp_str group,
 }
 
 /* Applies (commit) or drops the offsets pid holds on partition p. */
-static kp_err txn_offsets_end(kb_gcoord *c, int64_t pid, int32_t p, bool commit)
+static kp_err txn_offsets_end(kb_group_coord *c, int64_t pid, int32_t p, bool commit)
 {
     kp_err err = KP_ERR_NONE;
     for (txn_offset **xp = &c->pending; *xp != NULL;) {
@@ -477,7 +477,7 @@ static kp_err txn_offsets_end(kb_gcoord *c, int64_t pid, int32_t p, bool commit)
 }
 
 /* Drops every offset an open transaction holds for (group, topic, partition). */
-static void txn_offsets_forget(kb_gcoord *c, kp_str group, kp_str topic, int32_t partition)
+static void txn_offsets_forget(kb_group_coord *c, kp_str group, kp_str topic, int32_t partition)
 {
     for (txn_offset **xp = &c->pending; *xp != NULL;) {
         txn_offset *x = *xp;
@@ -491,19 +491,19 @@ static void txn_offsets_forget(kb_gcoord *c, kp_str group, kp_str topic, int32_t
     }
 }
 
-kp_err kb_gcoord_txn_commit(kb_broker *b, kb_group *g, int64_t pid, int16_t epoch,
+kp_err kb_group_coord_txn_commit(kb_broker *b, kb_group *g, int64_t pid, int16_t epoch,
                             const kb_offset *offs, int32_t n)
 {
-    kb_gcoord *c = b->gcoord;
+    kb_group_coord *c = b->group_coord;
     if (c->npending + (size_t)n > TXN_OFFSETS_MAX)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
     gbatch gb;
-    gbatch_init(&gb, kb_gcoord_wall(b), pid, epoch);
+    gbatch_init(&gb, kb_group_coord_wall(b), pid, epoch);
     for (int32_t i = 0; i < n; i++)
         add_commit(&gb, g, &offs[i], false);
     kp_err e = gbatch_append(b, g, &gb);
     kb_topic *t;
-    if (e != KP_ERR_NONE || kb_gcoord_offsets_topic(b, &t) != KP_ERR_NONE)
+    if (e != KP_ERR_NONE || kb_group_coord_offsets_topic(b, &t) != KP_ERR_NONE)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
     int32_t p = kb_offsets_partition_for(kp_str_from(g->id), t->npartitions);
     for (int32_t i = 0; e == KP_ERR_NONE && i < n; i++)
@@ -511,16 +511,16 @@ kp_err kb_gcoord_txn_commit(kb_broker *b, kb_group *g, int64_t pid, int16_t epoc
     return e;
 }
 
-void kb_gcoord_txn_end(kb_broker *b, int64_t pid, int32_t partition, bool commit)
+void kb_group_coord_txn_end(kb_broker *b, int64_t pid, int32_t partition, bool commit)
 {
-    if (txn_offsets_end(b->gcoord, pid, partition, commit) != KP_ERR_NONE)
+    if (txn_offsets_end(b->group_coord, pid, partition, commit) != KP_ERR_NONE)
         KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory applying transactional offsets\" "
                "producer_id=%lld", (long long)pid);
 }
 
-bool kb_gcoord_txn_pending(kb_broker *b, kp_str group, kp_str topic, int32_t partition)
+bool kb_group_coord_txn_pending(kb_broker *b, kp_str group, kp_str topic, int32_t partition)
 {
-    for (const txn_offset *x = b->gcoord->pending; x != NULL; x = x->next)
+    for (const txn_offset *x = b->group_coord->pending; x != NULL; x = x->next)
         if (txn_offset_is(x, -1, group, topic, partition))
             return true;
     return false;
@@ -531,25 +531,25 @@ bool kb_gcoord_txn_pending(kb_broker *b, kp_str group, kp_str topic, int32_t par
 static void on_group_timer(kb_loop *loop, void *arg)
 {
     kb_group *g = arg;
-    kb_gcoord *c = g->host;
-    kb_cgroup_env env;
+    kb_group_coord *c = g->host;
+    kb_consumer_group_env env;
     if (g->cg != NULL) {
-        kb_gcoord_cgroup_env_for(c->b, g, &env);
-        kb_cgroup_tick(g->cg, &env, kb_loop_now_ms(loop));
+        kb_group_coord_cgroup_env_for(c->b, g, &env);
+        kb_consumer_group_tick(g->cg, &env, kb_loop_now_ms(loop));
     }
     else
         kb_group_tick(c->groups, g, kb_loop_now_ms(loop));
-    kb_gcoord_touch(c->b, g);
+    kb_group_coord_touch(c->b, g);
 }
 
-void kb_gcoord_touch(kb_broker *b, kb_group *g)
+void kb_group_coord_touch(kb_broker *b, kb_group *g)
 {
     if (g->cg != NULL)
         store_cgroup(b, g);
-    g->host = b->gcoord;
+    g->host = b->group_coord;
     g->timer.cb = on_group_timer;
     g->timer.arg = g;
-    int64_t d = g->cg != NULL ? kb_cgroup_next_deadline(g->cg) : kb_group_next_deadline(g);
+    int64_t d = g->cg != NULL ? kb_consumer_group_next_deadline(g->cg) : kb_group_next_deadline(g);
     if (d == KB_GROUP_NO_DEADLINE) {
         kb_timer_disarm(b->loop, &g->timer);
         return;
@@ -571,7 +571,7 @@ static bool offset_expired(const kb_group *g, const kb_offset *o, int64_t now, i
     return now - base >= retention;
 }
 
-static void expire_group(kb_gcoord *c, kb_group *g, int64_t now, int64_t retention)
+static void expire_group(kb_group_coord *c, kb_group *g, int64_t now, int64_t retention)
 {
     if (g->state != KB_GS_EMPTY || g->npending > 0 || (g->cg != NULL && g->cg->nmembers > 0))
         return;
@@ -587,18 +587,18 @@ static void expire_group(kb_gcoord *c, kb_group *g, int64_t now, int64_t retenti
     if (all) {
         free(dead);
         KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"offsets expired; group removed\" group=%s", g->id);
-        kb_gcoord_delete_group(c->b, g);
+        kb_group_coord_delete_group(c->b, g);
         return;
     }
     if (n > 0)
-        kb_gcoord_delete_offsets(c->b, g, dead, n);
+        kb_group_coord_delete_offsets(c->b, g, dead, n);
     free(dead);
 }
 
 static void on_expiry_timer(kb_loop *loop, void *arg)
 {
-    kb_gcoord *c = arg;
-    int64_t now = kb_gcoord_wall(c->b);
+    kb_group_coord *c = arg;
+    int64_t now = kb_group_coord_wall(c->b);
     int64_t retention = (int64_t)c->b->cfg->offsets_retention_minutes * 60000;
     kb_group **all = calloc(kb_groups_count(c->groups) + 1, sizeof(*all));
     size_t n = 0, cur = 0;
@@ -613,7 +613,7 @@ static void on_expiry_timer(kb_loop *loop, void *arg)
 /* ---- rebuilding from __consumer_offsets --------------------------------- */
 
 typedef struct loader {
-    kb_gcoord *c;
+    kb_group_coord *c;
     int64_t now;
     int64_t records;
     int64_t skipped;
@@ -678,7 +678,7 @@ static kp_err load_group(loader *ld, const kb_offsets_key *k, kp_slice value, kp
     if ((e = kb_groups_get(ld->c->groups, k->group, &g)) != KP_ERR_NONE)
         return e;
     g->persisted = value.len >= 0;
-    kb_cgroup_free(g->cg); /* the later record wins: a classic group now */
+    kb_consumer_group_free(g->cg); /* the later record wins: a classic group now */
     g->cg = NULL;
     return kb_group_from_record(g, &v, ld->now);
 }
@@ -690,7 +690,7 @@ static kp_err load_cgroup(loader *ld, const kb_offsets_key *k, kp_slice value, k
     kb_group *g = kb_groups_find(ld->c->groups, k->group);
     if (value.len < 0 && k->cg_type == KB_OFFSETS_CGROUP_KEY_VERSION) {
         if (g != NULL) {
-            kb_cgroup_free(g->cg);
+            kb_consumer_group_free(g->cg);
             g->cg = NULL;
         }
         return KP_ERR_NONE;
@@ -698,9 +698,9 @@ static kp_err load_cgroup(loader *ld, const kb_offsets_key *k, kp_slice value, k
     if (value.len < 0 && (g == NULL || g->cg == NULL))
         return KP_ERR_NONE;
     kp_err e = g == NULL ? kb_groups_get(ld->c->groups, k->group, &g) : KP_ERR_NONE;
-    if (e == KP_ERR_NONE && g->cg == NULL && (g->cg = kb_cgroup_new()) == NULL)
+    if (e == KP_ERR_NONE && g->cg == NULL && (g->cg = kb_consumer_group_new()) == NULL)
         e = KP_ERR__NOMEM;
-    return e == KP_ERR_NONE ? kb_cgroup_rec_load(g->cg, k, value, a) : e;
+    return e == KP_ERR_NONE ? kb_consumer_group_rec_load(g->cg, k, value, a) : e;
 }
 
 static kp_err load_record(void *arg, const kp_record *rec, kp_arena *a)
@@ -731,7 +731,7 @@ static kp_err load_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch,
     loader *ld = arg;
     int16_t type;
     if (batch != NULL && (h->attributes & KP_BATCH_ATTR_CONTROL)) {
-        if (kb_ptxn_control_type(batch, len, &type) == KP_ERR_NONE &&
+        if (kb_partition_txn_control_type(batch, len, &type) == KP_ERR_NONE &&
             (type == KB_CONTROL_COMMIT || type == KB_CONTROL_ABORT))
             return txn_offsets_end(ld->c, h->producer_id, ld->partition,
                                    type == KB_CONTROL_COMMIT);
@@ -746,29 +746,29 @@ static kp_err load_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch,
 }
 
 /* Drops groups the log left with nothing; arms the timers of the rest. */
-static void load_finish(kb_gcoord *c)
+static void load_finish(kb_group_coord *c)
 {
     int64_t now = kb_loop_now_ms(c->b->loop);
     size_t cur = 0;
     kb_group *g;
-    kb_cgroup_env env;
+    kb_consumer_group_env env;
     while ((g = kb_groups_next(c->groups, &cur)) != NULL) {
         if (g->cg != NULL)
-            kb_gcoord_cgroup_env_for(c->b, g, &env);
+            kb_group_coord_cgroup_env_for(c->b, g, &env);
         if (g->nmembers == 0 && !g->persisted && kb_offset_map_count(&g->offsets) == 0 && g->cg == NULL)
             kb_groups_remove(c->groups, g);
-        else if (g->cg != NULL && kb_cgroup_restored(g->cg, &env, now) != KP_ERR_NONE)
+        else if (g->cg != NULL && kb_consumer_group_restored(g->cg, &env, now) != KP_ERR_NONE)
             KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory restoring group\" group=%s",
                    g->id);
         else
-            kb_gcoord_touch(c->b, g);
+            kb_group_coord_touch(c->b, g);
     }
 }
 
-static kp_err load_all(kb_gcoord *c, char *err, size_t errlen)
+static kp_err load_all(kb_group_coord *c, char *err, size_t errlen)
 {
     kb_broker *b = c->b;
-    kb_topic *t = kb_topics_find(b->topics, KP_STR_LIT(KB_GCOORD_OFFSETS_TOPIC));
+    kb_topic *t = kb_topics_find(b->topics, KP_STR_LIT(KB_GROUP_COORD_OFFSETS_TOPIC));
     if (t == NULL)
         return KP_ERR_NONE;
     loader ld = {.c = c, .now = kb_loop_now_ms(b->loop)};
@@ -779,7 +779,7 @@ static kp_err load_all(kb_gcoord *c, char *err, size_t errlen)
         if (e == KP_ERR_NONE)
             e = kb_log_scan_batches(kb_plog_io(b), log, LOAD_BATCH_MAX, load_batch, &ld);
         if (e != KP_ERR_NONE) {
-            snprintf(err, errlen, "cannot load %s-%d: %s", KB_GCOORD_OFFSETS_TOPIC, p,
+            snprintf(err, errlen, "cannot load %s-%d: %s", KB_GROUP_COORD_OFFSETS_TOPIC, p,
                      kp_err_name(e));
             return KP_ERR__IO;
         }
@@ -792,9 +792,9 @@ static kp_err load_all(kb_gcoord *c, char *err, size_t errlen)
 
 /* ---- start and stop ----------------------------------------------------- */
 
-kp_err kb_gcoord_start(kb_broker *b, char *err, size_t errlen)
+kp_err kb_group_coord_start(kb_broker *b, char *err, size_t errlen)
 {
-    kb_gcoord *c = calloc(1, sizeof(*c));
+    kb_group_coord *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         snprintf(err, errlen, "out of memory");
         return KP_ERR__NOMEM;
@@ -815,7 +815,7 @@ kp_err kb_gcoord_start(kb_broker *b, char *err, size_t errlen)
     c->b = b;
     cenv_init(c, cfg);
     c->groups = kb_groups_new(&env);
-    b->gcoord = c;
+    b->group_coord = c;
     if (c->groups == NULL) {
         snprintf(err, errlen, "out of memory");
         return KP_ERR__NOMEM;
@@ -825,9 +825,9 @@ kp_err kb_gcoord_start(kb_broker *b, char *err, size_t errlen)
     return load_all(c, err, errlen);
 }
 
-void kb_gcoord_stop(kb_broker *b)
+void kb_group_coord_stop(kb_broker *b)
 {
-    kb_gcoord *c = b->gcoord;
+    kb_group_coord *c = b->group_coord;
     if (c == NULL)
         return;
     size_t cur = 0;
@@ -841,5 +841,5 @@ void kb_gcoord_stop(kb_broker *b)
     }
     kb_groups_free(c->groups);
     free(c);
-    b->gcoord = NULL;
+    b->group_coord = NULL;
 }
