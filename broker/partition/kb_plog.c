@@ -800,7 +800,7 @@ static void load_done(void *arg)
 /* Cancels a queued load, or waits for a running one (one log's opening)
  * and hands its result to the partition, so the caller finds the
  * partition either unopened or open, never half-way. */
-static void load_detach(kb_plog *pl, kb_partition *p)
+static void load_detach(kb_partition *p)
 {
     struct kb_plog_load *job = p->load;
     int expected = LOAD_QUEUED;
@@ -814,7 +814,6 @@ static void load_detach(kb_plog *pl, kb_partition *p)
     }
     job->detached = true;
     p->load = NULL;
-    (void)pl;
 }
 
 static int32_t partitions_to_load(kb_topics *ts)
@@ -910,7 +909,7 @@ void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
 {
     for (int32_t p = 0; p < t->npartitions; p++) {
         if (t->partitions[p].load != NULL)
-            load_detach(b->plog, &t->partitions[p]);
+            load_detach(&t->partitions[p]);
         ks_log *log = t->partitions[p].log;
         if (log == NULL)
             continue;

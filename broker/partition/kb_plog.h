@@ -17,8 +17,8 @@
  *      and log start offset from the checkpoints: every partition on disk
  *      at start-up on a helper thread (kb_pload; loading, then online on
  *      the loop, which owns the log from then on), internal topics' and new
- *      ones on first use. Periodic work visits every online log, so after
- *      loading every partition's.
+ *      ones on first use. Periodic work (flush, retention, cleaner,
+ *      checkpoints) visits every online log: once loaded, every partition.
  *   2. A durability callback fires exactly once: after an fdatasync that
  *      covers the offset (runnel.flush.acks.all=fsync), or at once
  *      (page-cache), or with an error.
@@ -32,9 +32,10 @@
  * threads, the flush thread, the cleaner's helper thread and the unlink
  * threads.
  * Threading: loop thread only (a load job's kb_pload_run touches only the
- * job, which the loop takes back through kb_work; the flush thread is inside ks_flush; a
- * cleaning's work runs on a pthread that touches only its job, polled for
- * completion on the tick and joined there; unlinks likewise).
+ * job, which the loop takes back through kb_work; the flush thread is
+ * inside ks_flush; a cleaning's work runs on a pthread that touches only
+ * its job, polled for completion on the tick and joined there; unlinks
+ * likewise).
  * Errors: storage's codes (KP_ERR__IO, __NOSPC, __CORRUPT, ...); callers map
  * them to the wire with kp_err_to_wire().
  */
