@@ -277,3 +277,23 @@ def test_transaction_aborted_while_its_partition_loads(broker, topic_name):
     control = [b for b in batches if b.attributes & 0x20]
     assert len(control) == 1 and control[0].base_offset == end, batches
     del p
+
+
+def test_topic_deleted_while_it_loads(broker, topic_name):
+    """Deleting a topic whose log still loads after a restart: the load is
+    cancelled or awaited, the topic goes, and one created again under the
+    same name starts empty."""
+    require_module("confluent_kafka")
+    from confluent_kafka.admin import AdminClient
+
+    topic = create_topic(broker.bootstrap, topic_name(), 1)
+    fill(broker, topic, BATCHES // 2)
+    broker.restart()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=60) is None
+    wait_until(lambda: topic not in admin.list_topics(timeout=10).topics, 30, what="deleted")
+    create_topic(broker.bootstrap, topic, 1)
+    with wire.connect(broker.host, broker.port, timeout=30) as s:
+        res = wire_data.fetch_v4(s, 1, topic, 0, 0, max_wait_ms=0)
+    assert res.error == 0 and res.high_watermark == 0, (res.error, res.high_watermark)
+    assert broker.alive()
