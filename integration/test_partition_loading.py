@@ -287,7 +287,7 @@ def test_topic_deleted_while_it_loads(broker, topic_name):
     from confluent_kafka.admin import AdminClient
 
     topic = create_topic(broker.bootstrap, topic_name(), 1)
-    fill(broker, topic, BATCHES // 2)
+    fill(broker, topic, BATCHES // 4)
     broker.restart()
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     assert admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=60) is None
