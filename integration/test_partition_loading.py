@@ -17,9 +17,11 @@ listeners accept), but for the latency bounds, which a JVM just started
 misses while it warms up (80 ms seen): those are checked on Runnel only.
 """
 
+import json
 import os
 import struct
-import threading
+import subprocess
+import sys
 import time
 
 import wire
@@ -29,7 +31,6 @@ from procs import wait_until
 from roundtrip import create_topic
 
 NOT_LEADER_OR_FOLLOWER = wire_data.NOT_LEADER_OR_FOLLOWER
-API_VERSIONS = 18
 
 BATCHES = int(os.environ.get("RUNNEL_IT_LOADING_BATCHES", "400000"))
 PER_REQUEST = 2000      # batches in one Produce request
@@ -59,41 +60,52 @@ def fill(broker, topic, batches):
         assert base == batches - 1, (base, batches)
 
 
-def api_versions_v0_timed(sock, corr):
-    body = wire.request_header(API_VERSIONS, 0, corr)
+# ApiVersions v0 back to back on a connection of its own, in a process of
+# its own (so no other thread of the test holds the interpreter lock while a
+# request is timed), until its stdin closes; prints the latencies in ms.
+PROBE = r"""
+import json, select, socket, struct, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+print("connected", flush=True)
+lat, corr = [], 0
+def recv(n):
+    b = b""
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            raise EOFError("closed")
+        b += c
+    return b
+while not select.select([sys.stdin], [], [], 0)[0]:
+    corr += 1
+    client = b"probe"
+    hdr = struct.pack(">hhih", 18, 0, corr, len(client)) + client
     t0 = time.monotonic()
-    sock.sendall(wire.frame(body))
-    resp = wire.recv_frame(sock)
-    ms = (time.monotonic() - t0) * 1000.0
-    (got,) = struct.unpack_from(">i", resp, 0)
-    assert got == corr
-    return ms
+    s.sendall(struct.pack(">i", len(hdr)) + hdr)
+    (n,) = struct.unpack(">i", recv(4))
+    body = recv(n)
+    lat.append((time.monotonic() - t0) * 1000.0)
+    assert struct.unpack_from(">i", body)[0] == corr
+print(json.dumps(lat), flush=True)
+"""
 
 
-class ApiVersionsProbe(threading.Thread):
-    """ApiVersions v0 back to back on a connection of its own; latencies in ms."""
-
+class ApiVersionsProbe:
     def __init__(self, broker):
-        super().__init__(daemon=True)
-        self.sock = wire.connect(broker.host, broker.port, timeout=30)
-        self.stop_at = None
+        self.proc = subprocess.Popen([sys.executable, "-c", PROBE, broker.host, str(broker.port)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "connected"
         self.latencies = []
         self.error = None
 
-    def run(self):
-        corr = 1
-        try:
-            while self.stop_at is None or time.monotonic() < self.stop_at:
-                self.latencies.append(api_versions_v0_timed(self.sock, corr))
-                corr += 1
-        except Exception as e:  # reported by the test
-            self.error = e
-        finally:
-            self.sock.close()
-
     def finish(self, after_s):
-        self.stop_at = time.monotonic() + after_s
-        self.join(60)
+        time.sleep(after_s)
+        out, _ = self.proc.communicate("stop\n", timeout=60)
+        if self.proc.returncode != 0:
+            self.error = "probe exited with %d" % self.proc.returncode
+        else:
+            self.latencies = json.loads(out.strip().splitlines()[-1])
 
 
 def percentile(values, q):
@@ -148,7 +160,6 @@ def test_restart_with_a_big_partition_never_stalls(broker, target, topic_name):
     broker.restart()  # returns once the port accepted a connection
     up = time.monotonic()
     probe = ApiVersionsProbe(broker)
-    probe.start()
     for i in range(IDEMPOTENT_BEFORE, IDEMPOTENT_BEFORE + IDEMPOTENT_AFTER):
         p.produce(topic, value=b"idem-%06d" % i, partition=0, on_delivery=report)
     fetches = first_fetches(broker, topic, end_before - 1)
