@@ -156,7 +156,7 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
     } else if (err == KP_ERR_NONE) {
         hb_error(req, rs, res.err, res.message);
     }
-    if (created && g->cg->nmembers == 0 && g->offsets.n == 0)
+    if (created && g->cg->nmembers == 0 && kb_offset_map_count(&g->offsets) == 0)
         kb_groups_remove(kb_gcoord_groups(req->broker), g);
     else
         kb_gcoord_touch(req->broker, g);

@@ -295,7 +295,7 @@ static int cmp_offset(const void *a, const void *b)
 /* Every committed offset of g, grouped by topic. */
 static kp_err fetch_all(kb_req *req, const kb_group *g, kp_offset_fetch_resp_offset_fetch_response_group *out)
 {
-    size_t n = g != NULL ? g->offsets.n : 0, cur = 0, k = 0;
+    size_t n = g != NULL ? kb_offset_map_count(&g->offsets) : 0, cur = 0, k = 0;
     const kb_offset **v = kp_arena_calloc(&req->arena, n + 1, sizeof(*v));
     if (v == NULL || !KB_ARRAY_ALLOC(req, out->topics, n))
         return KP_ERR__NOMEM;

@@ -14,7 +14,7 @@
 #include "kb_pidstate.h"
 #include "kb_ptxn.h"
 #include "kb_plog.h"
-#include "kb_tconf.h"
+#include "kb_topic_settings.h"
 #include "kb_tcoord.h"
 #include "kb_topics.h"
 #include "kb_work.h"
@@ -85,33 +85,19 @@ static int32_t last_sequence(int32_t base, int32_t last_offset_delta)
     return (int32_t)(((int64_t)base + last_offset_delta) % ((int64_t)INT32_MAX + 1));
 }
 
-static void validate_opts(const kb_req *req, const kb_topic *t, kp_validate_opts *o)
+static void validate_opts(const kb_req *req, const kb_topic_settings *ts, kp_validate_opts *o)
 {
-    const kb_config *cfg = req->broker->cfg;
-    int8_t source;
-    const char *policy = kb_tconf_effective(cfg, t, "cleanup.policy", &source);
-    const char *tstype = kb_tconf_effective(cfg, t, "message.timestamp.type", &source);
     memset(o, 0, sizeof(*o));
     o->single_batch = true; /* Kafka refuses a second v2 batch at every version */
-    o->compacted = policy != NULL && strstr(policy, "compact") != NULL;
+    o->compacted = ts->cleanup_compact;
     o->allow_zstd = req->api_version >= 7;
-    o->log_append_time = tstype != NULL && strcmp(tstype, "LogAppendTime") == 0;
-    o->max_message_bytes = (int32_t)kb_tconf_long(cfg, t, "max.message.bytes", 1048588);
+    o->log_append_time = ts->log.message_timestamp_type == KS_TS_LOG_APPEND_TIME;
+    o->max_message_bytes = ts->max_message_bytes;
     o->now_ms = wall_ms();
-    o->timestamp_before_max_ms =
-        kb_tconf_long(cfg, t, "message.timestamp.before.max.ms", INT64_MAX);
-    o->timestamp_after_max_ms = kb_tconf_long(cfg, t, "message.timestamp.after.max.ms", INT64_MAX);
+    o->timestamp_before_max_ms = ts->timestamp_before_max_ms;
+    o->timestamp_after_max_ms = ts->timestamp_after_max_ms;
 }
-static int topic_codec(const kb_config *cfg, const kb_topic *t)
-{
-    static const char *const names[] = {"uncompressed", "gzip", "snappy", "lz4", "zstd"};
-    int8_t source;
-    const char *c = kb_tconf_effective(cfg, t, "compression.type", &source);
-    for (int i = 0; c != NULL && i < 5; i++)
-        if (strcmp(c, names[i]) == 0)
-            return i;
-    return -1;
-}
+
 /* A refused batch's answer, as Kafka's ReplicaManager gives it: per-record
  * faults each as a record error with LogValidator's text and a summary
  * message; the partition's log start offset, which Kafka reports for every
@@ -455,9 +441,10 @@ static void part_init(kb_req *req, kb_topic *t, int16_t terr, bool acks_ok,
     /* The records live in the connection's receive buffer, which we own. */
     p->bytes = (uint8_t *)(uintptr_t)pd->records.p;
     p->len = pd->records.len < 0 ? 0 : (size_t)pd->records.len;
-    validate_opts(req, t, &p->opts);
+    const kb_topic_settings *ts = kb_topic_settings_of(req->broker->cfg, t);
+    validate_opts(req, ts, &p->opts);
     p->opts.max_decompressed = decompress_cap(p->len);
-    p->codec = topic_codec(req->broker->cfg, t);
+    p->codec = ts->codec;
 }
 
 /* Whether any partition carries a transactional batch (the attribute bit in

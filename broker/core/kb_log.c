@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kb_map.h"
+
 /* The one mutable global besides the frozen config (see kb_log.h, Threading). */
 static _Atomic int log_level = KB_LL_INFO;
 static _Atomic unsigned log_mask = KB_SUB_ALL;
@@ -177,20 +179,10 @@ void kb_log_ratelimit_init(kb_log_ratelimit *rl, uint32_t burst, int64_t interva
     rl->rl_interval_ms = interval_ms > 0 ? interval_ms : 1;
 }
 
-/* splitmix64's finaliser: spreads nearby keys (ports, ids) over the slots. */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 bool kb_log_ratelimit_allow(kb_log_ratelimit *rl, uint64_t key, int64_t now_ms,
                             uint32_t *suppressed)
 {
-    kb_log_rl_slot *s = &rl->rl_slot[mix64(key) % KB_LOG_RL_SLOTS];
+    kb_log_rl_slot *s = &rl->rl_slot[kb_map_mix(key) % KB_LOG_RL_SLOTS];
     uint32_t refused = 0;
 
     if (s->rs_count == 0 || now_ms - s->rs_window_start_ms >= rl->rl_interval_ms) {

@@ -387,7 +387,7 @@ void kb_gcoord_topic_deleted(kb_broker *b, kp_str topic)
     char *name = topic.len > 0 ? strndup(topic.p, (size_t)topic.len) : NULL;
     size_t cur = 0;
     for (kb_group *g; name != NULL && (g = kb_groups_next(c->groups, &cur)) != NULL;) {
-        kb_offset *dead = calloc(g->offsets.n + c->npending + 1, sizeof(*dead));
+        kb_offset *dead = calloc(kb_offset_map_count(&g->offsets) + c->npending + 1, sizeof(*dead));
         int32_t n = dead != NULL ? offsets_of_topic(c, g, name, dead) : 0;
         if (dead == NULL || (n > 0 && write_offsets(b, g, dead, n, true) != KP_ERR_NONE))
             KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"cannot delete the offsets of a deleted "
@@ -575,7 +575,7 @@ static void expire_group(kb_gcoord *c, kb_group *g, int64_t now, int64_t retenti
 {
     if (g->state != KB_GS_EMPTY || g->npending > 0 || (g->cg != NULL && g->cg->nmembers > 0))
         return;
-    kb_offset *dead = calloc(g->offsets.n + 1, sizeof(*dead));
+    kb_offset *dead = calloc(kb_offset_map_count(&g->offsets) + 1, sizeof(*dead));
     if (dead == NULL)
         return;
     int32_t n = 0;
@@ -583,7 +583,7 @@ static void expire_group(kb_gcoord *c, kb_group *g, int64_t now, int64_t retenti
     for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &cur)) != NULL;)
         if (offset_expired(g, o, now, retention))
             dead[n++] = *o;
-    bool all = (size_t)n == g->offsets.n;
+    bool all = (size_t)n == kb_offset_map_count(&g->offsets);
     if (all) {
         free(dead);
         KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"offsets expired; group removed\" group=%s", g->id);
@@ -755,7 +755,7 @@ static void load_finish(kb_gcoord *c)
     while ((g = kb_groups_next(c->groups, &cur)) != NULL) {
         if (g->cg != NULL)
             kb_gcoord_cgroup_env_for(c->b, g, &env);
-        if (g->nmembers == 0 && !g->persisted && g->offsets.n == 0 && g->cg == NULL)
+        if (g->nmembers == 0 && !g->persisted && kb_offset_map_count(&g->offsets) == 0 && g->cg == NULL)
             kb_groups_remove(c->groups, g);
         else if (g->cg != NULL && kb_cgroup_restored(g->cg, &env, now) != KP_ERR_NONE)
             KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory restoring group\" group=%s",

@@ -6,17 +6,12 @@
 
 #include "kb_cgroup.h"
 #include "kb_log.h"
+#include "kb_map.h"
 
 struct kb_groups {
     kb_group_env env;
-    kb_group **slots; /* open addressing; NULL free, TOMB deleted */
-    size_t cap;
-    size_t used; /* live + tombstones */
-    size_t n;
+    kb_map by_id; /* kb_group *, by group id */
 };
-
-static kb_group tomb_marker;
-#define TOMB (&tomb_marker)
 
 static const char *const state_names[] = {
     [KB_GS_EMPTY] = "Empty",
@@ -81,12 +76,9 @@ static int64_t min64(int64_t a, int64_t b)
 
 /* ---- registry ----------------------------------------------------------- */
 
-static uint64_t id_hash(kp_str id)
+static bool group_is(const void *entry, const void *key)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int32_t i = 0; i < id.len; i++)
-        h = (h ^ (uint8_t)id.p[i]) * 0x100000001b3ull;
-    return h;
+    return kp_cstr_is(((const kb_group *)entry)->id, *(const kp_str *)key);
 }
 
 kb_groups *kb_groups_new(const kb_group_env *env)
@@ -103,55 +95,9 @@ const kb_group_env *kb_groups_env(const kb_groups *gs)
     return &gs->env;
 }
 
-/* The slot of id, or (not found) the first free or deleted slot of its
- * probe sequence. */
-static size_t slot_of(const kb_groups *gs, kp_str id, bool *found)
-{
-    size_t mask = gs->cap - 1, i = (size_t)id_hash(id) & mask, reuse = SIZE_MAX;
-    *found = false;
-    for (;; i = (i + 1) & mask) {
-        kb_group *g = gs->slots[i];
-        if (g == NULL)
-            return reuse != SIZE_MAX ? reuse : i;
-        if (g == TOMB) {
-            if (reuse == SIZE_MAX)
-                reuse = i;
-        } else if (kp_cstr_is(g->id, id)) {
-            *found = true;
-            return i;
-        }
-    }
-}
-
 kb_group *kb_groups_find(const kb_groups *gs, kp_str id)
 {
-    bool found;
-    if (gs->n == 0)
-        return NULL;
-    size_t i = slot_of(gs, id, &found);
-    return found ? gs->slots[i] : NULL;
-}
-
-static kp_err rehash(kb_groups *gs)
-{
-    size_t cap = gs->cap < 16 ? 16 : (gs->n * 4 > gs->cap ? gs->cap * 2 : gs->cap);
-    kb_group **old = gs->slots;
-    size_t old_cap = gs->cap;
-    gs->slots = calloc(cap, sizeof(*gs->slots));
-    if (gs->slots == NULL) {
-        gs->slots = old;
-        return KP_ERR__NOMEM;
-    }
-    gs->cap = cap;
-    gs->used = gs->n;
-    for (size_t i = 0; i < old_cap; i++) {
-        if (old[i] != NULL && old[i] != TOMB) {
-            bool found;
-            gs->slots[slot_of(gs, kp_str_from(old[i]->id), &found)] = old[i];
-        }
-    }
-    free(old);
-    return KP_ERR_NONE;
+    return kb_map_find(&gs->by_id, kb_map_hash_str(id), &id, group_is);
 }
 
 kp_err kb_groups_get(kb_groups *gs, kp_str id, kb_group **out)
@@ -159,8 +105,6 @@ kp_err kb_groups_get(kb_groups *gs, kp_str id, kb_group **out)
     *out = kb_groups_find(gs, id);
     if (*out != NULL)
         return KP_ERR_NONE;
-    if ((gs->used + 1) * 2 > gs->cap && rehash(gs) != KP_ERR_NONE)
-        return KP_ERR__NOMEM;
     kb_group *g = calloc(1, sizeof(*g));
     if (g == NULL || (g->id = kp_str_cdup(id)) == NULL) {
         free(g);
@@ -171,12 +115,11 @@ kp_err kb_groups_get(kb_groups *gs, kp_str id, kb_group **out)
     g->state_timestamp = wall(gs);
     kb_offset_map_init(&g->offsets);
     kb_timer_init(&g->timer, NULL, NULL);
-    bool found;
-    size_t i = slot_of(gs, id, &found);
-    if (gs->slots[i] == NULL)
-        gs->used++;
-    gs->slots[i] = g;
-    gs->n++;
+    if (kb_map_insert(&gs->by_id, kb_map_hash_str(id), g) != KP_ERR_NONE) {
+        free(g->id);
+        free(g);
+        return KP_ERR__NOMEM;
+    }
     *out = g;
     return KP_ERR_NONE;
 }
@@ -217,12 +160,7 @@ static void group_free(kb_group *g)
 
 void kb_groups_remove(kb_groups *gs, kb_group *g)
 {
-    bool found;
-    size_t i = slot_of(gs, kp_str_from(g->id), &found);
-    if (found) {
-        gs->slots[i] = TOMB;
-        gs->n--;
-    }
+    kb_map_remove_entry(&gs->by_id, kb_map_hash_str(kp_str_from(g->id)), g);
     g->state = KB_GS_DEAD;
     group_free(g);
 }
@@ -231,26 +169,21 @@ void kb_groups_free(kb_groups *gs)
 {
     if (gs == NULL)
         return;
-    for (size_t i = 0; i < gs->cap; i++)
-        if (gs->slots[i] != NULL && gs->slots[i] != TOMB)
-            group_free(gs->slots[i]);
-    free(gs->slots);
+    size_t cursor = 0;
+    for (kb_group *g; (g = kb_map_next(&gs->by_id, &cursor)) != NULL;)
+        group_free(g);
+    kb_map_fini(&gs->by_id);
     free(gs);
 }
 
 size_t kb_groups_count(const kb_groups *gs)
 {
-    return gs->n;
+    return kb_map_count(&gs->by_id);
 }
 
 kb_group *kb_groups_next(const kb_groups *gs, size_t *cursor)
 {
-    while (*cursor < gs->cap) {
-        kb_group *g = gs->slots[(*cursor)++];
-        if (g != NULL && g != TOMB)
-            return g;
-    }
-    return NULL;
+    return kb_map_next(&gs->by_id, cursor);
 }
 
 /* ---- members ------------------------------------------------------------ */

@@ -5,32 +5,22 @@
 
 /* ---- the map ------------------------------------------------------------ */
 
+typedef struct offset_key {
+    kp_str topic;
+    int32_t partition;
+} offset_key;
+
 static uint64_t key_hash(kp_str topic, int32_t partition)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (int32_t i = 0; i < topic.len; i++) {
-        h ^= (uint8_t)topic.p[i];
-        h *= 1099511628211ull;
-    }
-    h ^= (uint32_t)partition;
-    h *= 1099511628211ull;
-    return h ^ (h >> 29);
+    uint64_t h = kb_map_hash_str(topic);
+    return kb_map_hash_more(h, &partition, sizeof partition);
 }
 
-static bool slot_is(const kb_offset *s, kp_str topic, int32_t partition)
+static bool offset_is(const void *entry, const void *key)
 {
-    return s->topic != NULL && s->partition == partition &&
-           strlen(s->topic) == (size_t)topic.len && memcmp(s->topic, topic.p, (size_t)topic.len) == 0;
-}
-
-/* The slot holding (topic, partition), or the free slot where it would go. */
-static size_t map_find(const kb_offset_map *m, kp_str topic, int32_t partition)
-{
-    size_t mask = m->cap - 1;
-    size_t i = (size_t)key_hash(topic, partition) & mask;
-    while (m->slots[i].topic != NULL && !slot_is(&m->slots[i], topic, partition))
-        i = (i + 1) & mask;
-    return i;
+    const kb_offset *o = entry;
+    const offset_key *k = key;
+    return o->partition == k->partition && kp_cstr_is(o->topic, k->topic);
 }
 
 kp_str kb_offset_metadata(const kb_offset *o)
@@ -53,67 +43,51 @@ char *kb_offset_metadata_dup(const kb_offset *o)
 
 void kb_offset_map_init(kb_offset_map *m)
 {
-    memset(m, 0, sizeof(*m));
+    kb_map_init(&m->entries);
 }
 
 static void entry_free(kb_offset *o)
 {
     free(o->topic);
     free(o->metadata);
-    memset(o, 0, sizeof(*o));
+    free(o);
 }
 
 void kb_offset_map_fini(kb_offset_map *m)
 {
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i].topic != NULL)
-            entry_free(&m->slots[i]);
-    free(m->slots);
-    kb_offset_map_init(m);
+    size_t cursor = 0;
+    for (kb_offset *o; (o = kb_map_next(&m->entries, &cursor)) != NULL;)
+        entry_free(o);
+    kb_map_fini(&m->entries);
 }
 
 const kb_offset *kb_offset_map_get(const kb_offset_map *m, kp_str topic, int32_t partition)
 {
-    if (m->n == 0)
-        return NULL;
-    const kb_offset *s = &m->slots[map_find(m, topic, partition)];
-    return s->topic != NULL ? s : NULL;
-}
-
-static kp_err map_grow(kb_offset_map *m)
-{
-    size_t cap = m->cap == 0 ? 16 : m->cap * 2;
-    kb_offset *slots = calloc(cap, sizeof(*slots));
-    if (slots == NULL)
-        return KP_ERR__NOMEM;
-    kb_offset_map old = *m;
-    m->slots = slots;
-    m->cap = cap;
-    for (size_t i = 0; i < old.cap; i++) {
-        kb_offset *o = &old.slots[i];
-        if (o->topic != NULL)
-            m->slots[map_find(m, kp_str_from(o->topic), o->partition)] = *o;
-    }
-    free(old.slots);
-    return KP_ERR_NONE;
+    offset_key k = {topic, partition};
+    return kb_map_find(&m->entries, key_hash(topic, partition), &k, offset_is);
 }
 
 kp_err kb_offset_map_put(kb_offset_map *m, const kb_offset *o)
 {
-    if ((m->n + 1) * 2 > m->cap && map_grow(m) != KP_ERR_NONE)
-        return KP_ERR__NOMEM;
     kp_str topic = kp_str_from(o->topic);
-    kb_offset *s = &m->slots[map_find(m, topic, o->partition)];
+    uint64_t h = key_hash(topic, o->partition);
+    offset_key k = {topic, o->partition};
+    kb_offset *s = kb_map_find(&m->entries, h, &k, offset_is);
     char *meta = kb_offset_metadata_dup(o);
-    char *name = s->topic != NULL ? s->topic : strdup(o->topic);
-    if (meta == NULL || name == NULL) {
-        free(meta);
-        if (name != s->topic)
-            free(name);
+    if (meta == NULL)
         return KP_ERR__NOMEM;
+    if (s == NULL) {
+        s = calloc(1, sizeof(*s));
+        char *name = strdup(o->topic);
+        if (s == NULL || name == NULL || kb_map_insert(&m->entries, h, s) != KP_ERR_NONE) {
+            free(s);
+            free(name);
+            free(meta);
+            return KP_ERR__NOMEM;
+        }
+        s->topic = name;
     }
-    if (s->topic == NULL)
-        m->n++;
+    char *name = s->topic;
     free(s->metadata);
     *s = *o;
     s->topic = name;
@@ -124,36 +98,16 @@ kp_err kb_offset_map_put(kb_offset_map *m, const kb_offset *o)
 
 bool kb_offset_map_del(kb_offset_map *m, kp_str topic, int32_t partition)
 {
-    if (m->n == 0)
-        return false;
-    size_t mask = m->cap - 1;
-    size_t i = map_find(m, topic, partition);
-    if (m->slots[i].topic == NULL)
-        return false;
-    entry_free(&m->slots[i]);
-    m->n--;
-    /* Backward-shift deletion keeps every probe chain unbroken. */
-    for (size_t j = (i + 1) & mask; m->slots[j].topic != NULL; j = (j + 1) & mask) {
-        kb_offset *s = &m->slots[j];
-        size_t home = (size_t)key_hash(kp_str_from(s->topic), s->partition) & mask;
-        bool movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
-        if (movable) {
-            m->slots[i] = *s;
-            memset(s, 0, sizeof(*s));
-            i = j;
-        }
-    }
-    return true;
+    offset_key k = {topic, partition};
+    kb_offset *o = kb_map_remove(&m->entries, key_hash(topic, partition), &k, offset_is);
+    if (o != NULL)
+        entry_free(o);
+    return o != NULL;
 }
 
 const kb_offset *kb_offset_map_next(const kb_offset_map *m, size_t *cursor)
 {
-    while (*cursor < m->cap) {
-        const kb_offset *s = &m->slots[(*cursor)++];
-        if (s->topic != NULL)
-            return s;
-    }
-    return NULL;
+    return kb_map_next(&m->entries, cursor);
 }
 
 /* ---- partition mapping -------------------------------------------------- */

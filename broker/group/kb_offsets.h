@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kb_map.h"
 #include "kp_msg.h"
 #include "kp_types.h"
 
@@ -67,7 +68,7 @@
 #define KB_OFFSETS_METADATA_MAX 4096
 
 typedef struct kb_offset {
-    char *topic;          /* NULL marks a free slot */
+    char *topic;
     int32_t partition;
     int64_t offset;
     int32_t leader_epoch; /* -1 when unknown */
@@ -78,9 +79,7 @@ typedef struct kb_offset {
 } kb_offset;
 
 typedef struct kb_offset_map {
-    kb_offset *slots;
-    size_t cap; /* power of two, or 0 */
-    size_t n;
+    kb_map entries; /* kb_offset * (owned), by (topic, partition) */
 } kb_offset_map;
 
 /* The committed metadata of o as the wire carries it (borrowed from o). */
@@ -89,6 +88,10 @@ kp_str kb_offset_metadata(const kb_offset *o);
 char *kb_offset_metadata_dup(const kb_offset *o);
 
 void kb_offset_map_init(kb_offset_map *m);
+static inline size_t kb_offset_map_count(const kb_offset_map *m)
+{
+    return kb_map_count(&m->entries);
+}
 void kb_offset_map_fini(kb_offset_map *m);
 const kb_offset *kb_offset_map_get(const kb_offset_map *m, kp_str topic, int32_t partition);
 /* Inserts or replaces the entry of (o->topic, o->partition); copies every
@@ -97,7 +100,7 @@ kp_err kb_offset_map_put(kb_offset_map *m, const kb_offset *o);
 /* Removes the entry; false when there was none. */
 bool kb_offset_map_del(kb_offset_map *m, kp_str topic, int32_t partition);
 /* Iterates: start with *cursor = 0; NULL after the last entry. Deleting the
- * entry just returned is not allowed while iterating. */
+ * entry just returned is allowed while iterating (kb_map.h). */
 const kb_offset *kb_offset_map_next(const kb_offset_map *m, size_t *cursor);
 
 /* The partition of __consumer_offsets holding group_id: Java's

@@ -62,6 +62,26 @@ bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, kb_pid_info *out)
     return true;
 }
 
+bool kb_pidstate_last_batch(const kb_pidstate *ps, int32_t i, kb_pid_batch *out)
+{
+    const pid_entry *e = &ps->v[i];
+    if (e->nbatches == 0)
+        return false;
+    *out = e->batches[e->nbatches - 1];
+    return true;
+}
+
+void kb_pidstate_keep_last(kb_pidstate *ps)
+{
+    for (int32_t i = 0; i < ps->n; i++) {
+        pid_entry *e = &ps->v[i];
+        if (e->nbatches > 1) {
+            e->batches[0] = e->batches[e->nbatches - 1];
+            e->nbatches = 1;
+        }
+    }
+}
+
 static pid_entry *find(const kb_pidstate *ps, int64_t producer_id)
 {
     /* Few producers write to one partition; a linear scan is the fast path. */
@@ -158,6 +178,7 @@ static kp_err replay_header(kb_pidstate *ps, const kp_batch_hdr *h)
 typedef struct replay_ctx {
     kb_pidstate *ps;
     const ks_io *io;
+    int64_t batches; /* headers seen */
 } replay_ctx;
 
 /* Feeds the partition's transaction index, and the producer's last marker;
@@ -181,15 +202,25 @@ static kp_err replay_txn(const replay_ctx *rc, const kp_batch_hdr *h, int64_t fi
 
 static kp_err replay_cb(void *arg, const kp_batch_hdr *h, int64_t file_pos, int fd)
 {
-    const replay_ctx *rc = arg;
+    replay_ctx *rc = arg;
+    rc->batches++;
     kp_err e = replay_header(rc->ps, h);
     if (e == KP_ERR_NONE && (h->attributes & KP_BATCH_ATTR_TRANSACTIONAL))
         e = replay_txn(rc, h, file_pos, fd);
     return e;
 }
 
+kp_err kb_pidstate_rebuild_from(kb_pidstate *ps, const ks_io *io, ks_log *log, int64_t from,
+                                int64_t *batches)
+{
+    replay_ctx rc = {ps, io, 0};
+    kp_err e = kb_log_scan(io, log, from, replay_cb, &rc);
+    if (batches != NULL)
+        *batches = rc.batches;
+    return e;
+}
+
 kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log)
 {
-    replay_ctx rc = {ps, io};
-    return kb_log_scan(io, log, ks_log_start_offset(log), replay_cb, &rc);
+    return kb_pidstate_rebuild_from(ps, io, log, ks_log_start_offset(log), NULL);
 }

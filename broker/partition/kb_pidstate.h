@@ -75,11 +75,23 @@ struct kb_ptxn *kb_pidstate_txns(kb_pidstate *ps);
 /* Replays every idempotent batch of the log, and every transactional batch
  * and marker into the transaction index (after open). */
 kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log);
+/* The same from the batch holding offset from (a producer snapshot's offset,
+ * kb_pidsnap.h) to the log end; *batches (optional) gets how many batch
+ * headers were read. */
+kp_err kb_pidstate_rebuild_from(kb_pidstate *ps, const ks_io *io, ks_log *log, int64_t from,
+                                int64_t *batches);
+
+/* Forgets every cached batch but each producer's last: what a restart
+ * leaves Kafka knowing (it reloads its state from a snapshot, which keeps
+ * one batch per producer; see kb_pidsnap.h). */
+void kb_pidstate_keep_last(kb_pidstate *ps);
 
 /* Producers tracked (for tests and DescribeProducers). */
 int32_t kb_pidstate_count(const kb_pidstate *ps);
 /* The i-th tracked producer (0 <= i < count); false when it has no batch
  * cached (its epoch changed since). */
 bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, kb_pid_info *out);
+/* The i-th tracked producer's last cached batch; false when it has none. */
+bool kb_pidstate_last_batch(const kb_pidstate *ps, int32_t i, kb_pid_batch *out);
 
 #endif

@@ -3,6 +3,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "kb_pidsnap.h"
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -10,13 +12,14 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Rebuilds the producer state of ld->log into ld->pids. */
+/* Restores the producer state of ld->log into ld->pids: the newest usable
+ * .snapshot, then the batches past it (kb_pidsnap.h). */
 static kp_err rebuild_producer_state(kb_pload *ld)
 {
     ld->pids = kb_pidstate_new();
     if (ld->pids == NULL)
         return KP_ERR__NOMEM;
-    return kb_pidstate_rebuild(ld->pids, ld->io, ld->log);
+    return kb_pidsnap_restore(ld->io, ld->log, ld->pids, &ld->snap);
 }
 
 void kb_pload_run(kb_pload *ld)

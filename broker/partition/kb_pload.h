@@ -3,13 +3,15 @@
  * cycle between "on disk" and "online", run on a helper thread at start-up.
  *
  * Job: open and recover the log (ks_log_open: indexes, a torn tail after an
- * unclean stop), then rebuild the partition's producer state
- * (kb_pidstate: idempotent producers and open transactions). This is the
- * one place producer state is rebuilt from the log.
+ * unclean stop), then restore the partition's producer state
+ * (kb_pidstate: idempotent producers and open transactions) from its
+ * newest .snapshot and the batches past it (kb_pidsnap_restore). This is
+ * the one place producer state is rebuilt from the disk.
  *
  * Invariants:
- *   1. kb_pload_run touches nothing but *ld: no broker state, no logging,
- *      so any thread may run it.
+ *   1. kb_pload_run touches nothing but *ld and the partition's files: no
+ *      broker state (its only log lines are kb_pidsnap's, and KB_LOG may
+ *      be called from any thread), so any thread may run it.
  *   2. After kb_pload_run, either err is KP_ERR_NONE and log and pids are
  *      both set, or err says what failed and neither is.
  *
@@ -25,6 +27,7 @@
 
 #include <stdint.h>
 
+#include "kb_pidsnap.h"
 #include "kb_pidstate.h"
 #include "ks_log.h"
 #include "ks_recover.h"
@@ -42,6 +45,7 @@ typedef struct kb_pload {
     ks_log *log;
     kb_pidstate *pids;
     ks_recover_report rep;
+    kb_pidsnap_report snap; /* the snapshot used, the batches replayed */
     kp_err err;
     const char *failed; /* the step that failed: "open log", "rebuild producer state" */
     kp_errctx ctx;

@@ -11,10 +11,11 @@
 #include <unistd.h>
 
 #include "kb_log.h"
+#include "kb_pidsnap.h"
 #include "kb_pidstate.h"
 #include "kb_pload.h"
 #include "kb_ptxn.h"
-#include "kb_tconf.h"
+#include "kb_topic_settings.h"
 #include "kb_work.h"
 #include "ks_checkpoint.h"
 #include "ks_compact.h"
@@ -117,48 +118,17 @@ static const char *log_dir(const kb_broker *b)
     return b->cfg->log_dirs.v[0];
 }
 
-/* Whether the topic's effective cleanup.policy lists word. */
-static bool has_policy(const kb_config *cfg, const kb_topic *t, const char *word)
-{
-    int8_t source;
-    const char *v = kb_tconf_effective(cfg, t, "cleanup.policy", &source);
-    return v != NULL && strstr(v, word) != NULL;
-}
-
-static void topic_log_config(const kb_broker *b, const kb_topic *t, ks_log_config *lc)
-{
-    const kb_config *cfg = b->cfg;
-    ks_log_config_default(lc);
-    lc->segment_bytes = kb_tconf_long(cfg, t, "segment.bytes", lc->segment_bytes);
-    lc->segment_ms = kb_tconf_long(cfg, t, "segment.ms", lc->segment_ms);
-    lc->index_interval_bytes =
-        (int32_t)kb_tconf_long(cfg, t, "index.interval.bytes", lc->index_interval_bytes);
-    lc->segment_index_bytes =
-        (int32_t)kb_tconf_long(cfg, t, "segment.index.bytes", lc->segment_index_bytes);
-    lc->retention_ms = kb_tconf_long(cfg, t, "retention.ms", lc->retention_ms);
-    lc->retention_bytes = kb_tconf_long(cfg, t, "retention.bytes", lc->retention_bytes);
-    if (!has_policy(cfg, t, "delete")) /* compact only: no time or size retention */
-        lc->retention_ms = lc->retention_bytes = -1;
-    lc->flush_messages = kb_tconf_long(cfg, t, "flush.messages", lc->flush_messages);
-    lc->flush_ms = kb_tconf_long(cfg, t, "flush.ms", lc->flush_ms);
-    int8_t source;
-    const char *tt = kb_tconf_effective(cfg, t, "message.timestamp.type", &source);
-    lc->message_timestamp_type = tt != NULL && strcmp(tt, "LogAppendTime") == 0
-                                     ? KS_TS_LOG_APPEND_TIME
-                                     : KS_TS_CREATE_TIME;
-}
-
 /* ---- opening a partition (its life cycle: loading, then online) ------- */
 
 /* What opening (t, partition) needs, for kb_pload_run on any thread. */
-static void pload_prepare(kb_plog *pl, const kb_topic *t, int32_t partition, kb_pload *ld)
+static void pload_prepare(kb_plog *pl, kb_topic *t, int32_t partition, kb_pload *ld)
 {
     memset(ld, 0, sizeof(*ld));
     ld->io = &pl->io;
     ld->dir = log_dir(pl->broker);
     ld->topic = t->name;
     ld->partition = partition;
-    topic_log_config(pl->broker, t, &ld->lc);
+    ld->lc = kb_topic_settings_of(pl->broker->cfg, t)->log;
     ld->args = (ks_log_open_args){
         .recovery_point = ks_checkpoint_find(pl->recovery, pl->nrecovery, t->name, partition),
         .log_start_offset = ks_checkpoint_find(pl->starts, pl->nstarts, t->name, partition),
@@ -251,15 +221,20 @@ kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *bat
     kp_err e = kb_plog_get(b, t, partition, &log);
     if (e != KP_ERR_NONE)
         return e;
+    kb_plog *pl = b->plog;
     kp_errctx ctx = {{0}, NULL, 0, 0};
+    int32_t segments = ks_log_segment_count(log);
     e = ks_log_append(log, batches, len, t->partitions[partition].leader_epoch, wall_ms(), res,
                       &ctx);
+    /* A roll happens before the batches: the state is that of the offsets
+     * below the new segment, whose base is the first appended offset. */
+    if (e == KP_ERR_NONE && ks_log_segment_count(log) > segments)
+        kb_pidsnap_save(&pl->io, log, t->partitions[partition].pids, res->base_offset);
     if (e != KP_ERR_NONE) {
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"append failed\" topic=%s partition=%d "
                "error=%s detail=\"%s\"", t->name, partition, kp_err_name(e), ctx.msg);
         return e;
     }
-    kb_plog *pl = b->plog;
     if (ks_flush_policy_due(log, kb_loop_now_ms(b->loop)))
         (void)ks_flush_submit(pl->flush, log, 0, NULL);
     return KP_ERR_NONE;
@@ -434,22 +409,15 @@ static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *
            "log_start_offset=%lld", t->name, partition, job.n, (long long)job.bytes,
            (long long)ks_log_start_offset(log));
     unlink_later(pl, &job);
+    kb_pidsnap_prune(&pl->io, log);
 }
 
 /* ---- log cleaner (compacted topics) -------------------------------------- */
 
-static void topic_compact_config(const kb_config *cfg, const kb_topic *t, ks_compact_config *cc)
+/* The cleaner's settings for t: the topic's, with this broker's map size. */
+static void topic_compact_config(const kb_config *cfg, kb_topic *t, ks_compact_config *cc)
 {
-    int8_t source;
-    ks_compact_config_default(cc);
-    const char *ratio = kb_tconf_effective(cfg, t, "min.cleanable.dirty.ratio", &source);
-    cc->min_cleanable_ratio = ratio != NULL ? strtod(ratio, NULL) : cfg->log_cleaner_min_cleanable_ratio;
-    cc->delete_retention_ms = kb_tconf_long(cfg, t, "delete.retention.ms",
-                                            cfg->log_cleaner_delete_retention_ms);
-    cc->min_lag_ms = kb_tconf_long(cfg, t, "min.compaction.lag.ms",
-                                   cfg->log_cleaner_min_compaction_lag_ms);
-    cc->max_lag_ms = kb_tconf_long(cfg, t, "max.compaction.lag.ms",
-                                   cfg->log_cleaner_max_compaction_lag_ms);
+    *cc = kb_topic_settings_of(cfg, t)->compact;
     cc->map_entries = cfg->log_cleaner_dedupe_buffer_size / KB_CLEANER_MAP_SLOT;
 }
 
@@ -505,7 +473,7 @@ static bool clean_skipped(kb_plog *pl, const ks_log *log, int64_t now)
 static void clean_consider(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
 {
     const kb_config *cfg = pl->broker->cfg;
-    if (!has_policy(cfg, t, "compact") || clean_skipped(pl, log, wall_ms()))
+    if (!kb_topic_settings_of(cfg, t)->cleanup_compact || clean_skipped(pl, log, wall_ms()))
         return;
     ks_compact_config cc;
     ks_compact_stats st;
@@ -784,8 +752,7 @@ static void load_done(void *arg)
         } else if (pl->stopping) {
             /* opened but never served: closed below, unchanged */
         } else if (pload_adopt(pl, t, job->partition, &job->ld) == KP_ERR_NONE) {
-            ks_log_config lc;
-            topic_log_config(pl->broker, t, &lc);
+            ks_log_config lc = kb_topic_settings_of(pl->broker->cfg, t)->log;
             (void)ks_log_set_config(t->partitions[job->partition].log, &lc, NULL);
             pl->nloaded++;
         } else {
@@ -929,8 +896,8 @@ void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
 
 void kb_plog_config_changed(kb_broker *b, kb_topic *t)
 {
-    ks_log_config lc;
-    topic_log_config(b, t, &lc);
+    kb_topic_settings_invalidate(t);
+    ks_log_config lc = kb_topic_settings_of(b->cfg, t)->log;
     for (int32_t p = 0; p < t->npartitions; p++) {
         kp_errctx ctx = {{0}, NULL, 0, 0};
         if (t->partitions[p].log != NULL &&
@@ -991,6 +958,8 @@ static void flush_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
     if (ks_log_flush(log, wall_ms(), &ctx) != KP_ERR_NONE)
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"final flush failed\" topic=%s partition=%d "
                "detail=\"%s\"", t->name, partition, ctx.msg);
+    else
+        kb_pidsnap_save(&pl->io, log, t->partitions[partition].pids, ks_log_end_offset(log));
 }
 
 static void close_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)

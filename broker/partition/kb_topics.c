@@ -195,6 +195,7 @@ static int config_cmp(const void *a, const void *b)
 /* Sets key=value on t (replacing an existing value). */
 static kp_err topic_set_config(kb_topic *t, const char *key, const char *value)
 {
+    kb_topic_settings_invalidate(t);
     for (size_t i = 0; i < t->nconfigs; i++) {
         if (strcmp(t->configs[i].key, key) == 0) {
             char *v = strdup(value);
@@ -469,8 +470,10 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
 void kb_topics_set_dynconf(kb_topics *ts, const struct kb_dynconf *dyn)
 {
     ts->dyn = dyn;
-    for (size_t i = 0; i < ts->n; i++)
+    for (size_t i = 0; i < ts->n; i++) {
         ts->v[i]->dyn = dyn;
+        kb_topic_settings_invalidate(ts->v[i]);
+    }
 }
 
 static void configs_free(kb_topic_config *v, size_t n)
@@ -509,6 +512,7 @@ kp_err kb_topics_set_configs(kb_topics *ts, kb_topic *t, const kb_topic_config *
         return KP_ERR_KAFKA_STORAGE_ERROR;
     }
     configs_free(old, nold);
+    kb_topic_settings_invalidate(t);
     return KP_ERR_NONE;
 }
 

@@ -39,6 +39,7 @@
 #include "kb_config.h"
 #include "kb_file.h"
 #include "kb_msgbuf.h"
+#include "kb_topic_settings.h"
 #include "kb_uuid.h"
 #include "kp_types.h"
 
@@ -66,6 +67,8 @@ typedef struct kb_topic {
     kb_topic_config *configs; /* explicitly set keys only, sorted by key */
     bool internal;            /* __consumer_offsets, __transaction_state */
     const struct kb_dynconf *dyn; /* dynamic broker defaults (the registry's; may be NULL) */
+    kb_topic_settings settings;   /* effective values, typed (kb_topic_settings.h) */
+    bool settings_valid;          /* false until computed and after a config change */
 } kb_topic;
 
 typedef struct kb_topics kb_topics;

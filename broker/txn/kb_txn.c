@@ -4,14 +4,11 @@
 #include <string.h>
 
 #include "kb_log.h"
-
-#define NBUCKETS_MIN 64
+#include "kb_map.h"
 
 struct kb_txns {
     kb_txn_env env;
-    kb_txn **buckets;
-    size_t nbuckets; /* power of two */
-    size_t n;
+    kb_map by_id; /* kb_txn *, by transactional id */
 };
 
 static const char *const state_names[] = {
@@ -26,14 +23,9 @@ const char *kb_txn_state_name(kb_txn_state s)
 
 /* ---- the registry ------------------------------------------------------- */
 
-static uint64_t id_hash(kp_str id)
+static bool txn_is(const void *entry, const void *key)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (int32_t i = 0; i < id.len; i++) {
-        h ^= (uint8_t)id.p[i];
-        h *= 1099511628211ull;
-    }
-    return h ^ (h >> 31);
+    return kp_str_eq_c(*(const kp_str *)key, ((const kb_txn *)entry)->id);
 }
 
 kb_txns *kb_txns_new(const kb_txn_env *env)
@@ -42,12 +34,6 @@ kb_txns *kb_txns_new(const kb_txn_env *env)
     if (ts == NULL)
         return NULL;
     ts->env = *env;
-    ts->nbuckets = NBUCKETS_MIN;
-    ts->buckets = calloc(ts->nbuckets, sizeof(*ts->buckets));
-    if (ts->buckets == NULL) {
-        free(ts);
-        return NULL;
-    }
     return ts;
 }
 
@@ -69,28 +55,16 @@ void kb_txns_free(kb_txns *ts)
 {
     if (ts == NULL)
         return;
-    for (size_t i = 0; i < ts->nbuckets; i++) {
-        while (ts->buckets[i] != NULL) {
-            kb_txn *t = ts->buckets[i];
-            ts->buckets[i] = t->next_in_bucket;
-            txn_free(t);
-        }
-    }
-    free(ts->buckets);
+    size_t cursor = 0;
+    for (kb_txn *t; (t = kb_map_next(&ts->by_id, &cursor)) != NULL;)
+        txn_free(t);
+    kb_map_fini(&ts->by_id);
     free(ts);
-}
-
-static kb_txn **slot_of(const kb_txns *ts, kp_str id)
-{
-    kb_txn **s = &ts->buckets[id_hash(id) & (ts->nbuckets - 1)];
-    while (*s != NULL && !kp_str_eq_c(id, (*s)->id))
-        s = &(*s)->next_in_bucket;
-    return s;
 }
 
 kb_txn *kb_txns_find(const kb_txns *ts, kp_str id)
 {
-    return id.len > 0 ? *slot_of(ts, id) : NULL;
+    return id.len > 0 ? kb_map_find(&ts->by_id, kb_map_hash_str(id), &id, txn_is) : NULL;
 }
 
 kb_txn *kb_txns_find_pid(const kb_txns *ts, int64_t pid)
@@ -104,53 +78,19 @@ kb_txn *kb_txns_find_pid(const kb_txns *ts, int64_t pid)
 
 size_t kb_txns_count(const kb_txns *ts)
 {
-    return ts->n;
+    return kb_map_count(&ts->by_id);
 }
 
-/* The cursor is bucket << 20 | position in the chain. */
 kb_txn *kb_txns_next(const kb_txns *ts, size_t *cursor)
 {
-    size_t b = *cursor >> 20, pos = *cursor & 0xFFFFF;
-    for (; b < ts->nbuckets; b++, pos = 0) {
-        kb_txn *t = ts->buckets[b];
-        for (size_t i = 0; t != NULL && i < pos; i++)
-            t = t->next_in_bucket;
-        if (t != NULL) {
-            *cursor = (b << 20) | (pos + 1);
-            return t;
-        }
-    }
-    *cursor = ts->nbuckets << 20;
-    return NULL;
-}
-
-static void grow(kb_txns *ts)
-{
-    size_t nb = ts->nbuckets * 2;
-    kb_txn **v = calloc(nb, sizeof(*v));
-    if (v == NULL)
-        return; /* longer chains, still correct */
-    for (size_t i = 0; i < ts->nbuckets; i++) {
-        while (ts->buckets[i] != NULL) {
-            kb_txn *t = ts->buckets[i];
-            ts->buckets[i] = t->next_in_bucket;
-            kb_txn **s = &v[id_hash(kp_str_from(t->id)) & (nb - 1)];
-            t->next_in_bucket = *s;
-            *s = t;
-        }
-    }
-    free(ts->buckets);
-    ts->buckets = v;
-    ts->nbuckets = nb;
+    return kb_map_next(&ts->by_id, cursor);
 }
 
 /* A new transactional id in state Empty with no epoch yet. */
 static kp_err insert(kb_txns *ts, kp_str id, const kb_txn_meta *m, kb_txn **out)
 {
-    if (ts->n >= KB_TXN_MAX_IDS)
+    if (kb_map_count(&ts->by_id) >= KB_TXN_MAX_IDS)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
-    if (ts->n >= ts->nbuckets)
-        grow(ts);
     kb_txn *t = calloc(1, sizeof(*t));
     if (t == NULL || (t->id = malloc((size_t)id.len + 1)) == NULL) {
         free(t);
@@ -159,21 +99,18 @@ static kp_err insert(kb_txns *ts, kp_str id, const kb_txn_meta *m, kb_txn **out)
     memcpy(t->id, id.p, (size_t)id.len);
     t->id[id.len] = '\0';
     t->m = *m;
-    kb_txn **s = slot_of(ts, id);
-    *s = t;
-    ts->n++;
+    if (kb_map_insert(&ts->by_id, kb_map_hash_str(id), t) != KP_ERR_NONE) {
+        txn_free(t);
+        return KP_ERR__NOMEM;
+    }
     *out = t;
     return KP_ERR_NONE;
 }
 
 static void remove_txn(kb_txns *ts, kb_txn *t)
 {
-    kb_txn **s = slot_of(ts, kp_str_from(t->id));
-    if (*s != t)
-        return;
-    *s = t->next_in_bucket;
-    ts->n--;
-    txn_free(t);
+    if (kb_map_remove_entry(&ts->by_id, kb_map_hash_str(kp_str_from(t->id)), t))
+        txn_free(t);
 }
 
 /* ---- partitions --------------------------------------------------------- */
@@ -454,7 +391,7 @@ static kp_err find_or_create(kb_txns *ts, kp_str id, int32_t timeout_ms, kb_txn 
                      .state = KB_TXN_EMPTY,
                      .start_ms = -1,
                      .update_ms = now_ms(ts)};
-    if (ts->n >= KB_TXN_MAX_IDS)
+    if (kb_map_count(&ts->by_id) >= KB_TXN_MAX_IDS)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
     if (ts->env.new_pid(ts->env.ctx, &m.producer_id) != KP_ERR_NONE)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -527,14 +464,9 @@ int32_t kb_txns_tick(kb_txns *ts)
 {
     int64_t now = now_ms(ts);
     int32_t aborted = 0;
-    for (size_t b = 0; b < ts->nbuckets; b++) {
-        kb_txn *t = ts->buckets[b];
-        while (t != NULL) {
-            kb_txn *next = t->next_in_bucket;
-            (void)tick_one(ts, t, now, &aborted);
-            t = next;
-        }
-    }
+    size_t cursor = 0; /* tick_one may remove t: kb_map_next allows that */
+    for (kb_txn *t; (t = kb_map_next(&ts->by_id, &cursor)) != NULL;)
+        (void)tick_one(ts, t, now, &aborted);
     return aborted;
 }
 

@@ -86,7 +86,6 @@ typedef struct kb_txn_meta {
 } kb_txn_meta;
 
 typedef struct kb_txn {
-    struct kb_txn *next_in_bucket;
     char *id;
     kb_txn_meta m;
     kb_txn_tp *parts; /* topics owned (strdup) */

@@ -12,12 +12,14 @@ int main(void)
     srunner_add_suite(sr, group_suite());
     srunner_add_suite(sr, cgroup_suite());
     srunner_add_suite(sr, pidstate_suite());
+    srunner_add_suite(sr, pidsnap_suite());
     srunner_add_suite(sr, admin_suite());
     srunner_add_suite(sr, sasl_suite());
     srunner_add_suite(sr, topics_suite());
     srunner_add_suite(sr, txn_suite());
     srunner_add_suite(sr, acl_suite());
     srunner_add_suite(sr, conn_suite());
+    srunner_add_suite(sr, map_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
