@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +30,7 @@
 #define KB_CLEANER_RETRY_MS 300000 /* a log whose cleaning failed rests this long */
 #define KB_CLEANER_MAP_SLOT 32     /* offset map bytes per key (ks_offmap.h) */
 #define KB_LOAD_MAX_THREADS 64     /* num.recovery.threads.per.data.dir is capped here */
+#define KB_LOAD_NICE 10            /* the loader threads' nice value (Linux: per thread) */
 
 /* The one cleaning in progress: its job works on a helper thread and the
  * loop commits it once done is set (polled on the tick). */
@@ -717,6 +720,17 @@ static void load_free(struct kb_plog_load *job)
     free(job);
 }
 
+/* Loading yields the CPU to serving: on a machine with few cores the
+ * recovery scans would otherwise delay the event loop's answers. */
+static void load_thread_yields(void)
+{
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int nice_now = getpriority(PRIO_PROCESS, tid);
+    if (errno == 0 && nice_now < KB_LOAD_NICE)
+        (void)setpriority(PRIO_PROCESS, tid, KB_LOAD_NICE);
+}
+
 /* Helper thread: opens the log, unless cancelled while queued. */
 static void load_work(void *arg)
 {
@@ -724,6 +738,7 @@ static void load_work(void *arg)
     int expected = LOAD_QUEUED;
     if (!atomic_compare_exchange_strong(&job->state, &expected, LOAD_RUNNING))
         return;
+    load_thread_yields();
     kb_pload_run(&job->ld);
     atomic_store(&job->state, LOAD_FINISHED);
 }
