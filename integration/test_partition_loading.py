@@ -1,8 +1,10 @@
 """A partition's life cycle after a restart (issue 13, defects 3 and 4).
 
-1. Opening a big partition log (recovery, and the producer state rebuilt
-   from every batch header) happens on helper threads at start-up, not in
-   the first request that touches the partition: from the first accepted
+1. Opening a big partition log (recovery after a kill -9, and the producer
+   state restored from its snapshot and the batches past it, or from every
+   batch header) happens on helper threads at start-up, not in the first
+   request that touches the partition: after a clean restart and after a
+   kill -9, from the first accepted
    connection, ApiVersions on another connection keeps answering at once;
    the first Fetch of the partition is answered at once (with the retriable
    NOT_LEADER_OR_FOLLOWER while the log loads, then with data); an
@@ -132,12 +134,48 @@ def first_fetches(broker, topic, offset):
     raise AssertionError("no data fetched within 60 s: %s" % out[-5:])
 
 
+def restart_and_probe(broker, target, how, topic, p, first, n, report):
+    """Restarts the broker (how: clean or kill9) and, from the first accepted
+    connection, times ApiVersions on a connection of its own while the
+    producer sends records first..first+n and the partition is fetched."""
+    if how == "kill9":
+        broker.kill9()
+        broker.start()  # returns once the port accepted a connection
+    else:
+        broker.restart()
+    up = time.monotonic()
+    probe = ApiVersionsProbe(broker)
+    for i in range(first, first + n):
+        p.produce(topic, value=b"idem-%06d" % i, partition=0, on_delivery=report)
+    fetches = first_fetches(broker, topic, BATCHES + first - 1)
+    loaded_s = time.monotonic() - up
+    remaining = p.flush(60)
+    probe.finish(0.5)
+    lat = probe.latencies
+    p99, worst = percentile(lat, 0.99), max(lat)
+    retriable = sum(1 for e, _ms, _n in fetches if e == NOT_LEADER_OR_FOLLOWER)
+    print("\n%s restart: %d ApiVersions, p50 %.2f ms, p99 %.2f ms, max %.2f ms; %d fetches "
+          "(%d NOT_LEADER_OR_FOLLOWER) before data at %.2f s, slowest fetch %.2f ms"
+          % (how, len(lat), percentile(lat, 0.5), p99, worst, len(fetches), retriable,
+             loaded_s, max(ms for _e, ms, _n in fetches)))
+    assert probe.error is None, probe.error
+    assert len(lat) >= 20
+    if target == "runnel":  # a JVM just started answers its first requests slower (JIT)
+        assert p99 < LATENCY_LIMIT_MS and worst < LATENCY_LIMIT_MS, (how, p99, worst)
+        assert fetches[0][1] < LATENCY_LIMIT_MS, "%s: the first fetch took %.1f ms" % (
+            how, fetches[0][1])
+    assert remaining == 0, "idempotent records still unsent"
+
+
 def test_restart_with_a_big_partition_never_stalls(broker, target, topic_name):
+    """A clean restart (producer snapshots written) and a kill -9 (the log
+    recovered past its recovery point, producer state replayed past the
+    last snapshot)."""
     ck = require_module("confluent_kafka")
     topic = create_topic(broker.bootstrap, topic_name(), 1)
     t0 = time.monotonic()
     fill(broker, topic, BATCHES)
-    fill_s = time.monotonic() - t0
+    print("\nfill: %d batches in %.1f s" % (BATCHES, time.monotonic() - t0))
 
     delivered, failed = [], []
 
@@ -155,40 +193,19 @@ def test_restart_with_a_big_partition_never_stalls(broker, target, topic_name):
         p.poll(0)
     assert p.flush(60) == 0
     assert not failed, failed[:5]
-    end_before = BATCHES + IDEMPOTENT_BEFORE
-
-    broker.restart()  # returns once the port accepted a connection
-    up = time.monotonic()
-    probe = ApiVersionsProbe(broker)
-    for i in range(IDEMPOTENT_BEFORE, IDEMPOTENT_BEFORE + IDEMPOTENT_AFTER):
-        p.produce(topic, value=b"idem-%06d" % i, partition=0, on_delivery=report)
-    fetches = first_fetches(broker, topic, end_before - 1)
-    loaded_s = time.monotonic() - up
-    remaining = p.flush(60)
-    probe.finish(0.5)
-
-    lat = probe.latencies
-    p99, worst = percentile(lat, 0.99), max(lat)
-    retriable = sum(1 for e, _ms, _n in fetches if e == NOT_LEADER_OR_FOLLOWER)
-    print("\nfill: %d batches in %.1f s; after restart: %d ApiVersions, p50 %.2f ms, "
-          "p99 %.2f ms, max %.2f ms; %d fetches (%d NOT_LEADER_OR_FOLLOWER) before data "
-          "at %.2f s, slowest fetch %.2f ms"
-          % (BATCHES, fill_s, len(lat), percentile(lat, 0.5), p99, worst, len(fetches),
-             retriable, loaded_s, max(ms for _e, ms, _n in fetches)))
-    assert probe.error is None, probe.error
-    assert len(lat) >= 20
-    if target == "runnel":  # a JVM just started answers its first requests slower (JIT)
-        assert p99 < LATENCY_LIMIT_MS and worst < LATENCY_LIMIT_MS, (p99, worst)
-        assert fetches[0][1] < LATENCY_LIMIT_MS, "the first fetch took %.1f ms" % fetches[0][1]
-    assert remaining == 0, "idempotent records still unsent"
+    restart_and_probe(broker, target, "clean", topic, p, IDEMPOTENT_BEFORE, IDEMPOTENT_AFTER,
+                      report)
+    restart_and_probe(broker, target, "kill9", topic, p, IDEMPOTENT_BEFORE + IDEMPOTENT_AFTER,
+                      IDEMPOTENT_AFTER, report)
     assert not failed, "deliveries failed: %s" % failed[:5]
-    assert len(delivered) == IDEMPOTENT_BEFORE + IDEMPOTENT_AFTER
+    total = IDEMPOTENT_BEFORE + 2 * IDEMPOTENT_AFTER
+    assert len(delivered) == total
 
     # Every idempotent record once, in order, right after the filler batches.
     res = None
     with wire.connect(broker.host, broker.port, timeout=30) as s:
         got, offset, corr = [], BATCHES, 1
-        while len(got) < IDEMPOTENT_BEFORE + IDEMPOTENT_AFTER:
+        while len(got) < total:
             res = wire_data.fetch_v4(s, corr, topic, 0, offset, max_wait_ms=100)
             corr += 1
             assert res.error == 0, res.error
@@ -197,8 +214,8 @@ def test_restart_with_a_big_partition_never_stalls(broker, target, topic_name):
             for b in batches:
                 got += [r[3] for r in b.records if r[0] >= offset]
             offset = batches[-1].last_offset + 1
-    assert got == [b"idem-%06d" % i for i in range(IDEMPOTENT_BEFORE + IDEMPOTENT_AFTER)]
-    end = BATCHES + IDEMPOTENT_BEFORE + IDEMPOTENT_AFTER
+    assert got == [b"idem-%06d" % i for i in range(total)]
+    end = BATCHES + total
     assert res.high_watermark == end
 
     # A stop while the log loads is clean (exit code asserted) and loses nothing.
@@ -272,7 +289,7 @@ def test_transaction_aborted_while_its_partition_loads(broker, topic_name):
         p.produce(topic, value=b"open-%d" % i, partition=0)
     assert p.flush(30) == 0
     end = BATCHES // 2 + 10
-    broker.stop()
+    broker.kill9()  # unclean: the next start recovers the whole log (long enough to abort)
     time.sleep(max(0.0, TXN_TIMEOUT_MS / 1000.0 + 0.2 - (time.monotonic() - started)))
     broker.start()  # the transaction has timed out: the coordinator aborts it at once
 
@@ -299,7 +316,8 @@ def test_topic_deleted_while_it_loads(broker, topic_name):
 
     topic = create_topic(broker.bootstrap, topic_name(), 1)
     fill(broker, topic, BATCHES // 4)
-    broker.restart()
+    broker.kill9()  # unclean: the next start recovers the log, which takes a while
+    broker.start()
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     assert admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=60) is None
     wait_until(lambda: topic not in admin.list_topics(timeout=10).topics, 30, what="deleted")
