@@ -10,9 +10,9 @@
 #include "kb_acl.h"
 #include "kb_admin.h"
 #include "kb_dispatch.h"
-#include "kb_fetch.h"
 #include "kb_gcoord.h"
 #include "kb_log.h"
+#include "kb_longpoll.h"
 #include "kb_plog.h"
 #include "kb_req.h"
 #include "kb_scram_store.h"
@@ -72,7 +72,7 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
         return e;
     if ((e = kb_plog_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
-    if ((e = kb_fetch_start(b)) != KP_ERR_NONE)
+    if ((e = kb_longpoll_start(b)) != KP_ERR_NONE)
         return e;
     if ((e = kb_work_start(b, 1)) != KP_ERR_NONE) {
         snprintf(err, errlen, "cannot start the helper threads");
@@ -109,7 +109,7 @@ void kb_broker_stop(kb_broker *b)
     kb_acl_free(b->acl);
     b->acl = NULL;
     kb_work_stop(b);
-    kb_fetch_stop(b);
+    kb_longpoll_stop(b);
     kb_tcoord_stop(b);
     kb_gcoord_stop(b);
     kb_plog_stop(b);

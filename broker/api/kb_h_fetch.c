@@ -8,8 +8,8 @@
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
-#include "kb_fetch.h"
 #include "kb_log.h"
+#include "kb_longpoll.h"
 #include "kb_pidstate.h"
 #include "kb_plog.h"
 #include "kb_ptxn.h"
@@ -21,10 +21,9 @@ typedef kp_fetch_req_fetch_topic fetch_topic;
 typedef kp_fetch_resp_partition_data part_out;
 
 /* A fetch in flight: the segment references its response holds, and while
- * parked its place in the waiters list and its timer. */
+ * parked its watches (kb_longpoll.h) and its timer. */
 typedef struct fetch_state {
-    struct fetch_state *next;
-    struct fetch_state *prev;
+    kb_poll_waiter waiter;
     kb_req *req;
     kb_timer timer;
     ks_log_slice *slices;
@@ -33,10 +32,6 @@ typedef struct fetch_state {
     int64_t min_bytes; /* the request's, at most max_bytes */
     bool parked;
 } fetch_state;
-
-struct kb_fetch_waiters {
-    fetch_state *head;
-};
 
 static kb_topic *fetch_topic_lookup(const kb_req *req, const fetch_topic *ft)
 {
@@ -197,13 +192,7 @@ static void unpark(kb_broker *b, fetch_state *st)
         return;
     st->parked = false;
     kb_timer_disarm(b->loop, &st->timer);
-    if (st->prev != NULL)
-        st->prev->next = st->next;
-    else
-        b->fetch_waiters->head = st->next;
-    if (st->next != NULL)
-        st->next->prev = st->prev;
-    st->next = st->prev = NULL;
+    kb_longpoll_unpark(b->longpoll, &st->waiter);
 }
 
 /* Answers a parked fetch with whatever is there now. */
@@ -235,19 +224,6 @@ static void on_fetch_cancel(kb_req *req)
     state_free(st);
 }
 
-static bool wants_partition(const kb_req *req, const kb_topic *t, int32_t partition)
-{
-    const kp_fetch_req *rq = req->request;
-    for (int32_t i = 0; i < rq->topics.n; i++) {
-        if (fetch_topic_lookup(req, &rq->topics.v[i]) != t)
-            continue;
-        for (int32_t j = 0; j < rq->topics.v[i].partitions.n; j++)
-            if (rq->topics.v[i].partitions.v[j].partition == partition)
-                return true;
-    }
-    return false;
-}
-
 /* Record bytes a parked fetch could return now, without building a response. */
 static int64_t bytes_available(kb_req *req, fetch_state *st)
 {
@@ -265,32 +241,43 @@ static int64_t bytes_available(kb_req *req, fetch_state *st)
     return errors ? INT64_MAX : n;
 }
 
-static void on_append(void *arg, kb_topic *t, int32_t partition)
+/* An append reached one of the partitions the parked fetch reads. */
+static void on_append(kb_poll_waiter *w)
 {
-    kb_broker *b = arg;
-    fetch_state *st = b->fetch_waiters->head;
-    while (st != NULL) {
-        fetch_state *next = st->next;
-        kb_req *req = st->req;
-        if (wants_partition(req, t, partition) && bytes_available(req, st) >= st->min_bytes)
-            finish_parked(st);
-        st = next;
+    fetch_state *st = w->arg;
+    if (bytes_available(st->req, st) >= st->min_bytes)
+        finish_parked(st);
+}
+
+/* Parks the fetch on each partition of a topic it found, until an append
+ * brings min_bytes, max_wait_ms passes or the connection closes. */
+static kp_err park(kb_req *req, const kp_fetch_req *rq, fetch_state *st, int32_t n)
+{
+    kb_topic **topics = calloc((size_t)n + 1, sizeof(*topics));
+    int32_t *partitions = calloc((size_t)n + 1, sizeof(*partitions));
+    int32_t k = 0;
+    for (int32_t i = 0; topics != NULL && partitions != NULL && i < rq->topics.n; i++) {
+        kb_topic *t = fetch_topic_lookup(req, &rq->topics.v[i]);
+        for (int32_t j = 0; t != NULL && j < rq->topics.v[i].partitions.n; j++) {
+            topics[k] = t;
+            partitions[k++] = rq->topics.v[i].partitions.v[j].partition;
+        }
     }
-}
-
-kp_err kb_fetch_start(kb_broker *b)
-{
-    b->fetch_waiters = calloc(1, sizeof(*b->fetch_waiters));
-    if (b->fetch_waiters == NULL)
-        return KP_ERR__NOMEM;
-    kb_plog_set_append_hook(b, on_append, b);
-    return KP_ERR_NONE;
-}
-
-void kb_fetch_stop(kb_broker *b)
-{
-    free(b->fetch_waiters);
-    b->fetch_waiters = NULL;
+    st->waiter.wake = on_append;
+    st->waiter.arg = st;
+    kp_err e = topics != NULL && partitions != NULL
+                   ? kb_longpoll_park(req->broker->longpoll, &st->waiter, topics, partitions, k)
+                   : KP_ERR__NOMEM;
+    free(topics);
+    free(partitions);
+    if (e != KP_ERR_NONE)
+        return e;
+    st->parked = true;
+    kb_timer_init(&st->timer, on_fetch_timeout, st);
+    (void)kb_timer_arm(req->broker->loop, &st->timer, rq->max_wait_ms);
+    req->park_state = st;
+    req->on_cancel = on_fetch_cancel;
+    return KB_PARKED;
 }
 
 kp_err kb_h_fetch(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs)
@@ -324,14 +311,10 @@ kp_err kb_h_fetch(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs)
         return KP_ERR_NONE;
     }
     release_slices(st);
-    st->parked = true;
-    st->next = req->broker->fetch_waiters->head;
-    if (st->next != NULL)
-        st->next->prev = st;
-    req->broker->fetch_waiters->head = st;
-    kb_timer_init(&st->timer, on_fetch_timeout, st);
-    (void)kb_timer_arm(req->broker->loop, &st->timer, rq->max_wait_ms);
-    req->park_state = st;
-    req->on_cancel = on_fetch_cancel;
+    kp_err e = park(req, rq, st, n);
+    if (e != KB_PARKED) {
+        state_free(st);
+        return e;
+    }
     return KB_PARKED;
 }

@@ -6,6 +6,7 @@
  * looked up by name afterwards. See kb_config_load.h for the shared loader
  * state. */
 #include "kb_config_load.h"
+#include "kb_keydef.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -110,7 +111,7 @@ static kp_err parse_protocol_map(load_ctx *lc, proto_map *map)
         return kbc_oom(lc);
     for (size_t i = 0; i < items.n; i++) {
         const char *colon = strchr(items.v[i], ':');
-        int p = colon == NULL ? -1 : kbc_choice_index(KBC_PROTOCOLS, colon + 1, strlen(colon + 1));
+        int p = colon == NULL ? -1 : kb_keydef_choice_index(KBC_PROTOCOLS, colon + 1, strlen(colon + 1));
         if (p < 0 || colon == items.v[i])
             return kbc_bad_value(lc, key, value, PROTOCOL_MAP_EXPECT);
         map->name[map->n] = pool_upper(lc, items.v[i], (size_t)(colon - items.v[i]));

@@ -34,15 +34,13 @@ char *kbc_pool_strdup(load_ctx *lc, const char *s);
 
 /* The value of key: set by a source, else its default, else NULL. */
 const char *kbc_effective(const kb_config *cfg, const char *key, kb_config_source *src);
-/* Index of s (n bytes) in "a|b|c", case-insensitively; -1 if absent. */
-int kbc_choice_index(const char *choices, const char *s, size_t n);
 
 /* Splits a comma-separated list into trimmed items (pool strings). With
  * choices ("a|b|c") each item must be one of them and takes its spelling.
  * KP_ERR__INVAL (no error line written) on an empty or unknown item. */
 kp_err kbc_split_list(load_ctx *lc, const char *value, const char *choices, kb_strlist *out);
 
-/* The security protocols, as kbc_choice_index takes them. */
+/* The security protocols, as kb_keydef_choice_index takes them. */
 #define KBC_PROTOCOLS "PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL"
 
 /* Parses listeners, listener.security.protocol.map and advertised.listeners

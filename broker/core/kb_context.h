@@ -37,7 +37,7 @@ typedef struct kb_tcoord kb_tcoord;
 typedef struct kb_req kb_req;
 typedef struct kb_plog kb_plog;
 typedef struct kb_work kb_work;
-typedef struct kb_fetch_waiters kb_fetch_waiters;
+typedef struct kb_longpoll kb_longpoll;
 typedef struct kb_scram_store kb_scram_store;
 typedef struct kb_dynconf kb_dynconf;
 typedef struct kb_gconf kb_gconf;
@@ -57,7 +57,7 @@ typedef struct kb_broker {
     kb_tcoord *tcoord; /* the transaction coordinator (kb_tcoord.h) */
     kb_plog *plog;
     kb_work *work; /* helper threads for CPU-heavy work */
-    kb_fetch_waiters *fetch_waiters;
+    kb_longpoll *longpoll; /* parked long polls by partition (kb_longpoll.h) */
     kb_scram_store *scram; /* SCRAM credentials (kb_scram_store.h) */
     kb_dynconf *dynconf; /* dynamic broker configs (kb_admin.h) */
     kb_gconf *gconf;     /* group configs (kb_gconf.h) */

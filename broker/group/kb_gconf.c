@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kb_group.h"
+#include "kb_keydef.h"
 #include "kb_tconf.h"
 #include "kb_topics.h"
 
@@ -26,40 +27,37 @@ struct kb_gconf {
 
 /* ---- the keys ------------------------------------------------------------ */
 
-typedef enum gcheck {
-    GC_INT,       /* an int, at least lo, then within [min, max] */
-    GC_ISOLATION, /* read_committed | read_uncommitted */
-    GC_RESET,     /* earliest | latest | by_duration:<ISO-8601 duration> */
-} gcheck;
+/* Sorted by name: each key's definition (kb_keydef.h; def NULL: from the
+ * broker config), then the broker settings bounding it, named in the
+ * messages; the consumer ones are this broker's, the others Kafka's
+ * defaults. share.auto.offset.reset has a validator of its own. */
+#define GI(n, d, lo) {n, KB_KT_INT, d, lo, INT32_MAX, NULL, 0, KB_KD_NO_FIELD}
 
-/* Sorted by name. The bounds are Kafka's broker settings named in the
- * messages; the consumer ones are this broker's, the others Kafka's defaults. */
 static const struct gkey {
-    const char *name;
-    gcheck check;
-    int32_t lo;
-    const char *dflt;   /* NULL: from the broker config */
+    kb_keydef def;
     const char *min_key, *max_key;
-    int32_t min, max;   /* for share.* and streams.* */
+    int32_t min, max; /* for share.* and streams.* */
 } gkeys[] = {
-    {"consumer.heartbeat.interval.ms", GC_INT, 1, NULL, "group.consumer.min.heartbeat.interval.ms",
+    {GI("consumer.heartbeat.interval.ms", NULL, 1), "group.consumer.min.heartbeat.interval.ms",
      "group.consumer.max.heartbeat.interval.ms", 0, 0},
-    {"consumer.session.timeout.ms", GC_INT, 1, NULL, "group.consumer.min.session.timeout.ms",
+    {GI("consumer.session.timeout.ms", NULL, 1), "group.consumer.min.session.timeout.ms",
      "group.consumer.max.session.timeout.ms", 0, 0},
-    {"share.auto.offset.reset", GC_RESET, 0, "latest", NULL, NULL, 0, 0},
-    {"share.heartbeat.interval.ms", GC_INT, 1, "5000", "group.share.min.heartbeat.interval.ms",
+    {{"share.auto.offset.reset", KB_KT_STRING, "latest", 0, 0, NULL, 0, KB_KD_NO_FIELD}, NULL,
+     NULL, 0, 0},
+    {GI("share.heartbeat.interval.ms", "5000", 1), "group.share.min.heartbeat.interval.ms",
      "group.share.max.heartbeat.interval.ms", 5000, 15000},
-    {"share.isolation.level", GC_ISOLATION, 0, "read_uncommitted", NULL, NULL, 0, 0},
-    {"share.record.lock.duration.ms", GC_INT, 1, "30000",
-     "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms", 15000,
-     60000},
-    {"share.session.timeout.ms", GC_INT, 1, "45000", "group.share.min.session.timeout.ms",
+    {{"share.isolation.level", KB_KT_ENUM, "read_uncommitted", 0, 0,
+      "read_committed|read_uncommitted", KB_KD_EXACT_CASE, KB_KD_NO_FIELD},
+     NULL, NULL, 0, 0},
+    {GI("share.record.lock.duration.ms", "30000", 1), "group.share.min.record.lock.duration.ms",
+     "group.share.max.record.lock.duration.ms", 15000, 60000},
+    {GI("share.session.timeout.ms", "45000", 1), "group.share.min.session.timeout.ms",
      "group.share.max.session.timeout.ms", 45000, 60000},
-    {"streams.heartbeat.interval.ms", GC_INT, 1, "5000", "group.streams.min.heartbeat.interval.ms",
+    {GI("streams.heartbeat.interval.ms", "5000", 1), "group.streams.min.heartbeat.interval.ms",
      "group.streams.max.heartbeat.interval.ms", 5000, 15000},
-    {"streams.num.standby.replicas", GC_INT, 0, "0", NULL, "group.streams.max.standby.replicas",
-     0, 2},
-    {"streams.session.timeout.ms", GC_INT, 1, "45000", "group.streams.min.session.timeout.ms",
+    {GI("streams.num.standby.replicas", "0", 0), NULL, "group.streams.max.standby.replicas", 0,
+     2},
+    {GI("streams.session.timeout.ms", "45000", 1), "group.streams.min.session.timeout.ms",
      "group.streams.max.session.timeout.ms", 45000, 60000},
 };
 
@@ -68,7 +66,7 @@ static const struct gkey {
 static const struct gkey *gkey_find(const char *name)
 {
     for (size_t i = 0; i < N_GKEYS; i++)
-        if (strcmp(gkeys[i].name, name) == 0)
+        if (strcmp(gkeys[i].def.name, name) == 0)
             return &gkeys[i];
     return NULL;
 }
@@ -77,8 +75,8 @@ const char *kb_gconf_key_at(size_t i, int8_t *type)
 {
     if (i >= N_GKEYS)
         return NULL;
-    *type = gkeys[i].check == GC_INT ? KB_CT_INT : KB_CT_STRING;
-    return gkeys[i].name;
+    *type = kb_keydef_wire_type(&gkeys[i].def);
+    return gkeys[i].def.name;
 }
 
 /* The bounds of an int key: the broker's for consumer.*, Kafka's defaults else. */
@@ -86,10 +84,10 @@ static void bounds(const kb_config *cfg, const struct gkey *k, int32_t *min, int
 {
     *min = k->min;
     *max = k->max;
-    if (strcmp(k->name, "consumer.heartbeat.interval.ms") == 0) {
+    if (strcmp(k->def.name, "consumer.heartbeat.interval.ms") == 0) {
         *min = cfg->group_consumer_min_heartbeat_interval_ms;
         *max = cfg->group_consumer_max_heartbeat_interval_ms;
-    } else if (strcmp(k->name, "consumer.session.timeout.ms") == 0) {
+    } else if (strcmp(k->def.name, "consumer.session.timeout.ms") == 0) {
         *min = cfg->group_consumer_min_session_timeout_ms;
         *max = cfg->group_consumer_max_session_timeout_ms;
     }
@@ -100,8 +98,8 @@ const char *kb_gconf_default(const kb_config *cfg, const char *key, char *buf, s
     const struct gkey *k = gkey_find(key);
     if (k == NULL)
         return NULL;
-    if (k->dflt != NULL)
-        return k->dflt;
+    if (k->def.def != NULL)
+        return k->def.def;
     bool session = strcmp(key, "consumer.session.timeout.ms") == 0;
     snprintf(buf, cap, "%d",
              session ? cfg->group_consumer_session_timeout_ms
@@ -168,38 +166,23 @@ static bool duration_ok(const char *s)
     return any;
 }
 
-/* The type and fixed-validator check of one value (ConfigDef.parse). */
+/* The type and fixed-validator check of one value (ConfigDef.parse);
+ * *n gets an INT key's value. */
 static kp_err check_value(const struct gkey *k, const char *v, int32_t *n, kb_msgbuf *msg)
 {
-    switch (k->check) {
-    case GC_INT:
-        if (!parse_int(v, n)) {
-            kb_msgf(msg, "Invalid value %s for configuration %s: Not a number of type INT", v,
-                    k->name);
-            return KP_ERR_INVALID_CONFIG;
-        }
-        if (*n < k->lo) {
-            kb_msgf(msg, "Invalid value %s for configuration %s: Value must be at least %d", v,
-                    k->name, k->lo);
-            return KP_ERR_INVALID_CONFIG;
-        }
-        return KP_ERR_NONE;
-    case GC_ISOLATION:
-        if (strcmp(v, "read_committed") == 0 || strcmp(v, "read_uncommitted") == 0)
-            return KP_ERR_NONE;
-        kb_msgf(msg, "Invalid value %s for configuration %s: String must be one of: "
-                "read_committed, read_uncommitted", v, k->name);
-        return KP_ERR_INVALID_CONFIG;
-    case GC_RESET:
-        if (strcmp(v, "earliest") == 0 || strcmp(v, "latest") == 0 ||
-            (strncmp(v, "by_duration:", 12) == 0 && duration_ok(v + 12)))
-            return KP_ERR_NONE;
-        kb_msgf(msg, "Invalid value %s for configuration %s: Invalid value `%s` for configuration "
-                "%s. The value must be either 'earliest', 'latest' or of the format "
-                "'by_duration:<PnDTnHnMn.nS>'.", v, k->name, v, k->name);
-        return KP_ERR_INVALID_CONFIG;
+    if (strcmp(k->def.name, "share.auto.offset.reset") != 0) {
+        kp_err e = kb_keydef_check(&k->def, v, msg);
+        if (e == KP_ERR_NONE && k->def.type == KB_KT_INT)
+            (void)parse_int(v, n);
+        return e;
     }
-    return KP_ERR_NONE;
+    if (strcmp(v, "earliest") == 0 || strcmp(v, "latest") == 0 ||
+        (strncmp(v, "by_duration:", 12) == 0 && duration_ok(v + 12)))
+        return KP_ERR_NONE;
+    kb_msgf(msg, "Invalid value %s for configuration %s: Invalid value `%s` for configuration "
+            "%s. The value must be either 'earliest', 'latest' or of the format "
+            "'by_duration:<PnDTnHnMn.nS>'.", v, k->def.name, v, k->def.name);
+    return KP_ERR_INVALID_CONFIG;
 }
 
 kp_err kb_gconf_check(const kb_config *cfg, const kb_cfgset *set, kb_msgbuf *msg)
@@ -213,27 +196,27 @@ kp_err kb_gconf_check(const kb_config *cfg, const kb_cfgset *set, kb_msgbuf *msg
     int32_t values[N_GKEYS];
     for (size_t i = 0; i < N_GKEYS; i++) {
         const struct gkey *k = &gkeys[i];
-        const char *v = kb_cfgset_get(set, k->name);
+        const char *v = kb_cfgset_get(set, k->def.name);
         kp_err e = v != NULL ? check_value(k, v, &values[i], msg) : KP_ERR_NONE;
         if (e != KP_ERR_NONE)
             return e;
-        if (v == NULL && k->check == GC_INT) {
+        if (v == NULL && k->def.type == KB_KT_INT) {
             char buf[16];
-            (void)parse_int(kb_gconf_default(cfg, k->name, buf, sizeof(buf)), &values[i]);
+            (void)parse_int(kb_gconf_default(cfg, k->def.name, buf, sizeof(buf)), &values[i]);
         }
     }
     for (size_t i = 0; i < N_GKEYS; i++) {
         const struct gkey *k = &gkeys[i];
         int32_t min, max;
-        if (k->check != GC_INT)
+        if (k->def.type != KB_KT_INT)
             continue;
         bounds(cfg, k, &min, &max);
         if (k->min_key != NULL && values[i] < min) {
-            kb_msgf(msg, "%s must be greater than or equal to %s", k->name, k->min_key);
+            kb_msgf(msg, "%s must be greater than or equal to %s", k->def.name, k->min_key);
             return KP_ERR_INVALID_CONFIG;
         }
         if (values[i] > max) {
-            kb_msgf(msg, "%s must be less than or equal to %s", k->name, k->max_key);
+            kb_msgf(msg, "%s must be less than or equal to %s", k->def.name, k->max_key);
             return KP_ERR_INVALID_CONFIG;
         }
     }

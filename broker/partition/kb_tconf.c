@@ -1,6 +1,7 @@
 #include "kb_tconf.h"
 
 #include "kb_dynconf.h"
+#include "kb_keydef.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -8,172 +9,97 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum cfg_type {
-    T_LONG,
-    T_INT,
-    T_BOOL,
-    T_DOUBLE,
-    T_STRING,
-    T_LIST,
-    T_POLICY,
-    T_TSTYPE,
-    T_COMP
-} cfg_type;
+/* Kafka 4.1's topic configs (LogConfig), sorted by key, as key
+ * definitions (kb_keydef.h): def is Kafka's default, used when no broker key
+ * derives the value. Kafka 4.0 removed message.format.version,
+ * message.downconversion.enable and message.timestamp.difference.max.ms:
+ * they are unknown keys, as there. Choices are matched exactly, as Kafka's
+ * ValidString and ValidList do. */
+#define TL(n, d, lo)    {n, KB_KT_LONG, d, lo, INT64_MAX, NULL, 0, KB_KD_NO_FIELD}
+#define TI(n, d, lo)    {n, KB_KT_INT, d, lo, INT32_MAX, NULL, 0, KB_KD_NO_FIELD}
+#define TB(n, d)        {n, KB_KT_BOOL, d, 0, 1, NULL, 0, KB_KD_NO_FIELD}
+#define TS(n, d)        {n, KB_KT_STRING, d, 0, 0, NULL, 0, KB_KD_NO_FIELD}
+#define TD(n, d, lo, hi) {n, KB_KT_DOUBLE, d, lo, hi, NULL, 0, KB_KD_NO_FIELD}
+#define TLS(n, d, ch)   {n, KB_KT_LIST, d, 0, 0, ch, KB_KD_EXACT_CASE, KB_KD_NO_FIELD}
+#define TE(n, d, ch)    {n, KB_KT_ENUM, d, 0, 0, ch, KB_KD_EXACT_CASE, KB_KD_NO_FIELD}
 
-/* Kafka 4.1's topic configs (LogConfig), sorted by key. dflt is Kafka's
- * default, used when no broker key derives it. Kafka 4.0 removed
- * message.format.version, message.downconversion.enable and
- * message.timestamp.difference.max.ms: they are unknown keys, as there. */
-static const struct {
-    const char *key;
-    cfg_type type;
-    int64_t min;
-    const char *dflt;
-} topic_keys[] = {
-    {"cleanup.policy", T_POLICY, 0, "delete"},
-    {"compression.gzip.level", T_INT, -1, "-1"},
-    {"compression.lz4.level", T_INT, 1, "9"},
-    {"compression.type", T_COMP, 0, "producer"},
-    {"compression.zstd.level", T_INT, -131072, "3"},
-    {"delete.retention.ms", T_LONG, 0, "86400000"},
-    {"file.delete.delay.ms", T_LONG, 0, "60000"},
-    {"flush.messages", T_LONG, 1, "9223372036854775807"},
-    {"flush.ms", T_LONG, 0, "9223372036854775807"},
-    {"follower.replication.throttled.replicas", T_LIST, 0, ""},
-    {"index.interval.bytes", T_INT, 0, "4096"},
-    {"leader.replication.throttled.replicas", T_LIST, 0, ""},
-    {"local.retention.bytes", T_LONG, -2, "-2"},
-    {"local.retention.ms", T_LONG, -2, "-2"},
-    {"max.compaction.lag.ms", T_LONG, 1, "9223372036854775807"},
-    {"max.message.bytes", T_INT, 0, "1048588"},
-    {"message.timestamp.after.max.ms", T_LONG, 0, "3600000"},
-    {"message.timestamp.before.max.ms", T_LONG, 0, "9223372036854775807"},
-    {"message.timestamp.type", T_TSTYPE, 0, "CreateTime"},
-    {"min.cleanable.dirty.ratio", T_DOUBLE, 0, "0.5"},
-    {"min.compaction.lag.ms", T_LONG, 0, "0"},
-    {"min.insync.replicas", T_INT, 1, "1"},
-    {"preallocate", T_BOOL, 0, "false"},
-    {"remote.log.copy.disable", T_BOOL, 0, "false"},
-    {"remote.log.delete.on.disable", T_BOOL, 0, "false"},
-    {"remote.storage.enable", T_BOOL, 0, "false"},
-    {"retention.bytes", T_LONG, -1, "-1"},
-    {"retention.ms", T_LONG, -1, "604800000"},
-    {"segment.bytes", T_INT, 1048576, "1073741824"}, /* Kafka 4's minimum */
-    {"segment.index.bytes", T_INT, 4, "10485760"},
-    {"segment.jitter.ms", T_LONG, 0, "0"},
-    {"segment.ms", T_LONG, 1, "604800000"},
-    {"unclean.leader.election.enable", T_BOOL, 0, "false"},
+static const kb_keydef topic_keys[] = {
+    TLS("cleanup.policy", "delete", "compact|delete"),
+    TI("compression.gzip.level", "-1", -1),
+    TI("compression.lz4.level", "9", 1),
+    TE("compression.type", "producer", "uncompressed|zstd|lz4|snappy|gzip|producer"),
+    TI("compression.zstd.level", "3", -131072),
+    TL("delete.retention.ms", "86400000", 0),
+    TL("file.delete.delay.ms", "60000", 0),
+    TL("flush.messages", "9223372036854775807", 1),
+    TL("flush.ms", "9223372036854775807", 0),
+    TLS("follower.replication.throttled.replicas", "", NULL),
+    TI("index.interval.bytes", "4096", 0),
+    TLS("leader.replication.throttled.replicas", "", NULL),
+    TL("local.retention.bytes", "-2", -2),
+    TL("local.retention.ms", "-2", -2),
+    TL("max.compaction.lag.ms", "9223372036854775807", 1),
+    TI("max.message.bytes", "1048588", 0),
+    TL("message.timestamp.after.max.ms", "3600000", 0),
+    TL("message.timestamp.before.max.ms", "9223372036854775807", 0),
+    TE("message.timestamp.type", "CreateTime", "CreateTime|LogAppendTime"),
+    TD("min.cleanable.dirty.ratio", "0.5", 0, 1),
+    TL("min.compaction.lag.ms", "0", 0),
+    TI("min.insync.replicas", "1", 1),
+    TB("preallocate", "false"),
+    TB("remote.log.copy.disable", "false"),
+    TB("remote.log.delete.on.disable", "false"),
+    TB("remote.storage.enable", "false"),
+    TL("retention.bytes", "-1", -1),
+    TL("retention.ms", "604800000", -1),
+    TI("segment.bytes", "1073741824", 1048576), /* Kafka 4's minimum */
+    TI("segment.index.bytes", "10485760", 4),
+    TL("segment.jitter.ms", "0", 0),
+    TL("segment.ms", "604800000", 1),
+    TB("unclean.leader.election.enable", "false"),
 };
 
-static bool parse_long(const char *s, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0')
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool value_ok(cfg_type t, int64_t min, const char *v, const char **expected)
-{
-    int64_t n;
-    switch (t) {
-    case T_LONG:
-    case T_INT:
-        *expected = "an integer in range";
-        return parse_long(v, &n) && n >= min && (t == T_LONG || n <= INT32_MAX);
-    case T_BOOL:
-        *expected = "true or false";
-        return strcasecmp(v, "true") == 0 || strcasecmp(v, "false") == 0;
-    case T_DOUBLE: {
-        char *end;
-        *expected = "a number between 0 and 1";
-        double d = strtod(v, &end);
-        return end != v && *end == '\0' && d >= 0 && d <= 1;
-    }
-    case T_POLICY:
-        *expected = "a list of delete, compact";
-        return strcmp(v, "delete") == 0 || strcmp(v, "compact") == 0 ||
-               strcmp(v, "compact,delete") == 0 || strcmp(v, "delete,compact") == 0 ||
-               strcmp(v, "") == 0;
-    case T_TSTYPE:
-        *expected = "CreateTime or LogAppendTime";
-        return strcmp(v, "CreateTime") == 0 || strcmp(v, "LogAppendTime") == 0;
-    case T_COMP:
-        *expected = "one of uncompressed, zstd, lz4, snappy, gzip, producer";
-        return strcmp(v, "uncompressed") == 0 || strcmp(v, "zstd") == 0 ||
-               strcmp(v, "lz4") == 0 || strcmp(v, "snappy") == 0 || strcmp(v, "gzip") == 0 ||
-               strcmp(v, "producer") == 0;
-    case T_STRING:
-    case T_LIST:
-        *expected = "a string";
-        return true;
-    }
-    return false;
-}
+#define N_TOPIC_KEYS (sizeof(topic_keys) / sizeof(topic_keys[0]))
 
 kp_err kb_tconf_check(const char *key, const char *value, kb_msgbuf *msg)
 {
-    for (size_t i = 0; i < sizeof(topic_keys) / sizeof(topic_keys[0]); i++) {
-        if (strcmp(topic_keys[i].key, key) != 0)
-            continue;
-        const char *expected = "";
-        if (value == NULL) {
-            kb_msgf(msg, "Null value not supported for topic configs: %s", key);
-            return KP_ERR_INVALID_CONFIG;
-        }
-        if (!value_ok(topic_keys[i].type, topic_keys[i].min, value, &expected)) {
-            int64_t n;
-            bool integer = topic_keys[i].type == T_INT || topic_keys[i].type == T_LONG;
-            if (integer && parse_long(value, &n) && n < topic_keys[i].min)
-                kb_msgf(msg, "Invalid value %s for configuration %s: Value must be at least %lld",
-                        value, key, (long long)topic_keys[i].min);
-            else
-                kb_msgf(msg, "Invalid value %s for configuration %s: expected %s", value, key,
-                        expected);
-            return KP_ERR_INVALID_CONFIG;
-        }
-        return KP_ERR_NONE;
+    const kb_keydef *kd = kb_keydef_find(topic_keys, N_TOPIC_KEYS, key);
+    if (kd == NULL) {
+        kb_msgf(msg, "Unknown topic config name: %s", key);
+        return KP_ERR_INVALID_CONFIG;
     }
-    kb_msgf(msg, "Unknown topic config name: %s", key);
-    return KP_ERR_INVALID_CONFIG;
+    if (value == NULL) {
+        kb_msgf(msg, "Null value not supported for topic configs: %s", key);
+        return KP_ERR_INVALID_CONFIG;
+    }
+    return kb_keydef_check(kd, value, msg);
 }
 
 bool kb_tconf_is_list(const char *key)
 {
-    return strcmp(key, "cleanup.policy") == 0 ||
-           strcmp(key, "follower.replication.throttled.replicas") == 0 ||
-           strcmp(key, "leader.replication.throttled.replicas") == 0;
+    const kb_keydef *kd = kb_keydef_find(topic_keys, N_TOPIC_KEYS, key);
+    return kd != NULL && kd->type == KB_KT_LIST;
 }
 
 const char *kb_tconf_default(const char *key)
 {
-    for (size_t i = 0; i < kb_tconf_count(); i++)
-        if (strcmp(topic_keys[i].key, key) == 0)
-            return topic_keys[i].dflt;
-    return NULL;
+    const kb_keydef *kd = kb_keydef_find(topic_keys, N_TOPIC_KEYS, key);
+    return kd != NULL ? kd->def : NULL;
 }
 
 size_t kb_tconf_count(void)
 {
-    return sizeof(topic_keys) / sizeof(topic_keys[0]);
+    return N_TOPIC_KEYS;
 }
 
 const char *kb_tconf_key(size_t i)
 {
-    return topic_keys[i].key;
+    return topic_keys[i].name;
 }
 
 int8_t kb_tconf_type(size_t i)
 {
-    static const int8_t wire[] = {
-        [T_LONG] = KB_CT_LONG,     [T_INT] = KB_CT_INT,    [T_BOOL] = KB_CT_BOOLEAN,
-        [T_DOUBLE] = KB_CT_DOUBLE, [T_STRING] = KB_CT_STRING, [T_LIST] = KB_CT_LIST,
-        [T_POLICY] = KB_CT_LIST,   [T_TSTYPE] = KB_CT_STRING, [T_COMP] = KB_CT_STRING,
-    };
-    return wire[topic_keys[i].type];
+    return kb_keydef_wire_type(&topic_keys[i]);
 }
 
 const char *kb_tconf_effective(const kb_config *cfg, const kb_topic *t, const char *key,
@@ -199,13 +125,10 @@ const char *kb_tconf_effective(const kb_config *cfg, const kb_topic *t, const ch
                       : KB_CS_STATIC_BROKER;
         return td->td_value;
     }
-    for (size_t i = 0; i < kb_tconf_count(); i++) {
-        if (strcmp(topic_keys[i].key, key) == 0) {
-            *source = KB_CS_DEFAULT;
-            return topic_keys[i].dflt;
-        }
-    }
-    return NULL;
+    const kb_keydef *kd = kb_keydef_find(topic_keys, N_TOPIC_KEYS, key);
+    if (kd != NULL)
+        *source = KB_CS_DEFAULT;
+    return kd != NULL ? kd->def : NULL;
 }
 
 int64_t kb_tconf_long(const kb_config *cfg, const kb_topic *t, const char *key, int64_t dflt)
@@ -213,5 +136,5 @@ int64_t kb_tconf_long(const kb_config *cfg, const kb_topic *t, const char *key, 
     int8_t source;
     const char *v = kb_tconf_effective(cfg, t, key, &source);
     int64_t n;
-    return v != NULL && parse_long(v, &n) ? n : dflt;
+    return v != NULL && kb_keydef_parse_integer(v, &n) ? n : dflt;
 }
