@@ -19,6 +19,7 @@ Layouts (non-flexible versions, request header v1, response header v0):
 
 import gzip
 import struct
+import time
 from collections import namedtuple
 
 import wire
@@ -29,6 +30,7 @@ INIT_PRODUCER_ID = 22
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
+NOT_LEADER_OR_FOLLOWER = 6
 MESSAGE_TOO_LARGE = 10
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
@@ -165,7 +167,19 @@ def _string(s):
     return struct.pack(">h", len(b)) + b
 
 
-def produce_v3(sock, correlation_id, topic, partition, batch, acks=-1, timeout_ms=10000):
+def _retrying(call, error_of, timeout=30.0):
+    """call() again while it answers NOT_LEADER_OR_FOLLOWER, as clients do: a
+    partition whose log is still loading after a restart is not yet online
+    (Kafka's retriable answer); then its last answer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        res = call()
+        if error_of(res) != NOT_LEADER_OR_FOLLOWER or time.monotonic() >= deadline:
+            return res
+        time.sleep(0.02)
+
+
+def produce_v3_once(sock, correlation_id, topic, partition, batch, acks=-1, timeout_ms=10000):
     """Send one batch; return (error_code, base_offset)."""
     body = struct.pack(">hhi", -1, acks, timeout_ms)
     body += struct.pack(">i", 1) + _string(topic)
@@ -180,6 +194,12 @@ def produce_v3(sock, correlation_id, topic, partition, batch, acks=-1, timeout_m
     (p, err, base, _lat), = parts
     assert p == partition
     return err, base
+
+
+def produce_v3(sock, correlation_id, topic, partition, batch, acks=-1, timeout_ms=10000):
+    """produce_v3_once, retried while the partition is not yet online."""
+    return _retrying(lambda: produce_v3_once(sock, correlation_id, topic, partition, batch, acks,
+                                             timeout_ms), lambda res: res[0])
 
 
 def init_producer_id_v0(sock, correlation_id, transaction_timeout_ms=60000):
@@ -230,9 +250,15 @@ def fetch_v4_recv(sock, correlation_id, topic, partition):
     return res
 
 
-def fetch_v4(sock, correlation_id, topic, partition, offset, **kw):
+def fetch_v4_once(sock, correlation_id, topic, partition, offset, **kw):
     fetch_v4_send(sock, correlation_id, topic, partition, offset, **kw)
     return fetch_v4_recv(sock, correlation_id, topic, partition)
+
+
+def fetch_v4(sock, correlation_id, topic, partition, offset, **kw):
+    """fetch_v4_once, retried while the partition is not yet online."""
+    return _retrying(lambda: fetch_v4_once(sock, correlation_id, topic, partition, offset, **kw),
+                     lambda res: res.error)
 
 
 def fetch_all_batches(host, port, topic, partition, end_offset, timeout=30.0):

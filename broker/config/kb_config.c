@@ -246,7 +246,7 @@ static const kb_keydef key_defs[] = {
     KI("num.io.threads", "8", 1, I32MAX, NOF, KB_KD_IGNORED),
     KI("num.network.threads", "3", 1, I32MAX, NOF, KB_KD_IGNORED),
     KI("num.partitions", "1", 1, I32MAX, FI32(num_partitions), 0),
-    KI("num.recovery.threads.per.data.dir", "2", 1, I32MAX, NOF, KB_KD_IGNORED),
+    KI("num.recovery.threads.per.data.dir", "2", 1, I32MAX, FI32(num_recovery_threads), 0),
     KI("num.replica.fetchers", "1", 1, I32MAX, NOF, KB_KD_IGNORED),
     KI("offsets.commit.timeout.ms", "5000", 1, I32MAX, FI32(offsets_commit_timeout_ms), 0),
     KI("offsets.retention.minutes", "10080", 1, I32MAX, FI32(offsets_retention_minutes), 0),

@@ -186,6 +186,7 @@ typedef struct kb_config {
 
     /* topics */
     int32_t num_partitions;
+    int32_t num_recovery_threads;   /* helper threads opening logs at start-up */
     int32_t default_replication_factor;
     bool auto_create_topics_enable;
     bool delete_topic_enable;

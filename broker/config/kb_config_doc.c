@@ -32,6 +32,7 @@ static const struct doc {
     {"min.compaction.lag.ms", "Shortest time a record stays uncompacted."},
     {"min.insync.replicas", "Replicas that must have a write for acks=all; one node is always one."},
     {"num.partitions", "Partitions of an auto-created topic."},
+    {"num.recovery.threads.per.data.dir", "Helper threads that open and recover the partition logs at start-up."},
     {"preallocate", "Preallocate segment files when they are created."},
     {"retention.bytes", "Delete old segments once a partition is larger than this; -1 means no limit."},
     {"retention.ms", "Delete segments whose newest record is older than this; -1 means forever."},

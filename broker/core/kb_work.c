@@ -95,17 +95,18 @@ static void on_work_event(kb_loop *loop, int fd, unsigned events, void *arg)
     drain_finished(arg);
 }
 
-kp_err kb_work_start(kb_broker *b, int threads)
+kp_err kb_work_new(kb_loop *loop, int threads, kb_work **out)
 {
+    *out = NULL;
     kb_work *w = calloc(1, sizeof(*w) + (size_t)threads * sizeof(pthread_t));
     if (w == NULL)
         return KP_ERR__NOMEM;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->ready, NULL);
     w->eventfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    b->work = w;
+    *out = w;
     if (w->eventfd < 0 ||
-        kb_loop_add_fd(b->loop, w->eventfd, KB_EV_READ, on_work_event, w) != KP_ERR_NONE)
+        kb_loop_add_fd(loop, w->eventfd, KB_EV_READ, on_work_event, w) != KP_ERR_NONE)
         return KP_ERR__IO;
     for (int i = 0; i < threads; i++) {
         if (pthread_create(&w->threads[i], NULL, worker_main, w) != 0)
@@ -115,9 +116,8 @@ kp_err kb_work_start(kb_broker *b, int threads)
     return KP_ERR_NONE;
 }
 
-void kb_work_stop(kb_broker *b)
+void kb_work_free(kb_work *w, kb_loop *loop)
 {
-    kb_work *w = b->work;
     if (w == NULL)
         return;
     pthread_mutex_lock(&w->lock);
@@ -128,18 +128,16 @@ void kb_work_stop(kb_broker *b)
         pthread_join(w->threads[i], NULL);
     drain_finished(w);
     if (w->eventfd >= 0) {
-        kb_loop_del_fd(b->loop, w->eventfd);
+        kb_loop_del_fd(loop, w->eventfd);
         close(w->eventfd);
     }
     pthread_cond_destroy(&w->ready);
     pthread_mutex_destroy(&w->lock);
     free(w);
-    b->work = NULL;
 }
 
-kp_err kb_work_submit(kb_broker *b, kb_work_fn *fn, kb_work_fn *done, void *arg)
+kp_err kb_work_post(kb_work *w, kb_work_fn *fn, kb_work_fn *done, void *arg)
 {
-    kb_work *w = b->work;
     work_item *it = malloc(sizeof(*it));
     if (it == NULL)
         return KP_ERR__NOMEM;
@@ -156,4 +154,20 @@ kp_err kb_work_submit(kb_broker *b, kb_work_fn *fn, kb_work_fn *done, void *arg)
         return KP_ERR__CLOSED;
     }
     return KP_ERR_NONE;
+}
+
+kp_err kb_work_start(kb_broker *b, int threads)
+{
+    return kb_work_new(b->loop, threads, &b->work);
+}
+
+void kb_work_stop(kb_broker *b)
+{
+    kb_work_free(b->work, b->loop);
+    b->work = NULL;
+}
+
+kp_err kb_work_submit(kb_broker *b, kb_work_fn *fn, kb_work_fn *done, void *arg)
+{
+    return kb_work_post(b->work, fn, done, arg);
 }

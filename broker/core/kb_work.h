@@ -1,6 +1,8 @@
 /*
- * kb_work: a small pool of helper threads for CPU-heavy work (decompressing
- * and validating produced batches), so the event loop never stalls on it.
+ * kb_work: a small pool of helper threads for work that would stall the
+ * event loop: CPU-heavy work (decompressing and validating produced batches,
+ * the broker's pool, b->work) and blocking I/O (opening and recovering the
+ * partition logs at start-up, a pool of its own in kb_plog).
  *
  * Job: run fn(arg) on a helper thread, then done(arg) back on the loop
  * thread, reported through an eventfd the loop polls. Also blocking disk
@@ -24,6 +26,13 @@
 
 typedef void kb_work_fn(void *arg);
 
+/* A pool of threads (>= 1) whose done callbacks run on loop. */
+kp_err kb_work_new(kb_loop *loop, int threads, kb_work **out);
+/* Joins the threads after the queued jobs ran (fn and done both). */
+void kb_work_free(kb_work *w, kb_loop *loop);
+kp_err kb_work_post(kb_work *w, kb_work_fn *fn, kb_work_fn *done, void *arg);
+
+/* The broker's pool (b->work). */
 kp_err kb_work_start(kb_broker *b, int threads);
 void kb_work_stop(kb_broker *b);
 kp_err kb_work_submit(kb_broker *b, kb_work_fn *fn, kb_work_fn *done, void *arg);

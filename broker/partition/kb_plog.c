@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,7 +16,9 @@
 #include "kb_pidsnap.h"
 #include "kb_pidstate.h"
 #include "kb_partition_txn.h"
+#include "kb_pload.h"
 #include "kb_topic_settings.h"
+#include "kb_work.h"
 #include "ks_checkpoint.h"
 #include "ks_compact.h"
 #include "ks_flush.h"
@@ -25,6 +29,8 @@
 #define KB_FLUSH_DRAIN_BATCH 64
 #define KB_CLEANER_RETRY_MS 300000 /* a log whose cleaning failed rests this long */
 #define KB_CLEANER_MAP_SLOT 32     /* offset map bytes per key (ks_offmap.h) */
+#define KB_LOAD_MAX_THREADS 64     /* num.recovery.threads.per.data.dir is capped here */
+#define KB_LOAD_NICE 10            /* the loader threads' nice value (Linux: per thread) */
 
 /* The one cleaning in progress: its job works on a helper thread and the
  * loop commits it once done is set (polled on the tick). */
@@ -92,6 +98,15 @@ struct kb_plog {
     clean_skip *clean_skips;
     clean_pick pick;
     int64_t last_clean_ms;
+    kb_work *loader;          /* opens the logs at start-up; freed once all are online */
+    int32_t nloading;         /* load jobs whose done has not run */
+    int32_t nloaded;          /* went online from a load job */
+    int32_t nload_failed;     /* load job failed (opened on use instead) */
+    int32_t nunrecovered;     /* never opened this run: the stop came first */
+    int64_t load_started_ms;
+    bool stopping;
+    kb_loaded_hook *loaded_hook;
+    void *loaded_arg;
 };
 
 static int64_t wall_ms(void)
@@ -106,6 +121,52 @@ static const char *log_dir(const kb_broker *b)
     return b->cfg->log_dirs.v[0];
 }
 
+/* ---- opening a partition (its life cycle: loading, then online) ------- */
+
+/* What opening (t, partition) needs, for kb_pload_run on any thread. */
+static void pload_prepare(kb_plog *pl, kb_topic *t, int32_t partition, kb_pload *ld)
+{
+    memset(ld, 0, sizeof(*ld));
+    ld->io = &pl->io;
+    ld->dir = log_dir(pl->broker);
+    ld->topic = t->name;
+    ld->partition = partition;
+    ld->lc = kb_topic_settings_of(pl->broker->cfg, t)->log;
+    ld->args = (ks_log_open_args){
+        .recovery_point = ks_checkpoint_find(pl->recovery, pl->nrecovery, t->name, partition),
+        .log_start_offset = ks_checkpoint_find(pl->starts, pl->nstarts, t->name, partition),
+        .clean_shutdown = pl->was_clean,
+        .now_ms = wall_ms(),
+    };
+    ld->cleaner_offset = ks_checkpoint_find(pl->cleaned, pl->ncleaned, t->name, partition);
+}
+
+/* Logs what opening the log found; on success the partition takes the log
+ * and its producer state and is online. */
+static kp_err pload_adopt(kb_plog *pl, kb_topic *t, int32_t partition, kb_pload *ld)
+{
+    if (ld->err != KP_ERR_NONE) {
+        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot %s\" topic=%s partition=%d "
+               "error=%s detail=\"%s\"", ld->failed, t->name, partition, kp_err_name(ld->err),
+               ld->ctx.msg);
+        return ld->err;
+    }
+    const ks_recover_report *rep = &ld->rep;
+    if (rep->truncated_bytes > 0)
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE,
+               "msg=\"recovery truncated a torn or corrupt tail\" topic=%s partition=%d "
+               "file=%s/%s-%d/%020lld.log position=%lld bytes=%lld reason=\"%s\"",
+               t->name, partition, log_dir(pl->broker), t->name, partition,
+               (long long)rep->truncated_base, (long long)rep->truncated_pos,
+               (long long)rep->truncated_bytes, rep->reason);
+    kb_partition *p = &t->partitions[partition];
+    p->log = ld->log;
+    p->pids = ld->pids;
+    ld->log = NULL;
+    ld->pids = NULL;
+    return KP_ERR_NONE;
+}
+
 kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
 {
     /* A topic whose directories are being made or removed (kb_partition_dirs.h), met
@@ -117,48 +178,24 @@ kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
         *out = p->log;
         return KP_ERR_NONE;
     }
+    if (p->load != NULL)
+        return KP_ERR_NOT_LEADER_OR_FOLLOWER; /* Kafka's answer for a partition not yet online */
+    /* Not loaded at start-up: created since (an empty log, opened at once),
+     * internal (its coordinator opens it before the broker serves), or its
+     * load failed (tried again here). */
     kb_plog *pl = b->plog;
-    ks_log_config lc = kb_topic_settings_of(b->cfg, t)->log;
-    ks_log_open_args args = {
-        .recovery_point = ks_checkpoint_find(pl->recovery, pl->nrecovery, t->name, partition),
-        .log_start_offset = ks_checkpoint_find(pl->starts, pl->nstarts, t->name, partition),
-        .clean_shutdown = pl->was_clean,
-        .now_ms = wall_ms(),
-    };
-    ks_recover_report rep;
-    ks_recover_report_init(&rep);
-    kp_errctx ctx = {{0}, NULL, 0, 0};
-    kp_err e = ks_log_open(&pl->io, log_dir(b), t->name, partition, &lc, &args, &p->log, &rep,
-                           &ctx);
-    if (e != KP_ERR_NONE) {
-        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot open log\" topic=%s partition=%d "
-               "error=%s detail=\"%s\"", t->name, partition, kp_err_name(e), ctx.msg);
-        p->log = NULL;
-        return e;
-    }
-    if (rep.truncated_bytes > 0)
-        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE,
-               "msg=\"recovery truncated a torn or corrupt tail\" topic=%s partition=%d "
-               "file=%s/%s-%d/%020lld.log position=%lld bytes=%lld reason=\"%s\"",
-               t->name, partition, log_dir(b), t->name, partition,
-               (long long)rep.truncated_base, (long long)rep.truncated_pos,
-               (long long)rep.truncated_bytes, rep.reason);
-    int64_t cleaned = ks_checkpoint_find(pl->cleaned, pl->ncleaned, t->name, partition);
-    if (cleaned >= 0)
-        ks_log_set_cleaner_offset(p->log, cleaned);
-    p->pids = kb_pidstate_new();
-    e = p->pids != NULL ? kb_pidsnap_restore(&pl->io, p->log, p->pids, NULL) : KP_ERR__NOMEM;
-    if (e != KP_ERR_NONE) {
-        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot rebuild producer state\" topic=%s "
-               "partition=%d error=%s", t->name, partition, kp_err_name(e));
-        kb_pidstate_free(p->pids);
-        p->pids = NULL;
-        (void)ks_log_close(p->log, NULL);
-        p->log = NULL;
-        return e;
-    }
-    *out = p->log;
-    return KP_ERR_NONE;
+    kb_pload ld;
+    pload_prepare(pl, t, partition, &ld);
+    kb_pload_run(&ld);
+    kp_err e = pload_adopt(pl, t, partition, &ld);
+    if (e == KP_ERR_NONE)
+        *out = p->log;
+    return e;
+}
+
+bool kb_plog_loading(const kb_topic *t, int32_t partition)
+{
+    return partition >= 0 && partition < t->npartitions && t->partitions[partition].load != NULL;
 }
 
 int16_t kb_plog_lookup(kb_broker *b, kp_str topic, int32_t partition, kb_topic **t,
@@ -638,6 +675,10 @@ static void on_tick(kb_loop *loop, void *arg)
     kb_plog *pl = arg;
     const kb_config *cfg = pl->broker->cfg;
     int64_t now = kb_loop_now_ms(loop);
+    if (pl->loader != NULL && pl->nloading == 0) {
+        kb_work_free(pl->loader, loop); /* every log is online */
+        pl->loader = NULL;
+    }
     for_each_open_log(pl, flush_if_due);
     if (now - pl->last_retention_ms >= cfg->log_retention_check_interval_ms) {
         pl->last_retention_ms = now;
@@ -657,11 +698,202 @@ static void on_tick(kb_loop *loop, void *arg)
     (void)kb_timer_arm(loop, &pl->tick, KB_PLOG_TICK_MS);
 }
 
+/* ---- loading at start-up ------------------------------------------------ */
+
+enum { LOAD_QUEUED, LOAD_RUNNING, LOAD_CANCELLED, LOAD_FINISHED };
+
+/* One partition's log opening on a helper thread. The partition points at
+ * it (kb_partition.load) until the loop takes the result; the done callback
+ * always frees it. */
+struct kb_plog_load {
+    kb_plog *pl;
+    kp_uuid topic_id;
+    int32_t partition;
+    char *topic;     /* ld.topic points here */
+    atomic_int state;
+    bool detached;   /* loop only: the partition no longer waits for it */
+    kb_pload ld;
+};
+
+static void load_free(struct kb_plog_load *job)
+{
+    kb_pload_discard(&job->ld);
+    free(job->topic);
+    free(job);
+}
+
+/* Loading yields the CPU to serving: on a machine with few cores the
+ * recovery scans would otherwise delay the event loop's answers. */
+static void load_thread_yields(void)
+{
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int nice_now = getpriority(PRIO_PROCESS, tid);
+    if (errno == 0 && nice_now < KB_LOAD_NICE)
+        (void)setpriority(PRIO_PROCESS, tid, KB_LOAD_NICE);
+}
+
+/* Helper thread: opens the log, unless cancelled while queued. */
+static void load_work(void *arg)
+{
+    struct kb_plog_load *job = arg;
+    int expected = LOAD_QUEUED;
+    if (!atomic_compare_exchange_strong(&job->state, &expected, LOAD_RUNNING))
+        return;
+    load_thread_yields();
+    kb_pload_run(&job->ld);
+    atomic_store(&job->state, LOAD_FINISHED);
+}
+
+static void load_report(kb_plog *pl)
+{
+    KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"partitions loaded\" online=%d failed=%d ms=%lld",
+           pl->nloaded, pl->nload_failed,
+           (long long)(kb_loop_now_ms(pl->broker->loop) - pl->load_started_ms));
+    if (pl->loaded_hook != NULL)
+        pl->loaded_hook(pl->loaded_arg);
+}
+
+/* Loop: the partition goes online with the opened log (with the topic's
+ * configuration as it is now), or, if its load failed, is opened on use. */
+static void load_done(void *arg)
+{
+    struct kb_plog_load *job = arg;
+    kb_plog *pl = job->pl;
+    pl->nloading--;
+    kb_topic *t = job->detached ? NULL : kb_topics_find_id(pl->broker->topics, &job->topic_id);
+    if (t != NULL) {
+        t->partitions[job->partition].load = NULL;
+        if (atomic_load(&job->state) != LOAD_FINISHED) {
+            pl->nunrecovered++; /* cancelled by the stop */
+        } else if (pl->stopping) {
+            /* opened but never served: closed below, unchanged */
+        } else if (pload_adopt(pl, t, job->partition, &job->ld) == KP_ERR_NONE) {
+            ks_log_config lc = kb_topic_settings_of(pl->broker->cfg, t)->log;
+            (void)ks_log_set_config(t->partitions[job->partition].log, &lc, NULL);
+            pl->nloaded++;
+        } else {
+            pl->nload_failed++;
+        }
+    }
+    load_free(job);
+    if (pl->nloading == 0 && !pl->stopping)
+        load_report(pl);
+}
+
+/* Cancels a queued load, or waits for a running one (one log's opening)
+ * and hands its result to the partition, so the caller finds the
+ * partition either unopened or open, never half-way. */
+static void load_detach(kb_partition *p)
+{
+    struct kb_plog_load *job = p->load;
+    int expected = LOAD_QUEUED;
+    if (!atomic_compare_exchange_strong(&job->state, &expected, LOAD_CANCELLED)) {
+        while (atomic_load(&job->state) != LOAD_FINISHED)
+            (void)poll(NULL, 0, 1);
+        p->log = job->ld.log;
+        p->pids = job->ld.pids;
+        job->ld.log = NULL;
+        job->ld.pids = NULL;
+    }
+    job->detached = true;
+    p->load = NULL;
+}
+
+static int32_t partitions_to_load(kb_topics *ts)
+{
+    int32_t n = 0;
+    for (size_t i = 0; i < kb_topics_count(ts); i++) {
+        const kb_topic *t = kb_topics_at(ts, i);
+        n += t->internal ? 0 : t->npartitions;
+    }
+    return n;
+}
+
+static void load_submit(kb_plog *pl, kb_topic *t, int32_t partition)
+{
+    struct kb_plog_load *job = calloc(1, sizeof(*job));
+    char *name = job != NULL ? strdup(t->name) : NULL;
+    if (name == NULL) {
+        free(job);
+        return; /* opened on use instead */
+    }
+    *job = (struct kb_plog_load){.pl = pl, .topic_id = t->id, .partition = partition,
+                                 .topic = name};
+    atomic_init(&job->state, LOAD_QUEUED);
+    pload_prepare(pl, t, partition, &job->ld);
+    job->ld.topic = job->topic;
+    if (kb_work_post(pl->loader, load_work, load_done, job) != KP_ERR_NONE) {
+        load_free(job);
+        return;
+    }
+    t->partitions[partition].load = job;
+    pl->nloading++;
+}
+
+/* Queues the opening of every partition log on the disk, but the internal
+ * topics' (their coordinators read them before the broker serves), on
+ * num.recovery.threads.per.data.dir helper threads. */
+static void load_start(kb_plog *pl)
+{
+    kb_broker *b = pl->broker;
+    int32_t n = partitions_to_load(b->topics);
+    pl->load_started_ms = kb_loop_now_ms(b->loop);
+    if (n == 0)
+        return;
+    int threads = b->cfg->num_recovery_threads;
+    threads = threads < n ? threads : n;
+    threads = threads < KB_LOAD_MAX_THREADS ? threads : KB_LOAD_MAX_THREADS;
+    if (kb_work_new(b->loop, threads, &pl->loader) != KP_ERR_NONE) {
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"no helper threads to load the logs; each "
+               "opens on first use\"");
+        kb_work_free(pl->loader, b->loop);
+        pl->loader = NULL;
+        return;
+    }
+    kb_topics *ts = b->topics;
+    for (size_t i = 0; i < kb_topics_count(ts); i++) {
+        kb_topic *t = kb_topics_at(ts, i);
+        for (int32_t p = 0; p < t->npartitions && !t->internal; p++)
+            load_submit(pl, t, p);
+    }
+    KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"loading partitions\" partitions=%d threads=%d",
+           pl->nloading, threads);
+}
+
+/* At stop: queued loads are cancelled, running ones finish and are closed. */
+static void load_stop(kb_plog *pl)
+{
+    if (pl->loader == NULL)
+        return;
+    pl->stopping = true;
+    kb_topics *ts = pl->broker->topics;
+    for (size_t i = 0; i < kb_topics_count(ts); i++) {
+        kb_topic *t = kb_topics_at(ts, i);
+        for (int32_t p = 0; p < t->npartitions; p++) {
+            struct kb_plog_load *job = t->partitions[p].load;
+            int expected = LOAD_QUEUED;
+            if (job != NULL)
+                (void)atomic_compare_exchange_strong(&job->state, &expected, LOAD_CANCELLED);
+        }
+    }
+    kb_work_free(pl->loader, pl->broker->loop); /* runs every done */
+    pl->loader = NULL;
+}
+
+void kb_plog_set_loaded_hook(kb_broker *b, kb_loaded_hook *hook, void *arg)
+{
+    b->plog->loaded_hook = hook;
+    b->plog->loaded_arg = arg;
+}
+
 /* ---- topic changes ------------------------------------------------------ */
 
 void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
 {
     for (int32_t p = 0; p < t->npartitions; p++) {
+        if (t->partitions[p].load != NULL)
+            load_detach(&t->partitions[p]);
         ks_log *log = t->partitions[p].log;
         if (log == NULL)
             continue;
@@ -732,6 +964,7 @@ kp_err kb_plog_start(kb_broker *b, char *err, size_t errlen)
     (void)kb_timer_arm(b->loop, &pl->tick, KB_PLOG_TICK_MS);
     KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"log dir opened\" dir=%s clean_shutdown=%s", dir,
            pl->was_clean ? "true" : "false");
+    load_start(pl);
     return KP_ERR_NONE;
 }
 
@@ -766,6 +999,7 @@ void kb_plog_stop(kb_broker *b)
     if (pl == NULL)
         return;
     kb_timer_disarm(b->loop, &pl->tick);
+    load_stop(pl);
     clean_finish(pl, true);
     retention_reap(pl, true);
     for_each_open_log(pl, flush_log);
@@ -783,7 +1017,10 @@ void kb_plog_stop(kb_broker *b)
         free(w);
     }
     kp_errctx ctx = {{0}, NULL, 0, 0};
-    if (ks_clean_shutdown_mark(&pl->io, log_dir(b), 0, &ctx) != KP_ERR_NONE)
+    if (!pl->was_clean && pl->nunrecovered > 0)
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"no clean-shutdown marker: partitions left "
+               "unrecovered since the unclean stop\" partitions=%d", pl->nunrecovered);
+    else if (ks_clean_shutdown_mark(&pl->io, log_dir(b), 0, &ctx) != KP_ERR_NONE)
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot write the clean-shutdown marker\" "
                "detail=\"%s\"", ctx.msg);
     ks_checkpoint_free(pl->recovery, pl->nrecovery);

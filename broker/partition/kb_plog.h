@@ -13,8 +13,12 @@
  * checkpoints written and the clean-shutdown marker left.
  *
  * Invariants:
- *   1. A partition's ks_log is opened at most once, on first use, with the
- *      recovery point and log start offset from the checkpoints.
+ *   1. A partition's ks_log is opened at most once, with the recovery point
+ *      and log start offset from the checkpoints: every partition on disk
+ *      at start-up on a helper thread (kb_pload; loading, then online on
+ *      the loop, which owns the log from then on), internal topics' and new
+ *      ones on first use. Periodic work (flush, retention, cleaner,
+ *      checkpoints) visits every online log: once loaded, every partition.
  *   2. A durability callback fires exactly once: after an fdatasync that
  *      covers the offset (runnel.flush.acks.all=fsync), or at once
  *      (page-cache), or with an error.
@@ -24,17 +28,21 @@
  *      cleaning commits only on the loop.
  *
  * Ownership: kb_plog owns every open ks_log (reachable through
- * kb_partition.log), the flush thread, the cleaner's helper thread and the
- * unlink threads.
- * Threading: loop thread only (the flush thread is inside ks_flush; a
- * cleaning's work runs on a pthread that touches only its job, polled for
- * completion on the tick and joined there; unlinks likewise).
+ * kb_partition.log), the load jobs (kb_partition.load) and their helper
+ * threads, the flush thread, the cleaner's helper thread and the unlink
+ * threads.
+ * Threading: loop thread only (a load job's kb_pload_run touches only the
+ * job, which the loop takes back through kb_work; the flush thread is
+ * inside ks_flush; a cleaning's work runs on a pthread that touches only
+ * its job, polled for completion on the tick and joined there; unlinks
+ * likewise).
  * Errors: storage's codes (KP_ERR__IO, __NOSPC, __CORRUPT, ...); callers map
  * them to the wire with kp_err_to_wire().
  */
 #ifndef KB_PLOG_H
 #define KB_PLOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,8 +54,20 @@
 kp_err kb_plog_start(kb_broker *b, char *err, size_t errlen);
 void kb_plog_stop(kb_broker *b);
 
-/* The partition's log, opened (and recovered) on first use. */
+/* The partition's log once online. A partition on disk at start-up is
+ * loading until a helper thread opened it: NOT_LEADER_OR_FOLLOWER (what
+ * Kafka answers for a partition not yet online; clients retry). One created
+ * since start-up, or an internal one, is opened here on first use. */
 kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out);
+
+/* Whether the partition's log is still being opened (kb_plog_get would
+ * answer NOT_LEADER_OR_FOLLOWER). */
+bool kb_plog_loading(const kb_topic *t, int32_t partition);
+
+/* Called once on the loop when every log loading at start-up is online
+ * (the transaction coordinator then writes the markers it deferred). */
+typedef void kb_loaded_hook(void *arg);
+void kb_plog_set_loaded_hook(kb_broker *b, kb_loaded_hook *hook, void *arg);
 
 /* Finds a topic's partition log by name: KP_ERR_NONE or the wire error
  * (UNKNOWN_TOPIC_OR_PARTITION, a storage error). */

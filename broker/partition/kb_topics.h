@@ -54,12 +54,14 @@
 
 struct ks_log;
 struct kb_pidstate;
+struct kb_plog_load;
 
 typedef struct kb_partition {
     int32_t index;
     int32_t leader_epoch;
-    struct ks_log *log;         /* opened on first use by kb_plog; NULL until then */
+    struct ks_log *log;         /* set by kb_plog once open (online); NULL until then */
     struct kb_pidstate *pids;   /* idempotent producers; set with log */
+    struct kb_plog_load *load;  /* kb_plog's job while the log opens on a helper thread */
 } kb_partition;
 
 typedef enum kb_topic_state {

@@ -222,9 +222,24 @@ static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topi
     return KP_ERR_NONE;
 }
 
+/* Whether a partition of txn is still loading: its markers then wait (the
+ * transaction stays in Prepare*, completed once the logs are online), so
+ * none is written to some partitions and not to others. */
+static bool markers_must_wait(kb_broker *b, const kb_txn *txn)
+{
+    for (int32_t i = 0; i < txn->nparts; i++) {
+        kb_topic *t = kb_topics_find(b->topics, kp_str_from(txn->parts[i].topic));
+        if (t != NULL && kb_plog_loading(t, txn->parts[i].partition))
+            return true;
+    }
+    return false;
+}
+
 static kp_err env_markers(void *ctx, const kb_txn *txn, bool commit)
 {
     kb_broker *b = ((kb_txn_coord *)ctx)->b;
+    if (markers_must_wait(b, txn))
+        return KP_ERR_NOT_LEADER_OR_FOLLOWER;
     for (int32_t i = 0; i < txn->nparts; i++) {
         kb_topic *t = kb_topics_find(b->topics, kp_str_from(txn->parts[i].topic));
         int32_t p = txn->parts[i].partition;
@@ -289,6 +304,14 @@ static void on_tick(kb_loop *loop, void *arg)
         KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"timed-out transactions aborted\" count=%d", n);
     (void)kb_timer_arm(loop, &c->tick,
                        c->b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms);
+}
+
+/* Every partition log is online: completes the transactions whose markers
+ * waited for one (kb_txns_tick completes every Prepare*). */
+static void on_logs_loaded(void *arg)
+{
+    kb_txn_coord *c = arg;
+    (void)kb_txns_tick(c->txns);
 }
 
 /* ---- loading ------------------------------------------------------------ */
@@ -380,6 +403,7 @@ kp_err kb_txn_coord_start(kb_broker *b, char *err, size_t errlen)
     kb_timer_init(&c->tick, on_tick, c);
     (void)kb_timer_arm(b->loop, &c->tick,
                        b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms);
+    kb_plog_set_loaded_hook(b, on_logs_loaded, c);
     return load_all(c, err, errlen);
 }
 

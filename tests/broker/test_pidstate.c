@@ -1,12 +1,16 @@
 /* Idempotent-producer state: duplicates, gaps, epochs, and the rebuild
- * from a real log on disk after a restart. */
+ * from a real log on disk after a restart (also by kb_pload, the opening of
+ * a partition on a helper thread). */
 #include <check.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "broker_suites.h"
 #include "kb_pidstate.h"
+#include "kb_pload.h"
 #include "kp_records.h"
 #include "ks_log.h"
 
@@ -144,6 +148,74 @@ START_TEST(test_pidstate_rebuilt_from_log)
 }
 END_TEST
 
+static void *pload_main(void *arg)
+{
+    kb_pload_run(arg);
+    return NULL;
+}
+
+/* Runs ld on a thread of its own, as the broker's loader does. */
+static void pload_on_thread(kb_pload *ld)
+{
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, pload_main, ld), 0);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+}
+
+START_TEST(test_pidstate_loaded_on_a_helper_thread)
+{
+    char dir[] = "/tmp/runnel-pload-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ks_io io = ks_io_posix();
+    kb_pload ld = {.io = &io, .dir = dir, .topic = "t", .partition = 0,
+                   .args = {-1, -1, false, 1000}, .cleaner_offset = 5};
+    ks_log_config_default(&ld.lc);
+    ks_log *log;
+    ck_assert_int_eq(ks_log_open(&io, dir, "t", 0, &ld.lc, &ld.args, &log, NULL, NULL),
+                     KP_ERR_NONE);
+    for (int32_t s = 0; s < 20; s += 4)
+        append_idempotent(log, 42, 1, s, 4);
+    ck_assert_int_eq(ks_log_close(log, NULL), KP_ERR_NONE);
+
+    pload_on_thread(&ld);
+    ck_assert_int_eq(ld.err, KP_ERR_NONE);
+    ck_assert_ptr_null(ld.failed);
+    ck_assert_ptr_nonnull(ld.log);
+    ck_assert_ptr_nonnull(ld.pids);
+    ck_assert_int_eq(ks_log_end_offset(ld.log), 20);
+    ck_assert_int_eq(ks_log_cleaner_offset(ld.log), 5);
+    kb_pid_batch dup;
+    ck_assert_int_eq(kb_pidstate_check(ld.pids, 42, 1, 16, 19, &dup),
+                     KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    ck_assert_int_eq(kb_pidstate_check(ld.pids, 42, 1, 20, 23, &dup), KP_ERR_NONE);
+    kb_pload_discard(&ld);
+    ck_assert_ptr_null(ld.log);
+    ck_assert_ptr_null(ld.pids);
+
+    /* A log that cannot be opened: the failed step named, nothing left open. */
+    char file[sizeof(dir) + 8];
+    snprintf(file, sizeof(file), "%s/t-1", dir);
+    FILE *f = fopen(file, "w"); /* a file where the partition's directory goes */
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ld.partition = 1;
+    pload_on_thread(&ld);
+    ck_assert_int_ne(ld.err, KP_ERR_NONE);
+    ck_assert_str_eq(ld.failed, "open log");
+    ck_assert_ptr_null(ld.log);
+    ck_assert_ptr_null(ld.pids);
+    unlink(file);
+
+    ld.partition = 0;
+    pload_on_thread(&ld);
+    ck_assert_int_eq(ld.err, KP_ERR_NONE);
+    ck_assert_int_eq(ks_log_delete(ld.log, NULL), KP_ERR_NONE);
+    ld.log = NULL;
+    kb_pload_discard(&ld);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *pidstate_suite(void)
 {
     Suite *s = suite_create("pidstate");
@@ -155,6 +227,7 @@ Suite *pidstate_suite(void)
     tcase_add_test(tc, test_pidstate_sequence_wraps);
     tcase_add_test(tc, test_pidstate_marker_is_last);
     tcase_add_test(tc, test_pidstate_rebuilt_from_log);
+    tcase_add_test(tc, test_pidstate_loaded_on_a_helper_thread);
     suite_add_tcase(s, tc);
     return s;
 }
