@@ -14,7 +14,7 @@
 #include "kb_log.h"
 #include "kb_longpoll.h"
 #include "kb_partition_dirs.h"
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 #include "kb_req.h"
 #include "kb_scram_store.h"
 #include "kb_server.h"
@@ -71,7 +71,7 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
     snprintf(b->cluster_id, sizeof(b->cluster_id), "%.63s", kb_topics_cluster_id(b->topics));
     if ((e = kb_admin_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
-    if ((e = kb_plog_start(b, err, errlen)) != KP_ERR_NONE)
+    if ((e = kb_partition_log_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
     if ((e = kb_longpoll_start(b)) != KP_ERR_NONE)
         return e;
@@ -114,7 +114,7 @@ void kb_broker_stop(kb_broker *b)
     kb_longpoll_stop(b);
     kb_txn_coord_stop(b);
     kb_group_coord_stop(b);
-    kb_plog_stop(b);
+    kb_partition_log_stop(b);
     kb_admin_stop(b);
     kb_topics_close(b->topics);
     b->topics = NULL;

@@ -5,7 +5,7 @@
 
 #include "kb_dynconf.h"
 #include "kb_group_conf.h"
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 #include "kb_quota.h"
 #include "kb_topics.h"
 
@@ -63,5 +63,5 @@ bool kb_admin_is_self(const kb_req *req, kp_str name, bool allow_default)
 void kb_admin_configs_changed(kb_broker *b)
 {
     for (size_t i = 0; i < kb_topics_count(b->topics); i++)
-        kb_plog_config_changed(b, kb_topics_at(b->topics, i));
+        kb_partition_log_config_changed(b, kb_topics_at(b->topics, i));
 }

@@ -16,7 +16,7 @@
 #include "kb_dispatch.h"
 #include "kb_dynconf.h"
 #include "kb_group_conf.h"
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 #include "kb_topic_conf.h"
 #include "kb_topics.h"
 
@@ -115,7 +115,7 @@ static void alter_topic(const alter_job *j, alter_result *r)
         if (e != KP_ERR_NONE)
             fail(r, e);
         else
-            kb_plog_config_changed(b, t);
+            kb_partition_log_config_changed(b, t);
     }
     kb_cfgset_fini(&set);
 }

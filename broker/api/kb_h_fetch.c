@@ -10,8 +10,8 @@
 #include "kb_dispatch.h"
 #include "kb_log.h"
 #include "kb_longpoll.h"
-#include "kb_pidstate.h"
-#include "kb_plog.h"
+#include "kb_producer_state.h"
+#include "kb_partition_log.h"
 #include "kb_partition_txn.h"
 #include "kb_txn_coord.h"
 #include "kb_topics.h"
@@ -52,8 +52,8 @@ static void release_slices(fetch_state *st)
 static void list_aborted(kb_req *req, kb_topic *t, const fetch_part *fp, int64_t lso,
                          part_out *out)
 {
-    kb_pidstate *ps = t->partitions[fp->partition].pids;
-    kb_partition_txn *x = ps != NULL ? kb_pidstate_txns(ps) : NULL;
+    kb_producer_state *ps = t->partitions[fp->partition].pids;
+    kb_partition_txn *x = ps != NULL ? kb_producer_state_txns(ps) : NULL;
     if (x == NULL || kb_partition_txn_aborted_count(x) == 0)
         return;
     kb_partition_txn_prune(x, ks_log_start_offset(t->partitions[fp->partition].log));
@@ -76,7 +76,7 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
                             fetch_state *st, int64_t *budget, part_out *out)
 {
     ks_log *log;
-    kp_err e = kb_plog_get(req->broker, t, fp->partition, &log);
+    kp_err e = kb_partition_log_get(req->broker, t, fp->partition, &log);
     if (e != KP_ERR_NONE) {
         out->error_code = kp_err_to_wire(e);
         return;
@@ -88,7 +88,7 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
     out->last_stable_offset = lso;
     out->log_start_offset = ks_log_start_offset(log);
     out->aborted_transactions.n = committed_only ? 0 : -1;
-    out->error_code = kb_plog_check_epoch(fp->current_leader_epoch,
+    out->error_code = kb_partition_log_check_epoch(fp->current_leader_epoch,
                                          t->partitions[fp->partition].leader_epoch);
     if (out->error_code != KP_ERR_NONE)
         return;

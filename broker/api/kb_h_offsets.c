@@ -8,7 +8,7 @@
 #include "kb_context.h"
 #include "kb_dispatch.h"
 #include "kb_logscan.h"
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 #include "kb_txn_coord.h"
 #include "kb_topics.h"
 #include "kp_batch.h"
@@ -124,7 +124,7 @@ static kp_err offset_for_time(kb_broker *b, ks_log *log, int64_t ts, bool want_m
     }
     /* A search holds the fd only during the scan, so read the batch inside. */
     time_search s = {ts, want_max, {0}, 0, -1, false};
-    kp_err e = kb_log_scan(kb_plog_io(b), log, from, time_search_cb, &s);
+    kp_err e = kb_log_scan(kb_partition_log_io(b), log, from, time_search_cb, &s);
     if (e != KP_ERR_NONE)
         return e;
     if (!s.found)
@@ -134,7 +134,7 @@ static kp_err offset_for_time(kb_broker *b, ks_log *log, int64_t ts, bool want_m
     if (e != KP_ERR_NONE)
         return e;
     uint8_t *batch = NULL;
-    e = read_batch(kb_plog_io(b), slice.range.fd, slice.range.off, &s.best, &batch);
+    e = read_batch(kb_partition_log_io(b), slice.range.fd, slice.range.off, &s.best, &batch);
     ks_log_slice_release(&slice);
     if (e == KP_ERR_NONE)
         e = find_in_batch(batch, &s.best, ts, want_max, offset, found_ts);
@@ -191,9 +191,9 @@ kp_err kb_h_list_offsets(kb_req *req, const kp_list_offsets_req *rq, kp_list_off
             ks_log *log;
             out->error_code =
                 denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED
-                       : kb_plog_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
+                       : kb_partition_log_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
             if (out->error_code == KP_ERR_NONE)
-                out->error_code = kb_plog_check_epoch(
+                out->error_code = kb_partition_log_check_epoch(
                     pq->current_leader_epoch, t->partitions[pq->partition_index].leader_epoch);
             if (out->error_code == KP_ERR_NONE)
                 list_offset(req, rq, log, pq->timestamp,
@@ -226,12 +226,12 @@ kp_err kb_h_offset_for_leader_epoch(kb_req *req, const kp_offset_for_leader_epoc
             kb_topic *t;
             ks_log *log;
             out->error_code = denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED
-                                     : kb_plog_lookup(req->broker, tq->topic, pq->partition, &t,
+                                     : kb_partition_log_lookup(req->broker, tq->topic, pq->partition, &t,
                                                       &log);
             if (out->error_code != KP_ERR_NONE)
                 continue;
             int32_t ours = t->partitions[pq->partition].leader_epoch;
-            out->error_code = kb_plog_check_epoch(pq->current_leader_epoch, ours);
+            out->error_code = kb_partition_log_check_epoch(pq->current_leader_epoch, ours);
             if (out->error_code == KP_ERR_NONE && pq->leader_epoch >= 0 && pq->leader_epoch <= ours) {
                 /* One leader epoch so far: it ends at the log end. */
                 out->leader_epoch = ours;
@@ -263,7 +263,7 @@ kp_err kb_h_delete_records(kb_req *req, const kp_delete_records_req *rq,
             ks_log *log;
             out->error_code =
                 denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED
-                       : kb_plog_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
+                       : kb_partition_log_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
             if (out->error_code != KP_ERR_NONE)
                 continue;
             int64_t target = pq->offset == -1 ? ks_log_high_watermark(log) : pq->offset;

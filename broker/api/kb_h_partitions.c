@@ -13,8 +13,8 @@
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
-#include "kb_pidstate.h"
-#include "kb_plog.h"
+#include "kb_producer_state.h"
+#include "kb_partition_log.h"
 #include "kb_partition_txn.h"
 #include "kb_topics.h"
 
@@ -42,7 +42,7 @@ static kp_err describe_topic_dir(kb_req *req, kb_topic *t, const int32_t *parts,
         int32_t p = parts != NULL ? parts[i] : i;
         ks_log *log;
         if (p < 0 || p >= t->npartitions ||
-            kb_plog_get(req->broker, t, p, &log) != KP_ERR_NONE)
+            kb_partition_log_get(req->broker, t, p, &log) != KP_ERR_NONE)
             continue; /* Kafka leaves out what it does not host */
         kp_describe_log_dirs_resp_describe_log_dirs_partition *o = &out->partitions.v[used++];
         o->partition_index = p;
@@ -232,20 +232,20 @@ static kp_err describe_partition_producers(kb_req *req, kp_str topic, producers_
     ks_log *log;
     out->error_code = find_partition(req, topic, out->partition_index, &t);
     if (out->error_code == KP_ERR_NONE) {
-        kp_err e = kb_plog_get(req->broker, t, out->partition_index, &log);
+        kp_err e = kb_partition_log_get(req->broker, t, out->partition_index, &log);
         out->error_code = kp_err_to_wire(e);
     }
     if (out->error_code != KP_ERR_NONE)
         return KB_ARRAY_ALLOC(req, out->active_producers, 0) ? KP_ERR_NONE : KP_ERR__NOMEM;
-    kb_pidstate *ps = t->partitions[out->partition_index].pids;
-    int32_t n = ps != NULL ? kb_pidstate_count(ps) : 0;
+    kb_producer_state *ps = t->partitions[out->partition_index].pids;
+    int32_t n = ps != NULL ? kb_producer_state_count(ps) : 0;
     if (!KB_ARRAY_ALLOC(req, out->active_producers, n))
         return KP_ERR__NOMEM;
     int32_t used = 0;
     for (int32_t i = 0; i < n; i++) {
         kp_describe_producers_resp_producer_state *s = &out->active_producers.v[used];
         kb_pid_info info;
-        if (!kb_pidstate_at(ps, i, &info))
+        if (!kb_producer_state_at(ps, i, &info))
             continue;
         s->producer_id = info.producer_id;
         s->producer_epoch = info.epoch;
@@ -254,7 +254,7 @@ static kp_err describe_partition_producers(kb_req *req, kp_str topic, producers_
         s->coordinator_epoch = info.coordinator_epoch;
         int64_t txn_start;
         s->current_txn_start_offset =
-            kb_partition_txn_open(kb_pidstate_txns(ps), s->producer_id, &txn_start) ? txn_start : -1;
+            kb_partition_txn_open(kb_producer_state_txns(ps), s->producer_id, &txn_start) ? txn_start : -1;
         used++;
     }
     out->active_producers.n = used;

@@ -11,9 +11,9 @@
 #include "kb_context.h"
 #include "kb_dispatch.h"
 #include "kb_log.h"
-#include "kb_pidstate.h"
+#include "kb_producer_state.h"
 #include "kb_partition_txn.h"
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 #include "kb_topic_settings.h"
 #include "kb_txn_coord.h"
 #include "kb_topics.h"
@@ -110,7 +110,7 @@ static void validation_error(kb_req *req, const produce_part *p)
     pr->error_code = kp_err_to_wire(p->verr);
     if ((pr->error_code == KP_ERR_INVALID_RECORD || pr->error_code == KP_ERR_INVALID_TIMESTAMP ||
          pr->error_code == KP_ERR_UNKNOWN_SERVER_ERROR) &&
-        kb_plog_get(req->broker, p->topic, pr->index, &log) == KP_ERR_NONE)
+        kb_partition_log_get(req->broker, p->topic, pr->index, &log) == KP_ERR_NONE)
         pr->log_start_offset = ks_log_start_offset(log);
     if (vr->record_errors_listed == 0 || !KB_ARRAY_ALLOC(req, pr->record_errors,
                                                          vr->record_errors_listed)) {
@@ -233,7 +233,7 @@ static void append_part(kb_req *req, produce_part *p)
         return;
     }
     ks_log *log;
-    kp_err e = kb_plog_get(req->broker, p->topic, pr->index, &log);
+    kp_err e = kb_partition_log_get(req->broker, p->topic, pr->index, &log);
     if (e != KP_ERR_NONE) {
         pr->error_code = kp_err_to_wire(e);
         return;
@@ -251,14 +251,14 @@ static void append_part(kb_req *req, produce_part *p)
     /* A producer with a transaction open on this partition may not slip a
      * non-transactional batch into it (Kafka answers INVALID_TXN_STATE). */
     if (!transactional && vr->producer_id >= 0 &&
-        kb_partition_txn_open(kb_pidstate_txns(part->pids), vr->producer_id, NULL)) {
+        kb_partition_txn_open(kb_producer_state_txns(part->pids), vr->producer_id, NULL)) {
         pr->error_code = KP_ERR_INVALID_TXN_STATE;
         return;
     }
     int32_t last_seq = last_sequence(vr->base_sequence, vr->last_offset_delta);
     kb_pid_batch dup;
     if (idempotent) {
-        e = kb_pidstate_check(part->pids, vr->producer_id, vr->producer_epoch, vr->base_sequence,
+        e = kb_producer_state_check(part->pids, vr->producer_id, vr->producer_epoch, vr->base_sequence,
                               last_seq, &dup);
         if (e == KP_ERR_DUPLICATE_SEQUENCE_NUMBER) {
             /* a retry of a batch already appended: answer with its offsets */
@@ -273,9 +273,9 @@ static void append_part(kb_req *req, produce_part *p)
     }
     ks_append_result res;
     e = p->recompressed != NULL
-            ? kb_plog_append(req->broker, p->topic, pr->index, p->recompressed,
+            ? kb_partition_log_append(req->broker, p->topic, pr->index, p->recompressed,
                              p->recompressed_len, &res)
-            : kb_plog_append(req->broker, p->topic, pr->index, p->bytes, p->len, &res);
+            : kb_partition_log_append(req->broker, p->topic, pr->index, p->bytes, p->len, &res);
     if (e != KP_ERR_NONE) {
         pr->error_code = kp_err_to_wire(e);
         return;
@@ -283,11 +283,11 @@ static void append_part(kb_req *req, produce_part *p)
     if (idempotent) {
         kb_pid_batch nb = {vr->base_sequence, last_seq, res.base_offset, res.last_offset,
                            res.log_append_time >= 0 ? res.log_append_time : vr->max_timestamp};
-        (void)kb_pidstate_record(part->pids, vr->producer_id, vr->producer_epoch, &nb);
+        (void)kb_producer_state_record(part->pids, vr->producer_id, vr->producer_epoch, &nb);
     }
     if (transactional)
         kb_txn_coord_appended(req->broker, p->topic, pr->index, vr->producer_id, res.base_offset);
-    kb_plog_appended(req->broker, p->topic, pr->index);
+    kb_partition_log_appended(req->broker, p->topic, pr->index);
     pr->base_offset = res.base_offset;
     pr->log_append_time_ms = res.log_append_time;
     pr->log_start_offset = res.log_start_offset;
@@ -359,7 +359,7 @@ static kp_err await_durable(kb_req *req, produce_state *st)
         st->pending++;
         p->waiting = true;
         int64_t upto = ks_log_end_offset(p->log);
-        if (kb_plog_when_durable(req->broker, p->log, upto, on_durable, p) != KP_ERR_NONE)
+        if (kb_partition_log_when_durable(req->broker, p->log, upto, on_durable, p) != KP_ERR_NONE)
             on_durable(p, KP_ERR__IO);
     }
     if (--st->pending == 0) {

@@ -15,7 +15,7 @@
 #include "kb_group_coord.h"
 #include "kb_log.h"
 #include "kb_partition_dirs.h"
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 #include "kb_topic_conf.h"
 #include "kb_topics.h"
 
@@ -403,7 +403,7 @@ static void delete_one(kb_req *req, topic_wait *w, kp_str name, const kp_uuid *i
         out->error_message = msg_str(req, &msg);
         return;
     }
-    kb_plog_drop_topic(b, t);
+    kb_partition_log_drop_topic(b, t);
     kb_group_coord_topic_deleted(b, out->name); /* out->name: the request's copy */
     wait_add(w, t, NULL, &out->error_code, &out->error_message);
 }

@@ -35,7 +35,7 @@ typedef struct kb_server kb_server;
 typedef struct kb_group_coord kb_group_coord;
 typedef struct kb_txn_coord kb_txn_coord;
 typedef struct kb_req kb_req;
-typedef struct kb_plog kb_plog;
+typedef struct kb_partition_log kb_partition_log;
 typedef struct kb_work kb_work;
 typedef struct kb_longpoll kb_longpoll;
 typedef struct kb_scram_store kb_scram_store;
@@ -55,7 +55,7 @@ typedef struct kb_broker {
     kb_server *server;
     kb_group_coord *group_coord; /* the group coordinator (kb_group_coord.h) */
     kb_txn_coord *txn_coord; /* the transaction coordinator (kb_txn_coord.h) */
-    kb_plog *plog;
+    kb_partition_log *partition_logs;
     kb_work *work; /* helper threads for CPU-heavy work */
     kb_longpoll *longpoll; /* parked long polls by partition (kb_longpoll.h) */
     kb_scram_store *scram; /* SCRAM credentials (kb_scram_store.h) */

@@ -2,7 +2,7 @@
  * kb_work: a small pool of helper threads for work that would stall the
  * event loop: CPU-heavy work (decompressing and validating produced batches,
  * the broker's pool, b->work) and blocking I/O (opening and recovering the
- * partition logs at start-up, a pool of its own in kb_plog).
+ * partition logs at start-up, a pool of its own in kb_partition_log).
  *
  * Job: run fn(arg) on a helper thread, then done(arg) back on the loop
  * thread, reported through an eventfd the loop polls. Also blocking disk

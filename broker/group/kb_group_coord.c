@@ -11,7 +11,7 @@
 #include "kb_group_conf.h"
 #include "kb_log.h"
 #include "kb_logscan.h"
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 #include "kb_partition_txn.h"
 #include "kp_batch.h"
 #include "kp_records.h"
@@ -231,10 +231,10 @@ static kp_err gbatch_append(kb_broker *b, const kb_group *g, gbatch *gb)
         return KP_ERR__NOMEM;
     ks_append_result res;
     int32_t p = kb_offsets_partition_for(kp_str_from(g->id), t->npartitions);
-    e = kb_plog_append(b, t, p, buf, len, &res);
+    e = kb_partition_log_append(b, t, p, buf, len, &res);
     free(buf);
     if (e == KP_ERR_NONE)
-        kb_plog_appended(b, t, p);
+        kb_partition_log_appended(b, t, p);
     else
         KB_LOG(KB_LL_WARN, KB_SUB_GROUP,
                "msg=\"cannot write to __consumer_offsets\" group=%s partition=%d error=%s", g->id,
@@ -775,9 +775,9 @@ static kp_err load_all(kb_group_coord *c, char *err, size_t errlen)
     for (int32_t p = 0; p < t->npartitions; p++) {
         ks_log *log;
         ld.partition = p;
-        kp_err e = kb_plog_get(b, t, p, &log);
+        kp_err e = kb_partition_log_get(b, t, p, &log);
         if (e == KP_ERR_NONE)
-            e = kb_log_scan_batches(kb_plog_io(b), log, LOAD_BATCH_MAX, load_batch, &ld);
+            e = kb_log_scan_batches(kb_partition_log_io(b), log, LOAD_BATCH_MAX, load_batch, &ld);
         if (e != KP_ERR_NONE) {
             snprintf(err, errlen, "cannot load %s-%d: %s", KB_GROUP_COORD_OFFSETS_TOPIC, p,
                      kp_err_name(e));

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "kb_map.h"
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 
 typedef struct poll_list poll_list;
 
@@ -189,7 +189,7 @@ kp_err kb_longpoll_start(kb_broker *b)
     b->longpoll = kb_longpoll_new();
     if (b->longpoll == NULL)
         return KP_ERR__NOMEM;
-    kb_plog_set_append_hook(b, on_append, b->longpoll);
+    kb_partition_log_set_append_hook(b, on_append, b->longpoll);
     return KP_ERR_NONE;
 }
 

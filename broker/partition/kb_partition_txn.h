@@ -20,7 +20,7 @@
  *      first, through kb_partition_txn_prune). Open transactions are bounded by the
  *      producers the transaction coordinator admits.
  *
- * Ownership: kb_pidstate owns the partition's kb_partition_txn (kb_pidstate_txns).
+ * Ownership: kb_producer_state owns the partition's kb_partition_txn (kb_producer_state_txns).
  * Threading: loop thread only.
  * Errors: KP_ERR__NOMEM; KP_ERR__CORRUPT from kb_partition_txn_control_type for a
  * control batch whose record does not parse.

@@ -11,7 +11,7 @@
  *   1. A topic's settings are recomputed from its configs after any change
  *      that can alter them: its own configs (AlterConfigs, creation) and the
  *      dynamic broker defaults (both call kb_topic_settings_invalidate, via
- *      kb_plog_config_changed); kb_topic_settings_of() then recomputes on
+ *      kb_partition_log_config_changed); kb_topic_settings_of() then recomputes on
  *      first use.
  *   2. log.retention_ms and log.retention_bytes are -1 unless cleanup.policy
  *      lists delete (a compact-only topic keeps everything but the cleaner's

@@ -53,15 +53,15 @@
 #define KB_TOPIC_MAX_PARTITIONS 100000
 
 struct ks_log;
-struct kb_pidstate;
-struct kb_plog_load;
+struct kb_producer_state;
+struct kb_partition_log_load;
 
 typedef struct kb_partition {
     int32_t index;
     int32_t leader_epoch;
-    struct ks_log *log;         /* set by kb_plog once open (online); NULL until then */
-    struct kb_pidstate *pids;   /* idempotent producers; set with log */
-    struct kb_plog_load *load;  /* kb_plog's job while the log opens on a helper thread */
+    struct ks_log *log;         /* set by kb_partition_log once open (online); NULL until then */
+    struct kb_producer_state *pids;   /* idempotent producers; set with log */
+    struct kb_partition_log_load *load;  /* kb_partition_log's job while the log opens on a helper thread */
 } kb_partition;
 
 typedef enum kb_topic_state {

@@ -10,8 +10,8 @@
 #include "kb_log.h"
 #include "kb_logscan.h"
 #include "kb_offsets.h"
-#include "kb_pidstate.h"
-#include "kb_plog.h"
+#include "kb_producer_state.h"
+#include "kb_partition_log.h"
 #include "kb_partition_txn.h"
 #include "kp_batch.h"
 #include "kp_records.h"
@@ -60,7 +60,7 @@ static kp_err reserve_block(kb_broker *b)
     }
     char body[64];
     int len = snprintf(body, sizeof(body), "next=%" PRId64 "\n", b->pid_block_end + PID_BLOCK);
-    kp_err e = ks_io_write_file_atomic(kb_plog_io(b), dir, PID_FILE, body, (size_t)len, NULL);
+    kp_err e = ks_io_write_file_atomic(kb_partition_log_io(b), dir, PID_FILE, body, (size_t)len, NULL);
     if (e == KP_ERR_NONE)
         b->pid_block_end += PID_BLOCK;
     return e;
@@ -118,10 +118,10 @@ static kp_err append_record(kb_broker *b, kb_topic *t, int32_t p, const kp_write
     if (buf == NULL)
         return KP_ERR__NOMEM;
     ks_append_result res;
-    kp_err e = kb_plog_append(b, t, p, buf, len, &res);
+    kp_err e = kb_partition_log_append(b, t, p, buf, len, &res);
     free(buf);
     if (e == KP_ERR_NONE)
-        kb_plog_appended(b, t, p);
+        kb_partition_log_appended(b, t, p);
     return e;
 }
 
@@ -206,19 +206,19 @@ static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topi
     if (buf == NULL)
         return KP_ERR__NOMEM;
     ks_append_result res;
-    e = kb_plog_append(b, t, p, buf, len, &res);
+    e = kb_partition_log_append(b, t, p, buf, len, &res);
     free(buf);
     if (e != KP_ERR_NONE)
         return e;
     kb_partition *part = &t->partitions[p];
     if (part->pids != NULL) {
-        (void)kb_partition_txn_on_marker(kb_pidstate_txns(part->pids), txn->m.producer_id, commit,
+        (void)kb_partition_txn_on_marker(kb_producer_state_txns(part->pids), txn->m.producer_id, commit,
                                 res.base_offset);
-        kb_pidstate_on_marker(part->pids, txn->m.producer_id, now, coordinator_epoch);
+        kb_producer_state_on_marker(part->pids, txn->m.producer_id, now, coordinator_epoch);
     }
     if (strcmp(t->name, KB_GROUP_COORD_OFFSETS_TOPIC) == 0)
         kb_group_coord_txn_end(b, txn->m.producer_id, p, commit);
-    kb_plog_appended(b, t, p); /* read_committed fetches wait on the LSO */
+    kb_partition_log_appended(b, t, p); /* read_committed fetches wait on the LSO */
     return KP_ERR_NONE;
 }
 
@@ -229,7 +229,7 @@ static bool markers_must_wait(kb_broker *b, const kb_txn *txn)
 {
     for (int32_t i = 0; i < txn->nparts; i++) {
         kb_topic *t = kb_topics_find(b->topics, kp_str_from(txn->parts[i].topic));
-        if (t != NULL && kb_plog_loading(t, txn->parts[i].partition))
+        if (t != NULL && kb_partition_log_loading(t, txn->parts[i].partition))
             return true;
     }
     return false;
@@ -281,7 +281,7 @@ void kb_txn_coord_appended(kb_broker *b, kb_topic *t, int32_t partition, int64_t
     (void)b;
     kb_partition *part = &t->partitions[partition];
     if (part->pids != NULL &&
-        kb_partition_txn_on_data(kb_pidstate_txns(part->pids), pid, base_offset) != KP_ERR_NONE)
+        kb_partition_txn_on_data(kb_producer_state_txns(part->pids), pid, base_offset) != KP_ERR_NONE)
         KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"out of memory tracking a transaction\" "
                "topic=%s partition=%d", t->name, partition);
 }
@@ -291,7 +291,7 @@ int64_t kb_txn_coord_lso(kb_broker *b, kb_topic *t, int32_t partition, ks_log *l
     (void)b;
     int64_t hw = ks_log_high_watermark(log);
     kb_partition *part = &t->partitions[partition];
-    return part->pids != NULL ? kb_partition_txn_lso(kb_pidstate_txns(part->pids), hw) : hw;
+    return part->pids != NULL ? kb_partition_txn_lso(kb_producer_state_txns(part->pids), hw) : hw;
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -358,9 +358,9 @@ static kp_err load_all(kb_txn_coord *c, char *err, size_t errlen)
     loader ld = {.c = c};
     for (int32_t p = 0; p < t->npartitions; p++) {
         ks_log *log;
-        kp_err e = kb_plog_get(b, t, p, &log);
+        kp_err e = kb_partition_log_get(b, t, p, &log);
         if (e == KP_ERR_NONE)
-            e = kb_log_scan_batches(kb_plog_io(b), log, LOAD_BATCH_MAX, load_batch, &ld);
+            e = kb_log_scan_batches(kb_partition_log_io(b), log, LOAD_BATCH_MAX, load_batch, &ld);
         if (e != KP_ERR_NONE) {
             snprintf(err, errlen, "cannot load %s-%d: %s", KB_TXN_COORD_STATE_TOPIC, p,
                      kp_err_name(e));
@@ -403,7 +403,7 @@ kp_err kb_txn_coord_start(kb_broker *b, char *err, size_t errlen)
     kb_timer_init(&c->tick, on_tick, c);
     (void)kb_timer_arm(b->loop, &c->tick,
                        b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms);
-    kb_plog_set_loaded_hook(b, on_logs_loaded, c);
+    kb_partition_log_set_loaded_hook(b, on_logs_loaded, c);
     return load_all(c, err, errlen);
 }
 

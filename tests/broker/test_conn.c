@@ -17,7 +17,7 @@
 #include "kb_config.h"
 #include "kb_conn.h"
 #include "kb_log.h"
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 #include "kb_quota.h"
 #include "kb_server.h"
 #include "kb_topics.h"
@@ -285,8 +285,8 @@ static void append_direct(void)
     size_t len;
     uint8_t *batch = make_batch(4, KP_CODEC_NONE, &len);
     ks_append_result res;
-    ck_assert_int_eq(kb_plog_append(&broker, topic, 0, batch, len, &res), KP_ERR_NONE);
-    kb_plog_appended(&broker, topic, 0);
+    ck_assert_int_eq(kb_partition_log_append(&broker, topic, 0, batch, len, &res), KP_ERR_NONE);
+    kb_partition_log_appended(&broker, topic, 0);
     free(batch);
 }
 

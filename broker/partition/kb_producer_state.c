@@ -1,4 +1,4 @@
-#include "kb_pidstate.h"
+#include "kb_producer_state.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,16 +16,16 @@ typedef struct pid_entry {
     int32_t coordinator_epoch; /* last marker's, -1 before one */
 } pid_entry;
 
-struct kb_pidstate {
+struct kb_producer_state {
     pid_entry *v;
     int32_t n;
     int32_t cap;
     kb_partition_txn *txns; /* the partition's open and aborted transactions */
 };
 
-kb_pidstate *kb_pidstate_new(void)
+kb_producer_state *kb_producer_state_new(void)
 {
-    kb_pidstate *ps = calloc(1, sizeof(kb_pidstate));
+    kb_producer_state *ps = calloc(1, sizeof(kb_producer_state));
     if (ps != NULL && (ps->txns = kb_partition_txn_new()) == NULL) {
         free(ps);
         return NULL;
@@ -33,7 +33,7 @@ kb_pidstate *kb_pidstate_new(void)
     return ps;
 }
 
-void kb_pidstate_free(kb_pidstate *ps)
+void kb_producer_state_free(kb_producer_state *ps)
 {
     if (ps == NULL)
         return;
@@ -42,17 +42,17 @@ void kb_pidstate_free(kb_pidstate *ps)
     free(ps);
 }
 
-kb_partition_txn *kb_pidstate_txns(kb_pidstate *ps)
+kb_partition_txn *kb_producer_state_txns(kb_producer_state *ps)
 {
     return ps->txns;
 }
 
-int32_t kb_pidstate_count(const kb_pidstate *ps)
+int32_t kb_producer_state_count(const kb_producer_state *ps)
 {
     return ps->n;
 }
 
-bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, kb_pid_info *out)
+bool kb_producer_state_at(const kb_producer_state *ps, int32_t i, kb_pid_info *out)
 {
     const pid_entry *e = &ps->v[i];
     if (e->nbatches == 0)
@@ -62,7 +62,7 @@ bool kb_pidstate_at(const kb_pidstate *ps, int32_t i, kb_pid_info *out)
     return true;
 }
 
-bool kb_pidstate_last_batch(const kb_pidstate *ps, int32_t i, kb_pid_batch *out)
+bool kb_producer_state_last_batch(const kb_producer_state *ps, int32_t i, kb_pid_batch *out)
 {
     const pid_entry *e = &ps->v[i];
     if (e->nbatches == 0)
@@ -71,7 +71,7 @@ bool kb_pidstate_last_batch(const kb_pidstate *ps, int32_t i, kb_pid_batch *out)
     return true;
 }
 
-void kb_pidstate_keep_last(kb_pidstate *ps)
+void kb_producer_state_keep_last(kb_producer_state *ps)
 {
     for (int32_t i = 0; i < ps->n; i++) {
         pid_entry *e = &ps->v[i];
@@ -82,7 +82,7 @@ void kb_pidstate_keep_last(kb_pidstate *ps)
     }
 }
 
-static pid_entry *find(const kb_pidstate *ps, int64_t producer_id)
+static pid_entry *find(const kb_producer_state *ps, int64_t producer_id)
 {
     /* Few producers write to one partition; a linear scan is the fast path. */
     for (int32_t i = 0; i < ps->n; i++)
@@ -96,7 +96,7 @@ static int32_t next_seq(int32_t seq)
     return seq == INT32_MAX ? 0 : seq + 1;
 }
 
-kp_err kb_pidstate_check(const kb_pidstate *ps, int64_t producer_id, int16_t epoch,
+kp_err kb_producer_state_check(const kb_producer_state *ps, int64_t producer_id, int16_t epoch,
                          int32_t first_seq, int32_t last_seq, kb_pid_batch *dup)
 {
     const pid_entry *e = find(ps, producer_id);
@@ -117,7 +117,7 @@ kp_err kb_pidstate_check(const kb_pidstate *ps, int64_t producer_id, int16_t epo
     return KP_ERR_NONE;
 }
 
-kp_err kb_pidstate_record(kb_pidstate *ps, int64_t producer_id, int16_t epoch,
+kp_err kb_producer_state_record(kb_producer_state *ps, int64_t producer_id, int16_t epoch,
                           const kb_pid_batch *batch)
 {
     pid_entry *e = find(ps, producer_id);
@@ -149,7 +149,7 @@ kp_err kb_pidstate_record(kb_pidstate *ps, int64_t producer_id, int16_t epoch,
     return KP_ERR_NONE;
 }
 
-void kb_pidstate_on_marker(kb_pidstate *ps, int64_t producer_id, int64_t timestamp,
+void kb_producer_state_on_marker(kb_producer_state *ps, int64_t producer_id, int64_t timestamp,
                            int32_t coordinator_epoch)
 {
     pid_entry *e = find(ps, producer_id);
@@ -160,7 +160,7 @@ void kb_pidstate_on_marker(kb_pidstate *ps, int64_t producer_id, int64_t timesta
 }
 
 /* Records one batch header if it is from an idempotent producer. */
-static kp_err replay_header(kb_pidstate *ps, const kp_batch_hdr *h)
+static kp_err replay_header(kb_producer_state *ps, const kp_batch_hdr *h)
 {
     if (h->producer_id < 0 || h->base_sequence < 0 || (h->attributes & KP_BATCH_ATTR_CONTROL))
         return KP_ERR_NONE;
@@ -169,14 +169,14 @@ static kp_err replay_header(kb_pidstate *ps, const kp_batch_hdr *h)
                        : h->base_sequence + h->last_offset_delta;
     kb_pid_batch b = {h->base_sequence, last, h->base_offset, kp_batch_last_offset(h),
                       h->max_timestamp};
-    return kb_pidstate_record(ps, h->producer_id, h->producer_epoch, &b);
+    return kb_producer_state_record(ps, h->producer_id, h->producer_epoch, &b);
 }
 
 /* A control batch larger than this is not a transaction marker. */
 #define MARKER_BATCH_MAX 4096
 
 typedef struct replay_ctx {
-    kb_pidstate *ps;
+    kb_producer_state *ps;
     const ks_io *io;
     int64_t batches; /* headers seen */
 } replay_ctx;
@@ -196,7 +196,7 @@ static kp_err replay_txn(const replay_ctx *rc, const kp_batch_hdr *h, int64_t fi
     int32_t coordinator_epoch;
     if (kb_partition_txn_marker(buf, (size_t)total, &type, &coordinator_epoch) == KP_ERR_NONE &&
         (type == KB_CONTROL_ABORT || type == KB_CONTROL_COMMIT))
-        kb_pidstate_on_marker(rc->ps, h->producer_id, h->max_timestamp, coordinator_epoch);
+        kb_producer_state_on_marker(rc->ps, h->producer_id, h->max_timestamp, coordinator_epoch);
     return kb_partition_txn_replay(rc->ps->txns, h, buf, (size_t)total);
 }
 
@@ -210,7 +210,7 @@ static kp_err replay_cb(void *arg, const kp_batch_hdr *h, int64_t file_pos, int 
     return e;
 }
 
-kp_err kb_pidstate_rebuild_from(kb_pidstate *ps, const ks_io *io, ks_log *log, int64_t from,
+kp_err kb_producer_state_rebuild_from(kb_producer_state *ps, const ks_io *io, ks_log *log, int64_t from,
                                 int64_t *batches)
 {
     replay_ctx rc = {ps, io, 0};
@@ -220,7 +220,7 @@ kp_err kb_pidstate_rebuild_from(kb_pidstate *ps, const ks_io *io, ks_log *log, i
     return e;
 }
 
-kp_err kb_pidstate_rebuild(kb_pidstate *ps, const ks_io *io, ks_log *log)
+kp_err kb_producer_state_rebuild(kb_producer_state *ps, const ks_io *io, ks_log *log)
 {
-    return kb_pidstate_rebuild_from(ps, io, log, ks_log_start_offset(log), NULL);
+    return kb_producer_state_rebuild_from(ps, io, log, ks_log_start_offset(log), NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * kb_plog: the broker's partition logs: opening them from the topic
+ * kb_partition_log: the broker's partition logs: opening them from the topic
  * registry, appending, durability for acks=-1, the flush policy, retention
  * and checkpoints.
  *
@@ -15,7 +15,7 @@
  * Invariants:
  *   1. A partition's ks_log is opened at most once, with the recovery point
  *      and log start offset from the checkpoints: every partition on disk
- *      at start-up on a helper thread (kb_pload; loading, then online on
+ *      at start-up on a helper thread (kb_partition_load; loading, then online on
  *      the loop, which owns the log from then on), internal topics' and new
  *      ones on first use. Periodic work (flush, retention, cleaner,
  *      checkpoints) visits every online log: once loaded, every partition.
@@ -27,11 +27,11 @@
  *      is being cleaned (the cleaning is cancelled and joined first), and a
  *      cleaning commits only on the loop.
  *
- * Ownership: kb_plog owns every open ks_log (reachable through
+ * Ownership: kb_partition_log owns every open ks_log (reachable through
  * kb_partition.log), the load jobs (kb_partition.load) and their helper
  * threads, the flush thread, the cleaner's helper thread and the unlink
  * threads.
- * Threading: loop thread only (a load job's kb_pload_run touches only the
+ * Threading: loop thread only (a load job's kb_partition_load_run touches only the
  * job, which the loop takes back through kb_work; the flush thread is
  * inside ks_flush; a cleaning's work runs on a pthread that touches only
  * its job, polled for completion on the tick and joined there; unlinks
@@ -39,8 +39,8 @@
  * Errors: storage's codes (KP_ERR__IO, __NOSPC, __CORRUPT, ...); callers map
  * them to the wire with kp_err_to_wire().
  */
-#ifndef KB_PLOG_H
-#define KB_PLOG_H
+#ifndef KB_PARTITION_LOG_H
+#define KB_PARTITION_LOG_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,60 +51,60 @@
 #include "kb_topics.h"
 #include "ks_log.h"
 
-kp_err kb_plog_start(kb_broker *b, char *err, size_t errlen);
-void kb_plog_stop(kb_broker *b);
+kp_err kb_partition_log_start(kb_broker *b, char *err, size_t errlen);
+void kb_partition_log_stop(kb_broker *b);
 
 /* The partition's log once online. A partition on disk at start-up is
  * loading until a helper thread opened it: NOT_LEADER_OR_FOLLOWER (what
  * Kafka answers for a partition not yet online; clients retry). One created
  * since start-up, or an internal one, is opened here on first use. */
-kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out);
+kp_err kb_partition_log_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out);
 
-/* Whether the partition's log is still being opened (kb_plog_get would
+/* Whether the partition's log is still being opened (kb_partition_log_get would
  * answer NOT_LEADER_OR_FOLLOWER). */
-bool kb_plog_loading(const kb_topic *t, int32_t partition);
+bool kb_partition_log_loading(const kb_topic *t, int32_t partition);
 
 /* Called once on the loop when every log loading at start-up is online
  * (the transaction coordinator then writes the markers it deferred). */
 typedef void kb_loaded_hook(void *arg);
-void kb_plog_set_loaded_hook(kb_broker *b, kb_loaded_hook *hook, void *arg);
+void kb_partition_log_set_loaded_hook(kb_broker *b, kb_loaded_hook *hook, void *arg);
 
 /* Finds a topic's partition log by name: KP_ERR_NONE or the wire error
  * (UNKNOWN_TOPIC_OR_PARTITION, a storage error). */
-int16_t kb_plog_lookup(kb_broker *b, kp_str topic, int32_t partition, kb_topic **t,
+int16_t kb_partition_log_lookup(kb_broker *b, kp_str topic, int32_t partition, kb_topic **t,
                        ks_log **log);
 
 /* A client's leader epoch against ours: NONE, or FENCED_LEADER_EPOCH /
  * UNKNOWN_LEADER_EPOCH (client_epoch -1 means unchecked). */
-int16_t kb_plog_check_epoch(int32_t client_epoch, int32_t ours);
+int16_t kb_partition_log_check_epoch(int32_t client_epoch, int32_t ours);
 
 /* The I/O interface the logs use (for readers such as kb_log_scan). */
-const ks_io *kb_plog_io(const kb_broker *b);
+const ks_io *kb_partition_log_io(const kb_broker *b);
 
 /* Appends whole validated v2 batches; the buffer is rewritten in place. On
  * return the bytes are in the page cache and readable, but parked readers
  * have not been told: the caller first records what the batch means (its
  * producer's sequence, an open transaction, a marker), then calls
- * kb_plog_appended(), so no fetch sees the bytes before that state (a
+ * kb_partition_log_appended(), so no fetch sees the bytes before that state (a
  * read_committed fetch would read past a transaction not yet known open). */
-kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *batches, size_t len,
+kp_err kb_partition_log_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *batches, size_t len,
                       ks_append_result *res);
 /* Wakes the readers parked on (t, partition) after an append (the hook). */
-void kb_plog_appended(kb_broker *b, kb_topic *t, int32_t partition);
+void kb_partition_log_appended(kb_broker *b, kb_topic *t, int32_t partition);
 
 typedef void kb_durable_cb(void *arg, kp_err err);
 /* Calls cb once the log is durable below offset, per the acks=-1 policy. */
-kp_err kb_plog_when_durable(kb_broker *b, ks_log *log, int64_t offset, kb_durable_cb *cb,
+kp_err kb_partition_log_when_durable(kb_broker *b, ks_log *log, int64_t offset, kb_durable_cb *cb,
                             void *arg);
 
 /* Closes and deletes a topic's partition logs (before the registry forgets it). */
-void kb_plog_drop_topic(kb_broker *b, kb_topic *t);
+void kb_partition_log_drop_topic(kb_broker *b, kb_topic *t);
 
 /* Re-applies a topic's effective configuration to its open logs. */
-void kb_plog_config_changed(kb_broker *b, kb_topic *t);
+void kb_partition_log_config_changed(kb_broker *b, kb_topic *t);
 
-/* Called by kb_plog_appended (long-poll fetches wake on it). */
+/* Called by kb_partition_log_appended (long-poll fetches wake on it). */
 typedef void kb_append_hook(void *arg, kb_topic *t, int32_t partition);
-void kb_plog_set_append_hook(kb_broker *b, kb_append_hook *hook, void *arg);
+void kb_partition_log_set_append_hook(kb_broker *b, kb_append_hook *hook, void *arg);
 
 #endif

@@ -1,8 +1,8 @@
 /*
- * kb_pidsnap: producer-state snapshots of one partition, in Kafka's
+ * kb_producer_snapshot: producer-state snapshots of one partition, in Kafka's
  * <20-digit offset>.snapshot files beside its segments.
  *
- * Job: save the partition's idempotent-producer state (kb_pidstate.h) as
+ * Job: save the partition's idempotent-producer state (kb_producer_state.h) as
  * it stands at an offset, at a segment roll (the new segment's base
  * offset) and at a clean stop (the log end); on open, load the newest
  * usable snapshot and replay only the batches from its offset to the log
@@ -30,7 +30,7 @@
  *
  * Like Kafka's, a snapshot keeps one batch per producer (its last). Kafka
  * ends every open, clean or not, knowing only that batch (after a recovery
- * it snapshots the recovered state and reloads it), so kb_pidsnap_restore
+ * it snapshots the recovered state and reloads it), so kb_producer_snapshot_restore
  * trims a replayed state the same way: after a restart a retry of the last
  * batch is a duplicate and of an older one OUT_OF_ORDER_SEQUENCE_NUMBER
  * (integration/test_producer_snapshot.py asserts both on both brokers).
@@ -48,7 +48,7 @@
  *      like Kafka.
  *   4. Files are written atomically (temp, fdatasync, rename, dir fsync);
  *      the companion goes first, so a .snapshot is never newer than it.
- *   5. At most KB_PIDSNAP_KEEP snapshots stay; older ones, and those below
+ *   5. At most KB_PRODUCER_SNAPSHOT_KEEP snapshots stay; older ones, and those below
  *      the log start, are deleted whenever one is written, and those below
  *      the log start when retention deletes segments.
  *   6. The hooks write an offset's snapshot once: by invariant 2 a file
@@ -62,26 +62,26 @@
  * Errors: KP_ERR__CORRUPT (a bad file), KP_ERR__NOENT (no such file),
  *   KP_ERR__NOMEM, storage's I/O codes.
  */
-#ifndef KB_PIDSNAP_H
-#define KB_PIDSNAP_H
+#ifndef KB_PRODUCER_SNAPSHOT_H
+#define KB_PRODUCER_SNAPSHOT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kb_pidstate.h"
+#include "kb_producer_state.h"
 #include "kb_partition_txn.h"
 #include "ks_log.h"
 
-#define KB_PIDSNAP_VERSION 1
-#define KB_PIDSNAP_HDR_SIZE 10    /* version, crc, entry count */
-#define KB_PIDSNAP_ENTRY_SIZE 46
-#define KB_PIDSNAP_ABORTED_SIZE 24
-#define KB_PIDSNAP_KEEP 3
-#define KB_PIDSNAP_FILE_MAX (64 * 1024 * 1024)
-#define KB_PIDSNAP_NAME_MAX 40    /* "<20 digits>.snapshot" and NUL, with room */
+#define KB_PRODUCER_SNAPSHOT_VERSION 1
+#define KB_PRODUCER_SNAPSHOT_HDR_SIZE 10    /* version, crc, entry count */
+#define KB_PRODUCER_SNAPSHOT_ENTRY_SIZE 46
+#define KB_PRODUCER_SNAPSHOT_ABORTED_SIZE 24
+#define KB_PRODUCER_SNAPSHOT_KEEP 3
+#define KB_PRODUCER_SNAPSHOT_FILE_MAX (64 * 1024 * 1024)
+#define KB_PRODUCER_SNAPSHOT_NAME_MAX 40    /* "<20 digits>.snapshot" and NUL, with room */
 
 /* One producer, as Kafka's ProducerSnapshot entry holds it. */
-typedef struct kb_pidsnap_entry {
+typedef struct kb_producer_snapshot_entry {
     int64_t producer_id;
     int16_t epoch;
     int32_t last_seq;
@@ -90,50 +90,50 @@ typedef struct kb_pidsnap_entry {
     int64_t timestamp;         /* its last batch's or marker's */
     int32_t coordinator_epoch; /* of its last marker, -1 for none */
     int64_t txn_first_offset;  /* its open transaction's first offset, -1 for none */
-} kb_pidsnap_entry;
+} kb_producer_snapshot_entry;
 
-/* What kb_pidsnap_restore did, for the log line and tests. */
-typedef struct kb_pidsnap_report {
+/* What kb_producer_snapshot_restore did, for the log line and tests. */
+typedef struct kb_producer_snapshot_report {
     int64_t snapshot_offset; /* the snapshot loaded, -1 when none */
     int64_t batches_scanned; /* batch headers replayed after it */
     int32_t producers;       /* producers the snapshot held */
     int32_t deleted;         /* bad or stray files removed */
-} kb_pidsnap_report;
+} kb_producer_snapshot_report;
 
 /* ---- encoding (no I/O) --------------------------------------------------- */
 
-uint8_t *kb_pidsnap_encode(const kb_pidsnap_entry *v, int32_t n, size_t *len);
+uint8_t *kb_producer_snapshot_encode(const kb_producer_snapshot_entry *v, int32_t n, size_t *len);
 /* Checks version, CRC and that the count fills the buffer exactly. */
-kp_err kb_pidsnap_decode(const uint8_t *buf, size_t len, kb_pidsnap_entry **out, int32_t *n);
-uint8_t *kb_pidsnap_encode_aborted(const kb_aborted_txn *v, int32_t n, size_t *len);
-kp_err kb_pidsnap_decode_aborted(const uint8_t *buf, size_t len, kb_aborted_txn **out,
+kp_err kb_producer_snapshot_decode(const uint8_t *buf, size_t len, kb_producer_snapshot_entry **out, int32_t *n);
+uint8_t *kb_producer_snapshot_encode_aborted(const kb_aborted_txn *v, int32_t n, size_t *len);
+kp_err kb_producer_snapshot_decode_aborted(const uint8_t *buf, size_t len, kb_aborted_txn **out,
                                  int32_t *n);
 
 /* The state's producers as entries (*out NULL when n is 0). */
-kp_err kb_pidsnap_collect(kb_pidstate *ps, kb_pidsnap_entry **out, int32_t *n);
+kp_err kb_producer_snapshot_collect(kb_producer_state *ps, kb_producer_snapshot_entry **out, int32_t *n);
 /* Loads entries into an empty state: each producer's last batch, its last
  * timestamp and coordinator epoch, and its open transaction. */
-kp_err kb_pidsnap_apply(kb_pidstate *ps, const kb_pidsnap_entry *v, int32_t n);
+kp_err kb_producer_snapshot_apply(kb_producer_state *ps, const kb_producer_snapshot_entry *v, int32_t n);
 
 /* ---- files --------------------------------------------------------------- */
 
-void kb_pidsnap_name(int64_t offset, char out[KB_PIDSNAP_NAME_MAX]);
+void kb_producer_snapshot_name(int64_t offset, char out[KB_PRODUCER_SNAPSHOT_NAME_MAX]);
 /* Reads and decodes dir/<offset>.snapshot. */
-kp_err kb_pidsnap_read(const ks_io *io, const char *dir, int64_t offset, kb_pidsnap_entry **out,
+kp_err kb_producer_snapshot_read(const ks_io *io, const char *dir, int64_t offset, kb_producer_snapshot_entry **out,
                        int32_t *n, kp_errctx *ctx);
 /* Writes the state as the snapshot at offset in the log's directory, then
  * prunes (invariant 5). */
-kp_err kb_pidsnap_write(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offset,
+kp_err kb_producer_snapshot_write(const ks_io *io, ks_log *log, kb_producer_state *ps, int64_t offset,
                         kp_errctx *ctx);
 /* Retention's part (invariant 5): drops the snapshots below the log start
  * (never usable again) and their companions. */
-void kb_pidsnap_prune(const ks_io *io, ks_log *log);
-/* kb_pidsnap_write for the broker's hooks (roll, clean stop): a failure is
+void kb_producer_snapshot_prune(const ks_io *io, ks_log *log);
+/* kb_producer_snapshot_write for the broker's hooks (roll, clean stop): a failure is
  * logged and changes nothing else (the next open scans further back). */
-void kb_pidsnap_save(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offset);
+void kb_producer_snapshot_save(const ks_io *io, ks_log *log, kb_producer_state *ps, int64_t offset);
 /* The open path: rebuilds an empty state from the newest usable snapshot
  * and the batches after it (or from every batch), keeps each producer's
  * last batch only (see above), and logs what it did. */
-kp_err kb_pidsnap_restore(const ks_io *io, ks_log *log, kb_pidstate *ps, kb_pidsnap_report *rep);
+kp_err kb_producer_snapshot_restore(const ks_io *io, ks_log *log, kb_producer_state *ps, kb_producer_snapshot_report *rep);
 
 #endif

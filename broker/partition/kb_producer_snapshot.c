@@ -1,4 +1,4 @@
-#include "kb_pidsnap.h"
+#include "kb_producer_snapshot.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,9 +34,9 @@ static int16_t get16(const uint8_t *p)
 /* A buffer of header + n items of size each, version set; NULL on overflow. */
 static uint8_t *frame_new(int16_t version, int32_t n, size_t size, size_t *len)
 {
-    if (n < 0 || (size_t)n > (KB_PIDSNAP_FILE_MAX - KB_PIDSNAP_HDR_SIZE) / size)
+    if (n < 0 || (size_t)n > (KB_PRODUCER_SNAPSHOT_FILE_MAX - KB_PRODUCER_SNAPSHOT_HDR_SIZE) / size)
         return NULL;
-    *len = KB_PIDSNAP_HDR_SIZE + (size_t)n * size;
+    *len = KB_PRODUCER_SNAPSHOT_HDR_SIZE + (size_t)n * size;
     uint8_t *buf = malloc(*len);
     if (buf != NULL) {
         put16(buf, version);
@@ -53,13 +53,13 @@ static void frame_seal(uint8_t *buf, size_t len)
 /* Checks a frame's version, CRC and size; *n gets its item count. */
 static kp_err frame_check(const uint8_t *buf, size_t len, int16_t version, size_t size, int32_t *n)
 {
-    if (len < KB_PIDSNAP_HDR_SIZE || len > KB_PIDSNAP_FILE_MAX || get16(buf) != version)
+    if (len < KB_PRODUCER_SNAPSHOT_HDR_SIZE || len > KB_PRODUCER_SNAPSHOT_FILE_MAX || get16(buf) != version)
         return KP_ERR__CORRUPT;
     if ((uint32_t)kp_be32_get(buf + CRC_AT) != kp_crc32c(0, buf + BODY_AT, len - BODY_AT))
         return KP_ERR__CORRUPT;
     int32_t count = kp_be32_get(buf + BODY_AT);
-    if (count < 0 || (size_t)count != (len - KB_PIDSNAP_HDR_SIZE) / size ||
-        (len - KB_PIDSNAP_HDR_SIZE) % size != 0)
+    if (count < 0 || (size_t)count != (len - KB_PRODUCER_SNAPSHOT_HDR_SIZE) / size ||
+        (len - KB_PRODUCER_SNAPSHOT_HDR_SIZE) % size != 0)
         return KP_ERR__CORRUPT;
     *n = count;
     return KP_ERR_NONE;
@@ -83,7 +83,7 @@ static uint8_t *frame_encode(const frame_kind *k, const void *v, int32_t n, size
     if (buf == NULL)
         return NULL;
     for (int32_t i = 0; i < n; i++)
-        k->put(buf + KB_PIDSNAP_HDR_SIZE + (size_t)i * k->size,
+        k->put(buf + KB_PRODUCER_SNAPSHOT_HDR_SIZE + (size_t)i * k->size,
                (const uint8_t *)v + (size_t)i * k->mem_size, i);
     frame_seal(buf, *len);
     return buf;
@@ -103,7 +103,7 @@ static kp_err frame_decode(const frame_kind *k, const uint8_t *buf, size_t len, 
     if (v == NULL)
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < count; i++) {
-        if (!k->get(buf + KB_PIDSNAP_HDR_SIZE + (size_t)i * k->size, v + (size_t)i * k->mem_size,
+        if (!k->get(buf + KB_PRODUCER_SNAPSHOT_HDR_SIZE + (size_t)i * k->size, v + (size_t)i * k->mem_size,
                     i)) {
             free(v);
             return KP_ERR__CORRUPT;
@@ -117,7 +117,7 @@ static kp_err frame_decode(const frame_kind *k, const uint8_t *buf, size_t len, 
 static void entry_put(uint8_t *p, const void *arg, int32_t i)
 {
     (void)i;
-    const kb_pidsnap_entry *e = arg;
+    const kb_producer_snapshot_entry *e = arg;
     kp_be64_put(p, e->producer_id);
     put16(p + 8, e->epoch);
     kp_be32_put(p + 10, e->last_seq);
@@ -132,8 +132,8 @@ static void entry_put(uint8_t *p, const void *arg, int32_t i)
 static bool entry_get(const uint8_t *p, void *arg, int32_t i)
 {
     (void)i;
-    kb_pidsnap_entry *e = arg;
-    *e = (kb_pidsnap_entry){kp_be64_get(p),      get16(p + 8),        kp_be32_get(p + 10),
+    kb_producer_snapshot_entry *e = arg;
+    *e = (kb_producer_snapshot_entry){kp_be64_get(p),      get16(p + 8),        kp_be32_get(p + 10),
                             kp_be64_get(p + 14), kp_be32_get(p + 22), kp_be64_get(p + 26),
                             kp_be32_get(p + 34), kp_be64_get(p + 38)};
     return e->producer_id >= 0 && e->offset_delta >= 0 && e->last_offset >= -1 &&
@@ -159,27 +159,27 @@ static bool aborted_get(const uint8_t *p, void *arg, int32_t i)
            (i == 0 || a->last_offset > a[-1].last_offset);
 }
 
-static const frame_kind snapshot_kind = {KB_PIDSNAP_VERSION, KB_PIDSNAP_ENTRY_SIZE,
-                                         sizeof(kb_pidsnap_entry), entry_put, entry_get};
-static const frame_kind aborted_kind = {ABORTED_VERSION, KB_PIDSNAP_ABORTED_SIZE,
+static const frame_kind snapshot_kind = {KB_PRODUCER_SNAPSHOT_VERSION, KB_PRODUCER_SNAPSHOT_ENTRY_SIZE,
+                                         sizeof(kb_producer_snapshot_entry), entry_put, entry_get};
+static const frame_kind aborted_kind = {ABORTED_VERSION, KB_PRODUCER_SNAPSHOT_ABORTED_SIZE,
                                         sizeof(kb_aborted_txn), aborted_put, aborted_get};
 
-uint8_t *kb_pidsnap_encode(const kb_pidsnap_entry *v, int32_t n, size_t *len)
+uint8_t *kb_producer_snapshot_encode(const kb_producer_snapshot_entry *v, int32_t n, size_t *len)
 {
     return frame_encode(&snapshot_kind, v, n, len);
 }
 
-kp_err kb_pidsnap_decode(const uint8_t *buf, size_t len, kb_pidsnap_entry **out, int32_t *n)
+kp_err kb_producer_snapshot_decode(const uint8_t *buf, size_t len, kb_producer_snapshot_entry **out, int32_t *n)
 {
     return frame_decode(&snapshot_kind, buf, len, (void **)out, n);
 }
 
-uint8_t *kb_pidsnap_encode_aborted(const kb_aborted_txn *v, int32_t n, size_t *len)
+uint8_t *kb_producer_snapshot_encode_aborted(const kb_aborted_txn *v, int32_t n, size_t *len)
 {
     return frame_encode(&aborted_kind, v, n, len);
 }
 
-kp_err kb_pidsnap_decode_aborted(const uint8_t *buf, size_t len, kb_aborted_txn **out,
+kp_err kb_producer_snapshot_decode_aborted(const uint8_t *buf, size_t len, kb_aborted_txn **out,
                                  int32_t *n)
 {
     return frame_decode(&aborted_kind, buf, len, (void **)out, n);
@@ -187,26 +187,26 @@ kp_err kb_pidsnap_decode_aborted(const uint8_t *buf, size_t len, kb_aborted_txn 
 
 /* ---- state <-> entries --------------------------------------------------- */
 
-kp_err kb_pidsnap_collect(kb_pidstate *ps, kb_pidsnap_entry **out, int32_t *n)
+kp_err kb_producer_snapshot_collect(kb_producer_state *ps, kb_producer_snapshot_entry **out, int32_t *n)
 {
-    int32_t count = kb_pidstate_count(ps), k = 0;
+    int32_t count = kb_producer_state_count(ps), k = 0;
     *out = NULL;
     *n = 0;
     if (count == 0)
         return KP_ERR_NONE;
-    kb_pidsnap_entry *v = calloc((size_t)count, sizeof(*v));
+    kb_producer_snapshot_entry *v = calloc((size_t)count, sizeof(*v));
     if (v == NULL)
         return KP_ERR__NOMEM;
-    const kb_partition_txn *x = kb_pidstate_txns(ps);
+    const kb_partition_txn *x = kb_producer_state_txns(ps);
     for (int32_t i = 0; i < count; i++) {
         kb_pid_info info;
         kb_pid_batch b;
-        if (!kb_pidstate_at(ps, i, &info) || !kb_pidstate_last_batch(ps, i, &b))
+        if (!kb_producer_state_at(ps, i, &info) || !kb_producer_state_last_batch(ps, i, &b))
             continue;
         int64_t txn_first = -1;
         if (!kb_partition_txn_open(x, info.producer_id, &txn_first))
             txn_first = -1;
-        v[k++] = (kb_pidsnap_entry){info.producer_id, info.epoch, b.last_seq, b.last_offset,
+        v[k++] = (kb_producer_snapshot_entry){info.producer_id, info.epoch, b.last_seq, b.last_offset,
                                     (int32_t)(b.last_offset - b.first_offset), info.last_timestamp,
                                     info.coordinator_epoch, txn_first};
     }
@@ -224,21 +224,21 @@ static int32_t first_seq_of(int32_t last_seq, int32_t delta)
     return INT32_MAX - (delta - last_seq) + 1;
 }
 
-kp_err kb_pidsnap_apply(kb_pidstate *ps, const kb_pidsnap_entry *v, int32_t n)
+kp_err kb_producer_snapshot_apply(kb_producer_state *ps, const kb_producer_snapshot_entry *v, int32_t n)
 {
-    kb_partition_txn *x = kb_pidstate_txns(ps);
+    kb_partition_txn *x = kb_producer_state_txns(ps);
     for (int32_t i = 0; i < n; i++) {
-        const kb_pidsnap_entry *e = &v[i];
+        const kb_producer_snapshot_entry *e = &v[i];
         if (e->last_offset < 0 || e->last_seq < 0)
             continue; /* no batch known: the same as an untracked producer */
         kb_pid_batch b = {first_seq_of(e->last_seq, e->offset_delta), e->last_seq,
                           e->last_offset - e->offset_delta, e->last_offset, e->timestamp};
-        kp_err err = kb_pidstate_record(ps, e->producer_id, e->epoch, &b);
+        kp_err err = kb_producer_state_record(ps, e->producer_id, e->epoch, &b);
         if (err == KP_ERR_NONE && e->txn_first_offset >= 0)
             err = kb_partition_txn_on_data(x, e->producer_id, e->txn_first_offset);
         if (err != KP_ERR_NONE)
             return err;
-        kb_pidstate_on_marker(ps, e->producer_id, e->timestamp, e->coordinator_epoch);
+        kb_producer_state_on_marker(ps, e->producer_id, e->timestamp, e->coordinator_epoch);
     }
     return KP_ERR_NONE;
 }
@@ -271,14 +271,14 @@ typedef struct snap_list {
     bool txnindex; /* Kafka's aborted-transaction index files are here */
 } snap_list;
 
-void kb_pidsnap_name(int64_t offset, char out[KB_PIDSNAP_NAME_MAX])
+void kb_producer_snapshot_name(int64_t offset, char out[KB_PRODUCER_SNAPSHOT_NAME_MAX])
 {
-    snprintf(out, KB_PIDSNAP_NAME_MAX, "%0*lld" SNAP_EXT, NAME_DIGITS, (long long)offset);
+    snprintf(out, KB_PRODUCER_SNAPSHOT_NAME_MAX, "%0*lld" SNAP_EXT, NAME_DIGITS, (long long)offset);
 }
 
-static void aborted_name(int64_t offset, char out[KB_PIDSNAP_NAME_MAX])
+static void aborted_name(int64_t offset, char out[KB_PRODUCER_SNAPSHOT_NAME_MAX])
 {
-    snprintf(out, KB_PIDSNAP_NAME_MAX, "%0*lld" ABORTED_EXT, NAME_DIGITS, (long long)offset);
+    snprintf(out, KB_PRODUCER_SNAPSHOT_NAME_MAX, "%0*lld" ABORTED_EXT, NAME_DIGITS, (long long)offset);
 }
 
 /* "<20 digits><ext>" exactly. */
@@ -349,16 +349,16 @@ static bool has_file(const snap_list *l, int64_t offset, bool aborted)
 
 static void remove_file(const ks_io *io, const char *dir, const snap_file *f)
 {
-    char name[KB_PIDSNAP_NAME_MAX], path[4096];
+    char name[KB_PRODUCER_SNAPSHOT_NAME_MAX], path[4096];
     if (f->aborted)
         aborted_name(f->offset, name);
     else
-        kb_pidsnap_name(f->offset, name);
+        kb_producer_snapshot_name(f->offset, name);
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     (void)ks_io_unlink(io, path, NULL);
 }
 
-/* Reads dir/name whole (at most KB_PIDSNAP_FILE_MAX bytes). */
+/* Reads dir/name whole (at most KB_PRODUCER_SNAPSHOT_FILE_MAX bytes). */
 static kp_err read_whole(const ks_io *io, const char *dir, const char *name, uint8_t **buf,
                          size_t *len, kp_errctx *ctx)
 {
@@ -370,7 +370,7 @@ static kp_err read_whole(const ks_io *io, const char *dir, const char *name, uin
         return e;
     int64_t size = 0;
     e = ks_io_fsize(io, fd, &size, NULL, ctx);
-    if (e == KP_ERR_NONE && (size < 0 || size > KB_PIDSNAP_FILE_MAX))
+    if (e == KP_ERR_NONE && (size < 0 || size > KB_PRODUCER_SNAPSHOT_FILE_MAX))
         e = KP_ERRCTX(ctx, KP_ERR__CORRUPT, 0, "%s: %lld bytes", path, (long long)size);
     *buf = NULL;
     if (e == KP_ERR_NONE && (*buf = malloc(size > 0 ? (size_t)size : 1)) == NULL)
@@ -404,11 +404,11 @@ static kp_err read_frame(const ks_io *io, const char *dir, const char *name, con
     return e;
 }
 
-kp_err kb_pidsnap_read(const ks_io *io, const char *dir, int64_t offset, kb_pidsnap_entry **out,
+kp_err kb_producer_snapshot_read(const ks_io *io, const char *dir, int64_t offset, kb_producer_snapshot_entry **out,
                        int32_t *n, kp_errctx *ctx)
 {
-    char name[KB_PIDSNAP_NAME_MAX];
-    kb_pidsnap_name(offset, name);
+    char name[KB_PRODUCER_SNAPSHOT_NAME_MAX];
+    kb_producer_snapshot_name(offset, name);
     return read_frame(io, dir, name, &snapshot_kind, (void **)out, n, ctx);
 }
 
@@ -416,7 +416,7 @@ kp_err kb_pidsnap_read(const ks_io *io, const char *dir, int64_t offset, kb_pids
 static kp_err read_aborted(const ks_io *io, const char *dir, int64_t offset, kb_aborted_txn **out,
                            int32_t *n, kp_errctx *ctx)
 {
-    char name[KB_PIDSNAP_NAME_MAX];
+    char name[KB_PRODUCER_SNAPSHOT_NAME_MAX];
     aborted_name(offset, name);
     kp_err e = read_frame(io, dir, name, &aborted_kind, (void **)out, n, ctx);
     return e == KP_ERR__NOENT ? KP_ERR_NONE : e;
@@ -425,12 +425,12 @@ static kp_err read_aborted(const ks_io *io, const char *dir, int64_t offset, kb_
 /* ---- writing ------------------------------------------------------------- */
 
 /* Writes (or, with no aborted transaction, removes) the companion. */
-static kp_err write_aborted(const ks_io *io, const char *dir, kb_pidstate *ps, int64_t log_start,
+static kp_err write_aborted(const ks_io *io, const char *dir, kb_producer_state *ps, int64_t log_start,
                             int64_t offset, kp_errctx *ctx)
 {
-    char name[KB_PIDSNAP_NAME_MAX];
+    char name[KB_PRODUCER_SNAPSHOT_NAME_MAX];
     aborted_name(offset, name);
-    const kb_partition_txn *x = kb_pidstate_txns(ps);
+    const kb_partition_txn *x = kb_producer_state_txns(ps);
     int32_t max = kb_partition_txn_aborted_count(x);
     kb_aborted_txn *v = max > 0 ? calloc((size_t)max, sizeof(*v)) : NULL;
     if (max > 0 && v == NULL)
@@ -443,7 +443,7 @@ static kp_err write_aborted(const ks_io *io, const char *dir, kb_pidstate *ps, i
         e = ks_io_unlink(io, path, ctx);
     } else {
         size_t len;
-        uint8_t *buf = kb_pidsnap_encode_aborted(v, n, &len);
+        uint8_t *buf = kb_producer_snapshot_encode_aborted(v, n, &len);
         e = buf != NULL ? ks_io_write_file_atomic(io, dir, name, buf, len, ctx) : KP_ERR__NOMEM;
         free(buf);
     }
@@ -452,7 +452,7 @@ static kp_err write_aborted(const ks_io *io, const char *dir, kb_pidstate *ps, i
 }
 
 /* Invariant 5: drops snapshots below the log start, all but the newest
- * KB_PIDSNAP_KEEP, and companions whose snapshot is gone. */
+ * KB_PRODUCER_SNAPSHOT_KEEP, and companions whose snapshot is gone. */
 static void prune(const ks_io *io, const char *dir, int64_t log_start)
 {
     snap_list l;
@@ -467,7 +467,7 @@ static void prune(const ks_io *io, const char *dir, int64_t log_start)
         if (f->aborted)
             drop = !has_file(&l, f->offset, false);
         else
-            drop = f->offset < log_start || ++kept > KB_PIDSNAP_KEEP;
+            drop = f->offset < log_start || ++kept > KB_PRODUCER_SNAPSHOT_KEEP;
         if (drop) {
             remove_file(io, dir, f);
             if (!f->aborted)
@@ -477,20 +477,20 @@ static void prune(const ks_io *io, const char *dir, int64_t log_start)
     free(l.v);
 }
 
-kp_err kb_pidsnap_write(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offset,
+kp_err kb_producer_snapshot_write(const ks_io *io, ks_log *log, kb_producer_state *ps, int64_t offset,
                         kp_errctx *ctx)
 {
     const char *dir = ks_log_dir(log);
-    kb_pidsnap_entry *v;
+    kb_producer_snapshot_entry *v;
     int32_t n;
-    kp_err e = kb_pidsnap_collect(ps, &v, &n);
+    kp_err e = kb_producer_snapshot_collect(ps, &v, &n);
     if (e == KP_ERR_NONE)
         e = write_aborted(io, dir, ps, ks_log_start_offset(log), offset, ctx);
     if (e == KP_ERR_NONE) {
         size_t len;
-        char name[KB_PIDSNAP_NAME_MAX];
-        kb_pidsnap_name(offset, name);
-        uint8_t *buf = kb_pidsnap_encode(v, n, &len);
+        char name[KB_PRODUCER_SNAPSHOT_NAME_MAX];
+        kb_producer_snapshot_name(offset, name);
+        uint8_t *buf = kb_producer_snapshot_encode(v, n, &len);
         e = buf != NULL ? ks_io_write_file_atomic(io, dir, name, buf, len, ctx) : KP_ERR__NOMEM;
         free(buf);
     }
@@ -500,7 +500,7 @@ kp_err kb_pidsnap_write(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t o
     return e;
 }
 
-void kb_pidsnap_prune(const ks_io *io, ks_log *log)
+void kb_producer_snapshot_prune(const ks_io *io, ks_log *log)
 {
     prune(io, ks_log_dir(log), ks_log_start_offset(log));
 }
@@ -510,8 +510,8 @@ void kb_pidsnap_prune(const ks_io *io, ks_log *log)
  * the one it was written from). */
 static bool snapshot_exists(const ks_io *io, const char *dir, int64_t offset)
 {
-    char name[KB_PIDSNAP_NAME_MAX], path[4096];
-    kb_pidsnap_name(offset, name);
+    char name[KB_PRODUCER_SNAPSHOT_NAME_MAX], path[4096];
+    kb_producer_snapshot_name(offset, name);
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     int fd;
     if (ks_io_open(io, path, O_RDONLY, &fd, NULL) != KP_ERR_NONE)
@@ -520,13 +520,13 @@ static bool snapshot_exists(const ks_io *io, const char *dir, int64_t offset)
     return true;
 }
 
-void kb_pidsnap_save(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offset)
+void kb_producer_snapshot_save(const ks_io *io, ks_log *log, kb_producer_state *ps, int64_t offset)
 {
     /* an idle partition's clean stop costs no fsync */
     if (ps == NULL || snapshot_exists(io, ks_log_dir(log), offset))
         return;
     kp_errctx ctx = {{0}, NULL, 0, 0};
-    kp_err e = kb_pidsnap_write(io, log, ps, offset, &ctx);
+    kp_err e = kb_producer_snapshot_write(io, log, ps, offset, &ctx);
     if (e != KP_ERR_NONE)
         KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"cannot write producer snapshot\" topic=%s "
                "partition=%d offset=%lld error=%s detail=\"%s\"", ks_log_topic(log),
@@ -536,19 +536,19 @@ void kb_pidsnap_save(const ks_io *io, ks_log *log, kb_pidstate *ps, int64_t offs
 /* ---- the open path ------------------------------------------------------- */
 
 /* Loads the snapshot at offset (and its companion) into ps, or nothing. */
-static kp_err load_one(const ks_io *io, const char *dir, int64_t offset, kb_pidstate *ps,
+static kp_err load_one(const ks_io *io, const char *dir, int64_t offset, kb_producer_state *ps,
                        int32_t *producers, kp_errctx *ctx)
 {
-    kb_pidsnap_entry *v;
+    kb_producer_snapshot_entry *v;
     kb_aborted_txn *a = NULL;
     int32_t n, na = 0;
-    kp_err e = kb_pidsnap_read(io, dir, offset, &v, &n, ctx);
+    kp_err e = kb_producer_snapshot_read(io, dir, offset, &v, &n, ctx);
     if (e == KP_ERR_NONE)
         e = read_aborted(io, dir, offset, &a, &na, ctx);
     if (e == KP_ERR_NONE)
-        e = apply_aborted(kb_pidstate_txns(ps), a, na);
+        e = apply_aborted(kb_producer_state_txns(ps), a, na);
     if (e == KP_ERR_NONE)
-        e = kb_pidsnap_apply(ps, v, n);
+        e = kb_producer_snapshot_apply(ps, v, n);
     *producers = n;
     free(v);
     free(a);
@@ -569,8 +569,8 @@ static int32_t drop_above(const ks_io *io, const char *dir, const snap_list *l, 
 }
 
 /* Tries the usable snapshots newest first; the offset loaded, or -1. */
-static int64_t load_newest(const ks_io *io, ks_log *log, const snap_list *l, kb_pidstate *ps,
-                           kb_pidsnap_report *rep, kp_err *err)
+static int64_t load_newest(const ks_io *io, ks_log *log, const snap_list *l, kb_producer_state *ps,
+                           kb_producer_snapshot_report *rep, kp_err *err)
 {
     const char *dir = ks_log_dir(log);
     int64_t start = ks_log_start_offset(log), end = ks_log_end_offset(log);
@@ -608,12 +608,12 @@ static int64_t mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-kp_err kb_pidsnap_restore(const ks_io *io, ks_log *log, kb_pidstate *ps, kb_pidsnap_report *rep)
+kp_err kb_producer_snapshot_restore(const ks_io *io, ks_log *log, kb_producer_state *ps, kb_producer_snapshot_report *rep)
 {
     int64_t t0 = mono_us();
-    kb_pidsnap_report local;
+    kb_producer_snapshot_report local;
     rep = rep != NULL ? rep : &local;
-    *rep = (kb_pidsnap_report){-1, 0, 0, 0};
+    *rep = (kb_producer_snapshot_report){-1, 0, 0, 0};
     snap_list l;
     kp_err e = list_files(io, ks_log_dir(log), &l, NULL);
     if (e != KP_ERR_NONE) {
@@ -627,10 +627,10 @@ kp_err kb_pidsnap_restore(const ks_io *io, ks_log *log, kb_pidstate *ps, kb_pids
     if (e != KP_ERR_NONE)
         return e;
     int64_t from = rep->snapshot_offset >= 0 ? rep->snapshot_offset : ks_log_start_offset(log);
-    e = kb_pidstate_rebuild_from(ps, io, log, from, &rep->batches_scanned);
+    e = kb_producer_state_rebuild_from(ps, io, log, from, &rep->batches_scanned);
     if (e != KP_ERR_NONE)
         return e;
-    kb_pidstate_keep_last(ps);
+    kb_producer_state_keep_last(ps);
     KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"producer state loaded\" topic=%s partition=%d "
                "snapshot_offset=%lld snapshot_producers=%d batches_scanned=%lld from=%lld "
                "log_end=%lld files_deleted=%d us=%lld", ks_log_topic(log), ks_log_partition(log),

@@ -1,38 +1,38 @@
 /*
- * kb_pload: opening one partition's log: the step of a partition's life
+ * kb_partition_load: opening one partition's log: the step of a partition's life
  * cycle between "on disk" and "online", run on a helper thread at start-up.
  *
  * Job: open and recover the log (ks_log_open: indexes, a torn tail after an
  * unclean stop), then restore the partition's producer state
- * (kb_pidstate: idempotent producers and open transactions) from its
- * newest .snapshot and the batches past it (kb_pidsnap_restore). This is
+ * (kb_producer_state: idempotent producers and open transactions) from its
+ * newest .snapshot and the batches past it (kb_producer_snapshot_restore). This is
  * the one place producer state is rebuilt from the disk.
  *
  * Invariants:
- *   1. kb_pload_run touches nothing but *ld and the partition's files: no
- *      broker state (its only log lines are kb_pidsnap's, and KB_LOG may
+ *   1. kb_partition_load_run touches nothing but *ld and the partition's files: no
+ *      broker state (its only log lines are kb_producer_snapshot's, and KB_LOG may
  *      be called from any thread), so any thread may run it.
- *   2. After kb_pload_run, either err is KP_ERR_NONE and log and pids are
+ *   2. After kb_partition_load_run, either err is KP_ERR_NONE and log and pids are
  *      both set, or err says what failed and neither is.
  *
  * Ownership: the caller owns ld and, after a successful run, its log and
- * pids, until it adopts them (takes the pointers) or kb_pload_discard
+ * pids, until it adopts them (takes the pointers) or kb_partition_load_discard
  * frees them. ld->topic is the caller's (it outlives the run).
- * Threading: kb_pload_run on any thread, one at a time per ld; the result
+ * Threading: kb_partition_load_run on any thread, one at a time per ld; the result
  * is handed back to the loop by the caller (kb_work's queue).
  * Errors: storage's codes from the open or the scan, KP_ERR__NOMEM.
  */
-#ifndef KB_PLOAD_H
-#define KB_PLOAD_H
+#ifndef KB_PARTITION_LOAD_H
+#define KB_PARTITION_LOAD_H
 
 #include <stdint.h>
 
-#include "kb_pidsnap.h"
-#include "kb_pidstate.h"
+#include "kb_producer_snapshot.h"
+#include "kb_producer_state.h"
 #include "ks_log.h"
 #include "ks_recover.h"
 
-typedef struct kb_pload {
+typedef struct kb_partition_load {
     /* in */
     const ks_io *io;
     const char *dir;
@@ -43,17 +43,17 @@ typedef struct kb_pload {
     int64_t cleaner_offset; /* from the cleaner checkpoint, -1 if none */
     /* out */
     ks_log *log;
-    kb_pidstate *pids;
+    kb_producer_state *pids;
     ks_recover_report rep;
-    kb_pidsnap_report snap; /* the snapshot used, the batches replayed */
+    kb_producer_snapshot_report snap; /* the snapshot used, the batches replayed */
     kp_err err;
     const char *failed; /* the step that failed: "open log", "rebuild producer state" */
     kp_errctx ctx;
     int64_t took_ms;    /* wall time of the run */
-} kb_pload;
+} kb_partition_load;
 
-void kb_pload_run(kb_pload *ld);
+void kb_partition_load_run(kb_partition_load *ld);
 /* Frees a run's log (closed unflushed: nothing was appended) and pids. */
-void kb_pload_discard(kb_pload *ld);
+void kb_partition_load_discard(kb_partition_load *ld);
 
 #endif

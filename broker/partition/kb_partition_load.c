@@ -1,9 +1,9 @@
-#include "kb_pload.h"
+#include "kb_partition_load.h"
 
 #include <string.h>
 #include <time.h>
 
-#include "kb_pidsnap.h"
+#include "kb_producer_snapshot.h"
 
 static int64_t mono_ms(void)
 {
@@ -13,16 +13,16 @@ static int64_t mono_ms(void)
 }
 
 /* Restores the producer state of ld->log into ld->pids: the newest usable
- * .snapshot, then the batches past it (kb_pidsnap.h). */
-static kp_err rebuild_producer_state(kb_pload *ld)
+ * .snapshot, then the batches past it (kb_producer_snapshot.h). */
+static kp_err rebuild_producer_state(kb_partition_load *ld)
 {
-    ld->pids = kb_pidstate_new();
+    ld->pids = kb_producer_state_new();
     if (ld->pids == NULL)
         return KP_ERR__NOMEM;
-    return kb_pidsnap_restore(ld->io, ld->log, ld->pids, &ld->snap);
+    return kb_producer_snapshot_restore(ld->io, ld->log, ld->pids, &ld->snap);
 }
 
-void kb_pload_run(kb_pload *ld)
+void kb_partition_load_run(kb_partition_load *ld)
 {
     int64_t start = mono_ms();
     ld->log = NULL;
@@ -41,15 +41,15 @@ void kb_pload_run(kb_pload *ld)
         ld->err = rebuild_producer_state(ld);
         if (ld->err != KP_ERR_NONE) {
             ld->failed = "rebuild producer state";
-            kb_pload_discard(ld);
+            kb_partition_load_discard(ld);
         }
     }
     ld->took_ms = mono_ms() - start;
 }
 
-void kb_pload_discard(kb_pload *ld)
+void kb_partition_load_discard(kb_partition_load *ld)
 {
-    kb_pidstate_free(ld->pids);
+    kb_producer_state_free(ld->pids);
     ld->pids = NULL;
     if (ld->log != NULL)
         (void)ks_log_close(ld->log, NULL);

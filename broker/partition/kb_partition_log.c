@@ -1,4 +1,4 @@
-#include "kb_plog.h"
+#include "kb_partition_log.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "kb_log.h"
-#include "kb_pidsnap.h"
-#include "kb_pidstate.h"
+#include "kb_producer_snapshot.h"
+#include "kb_producer_state.h"
 #include "kb_partition_txn.h"
-#include "kb_pload.h"
+#include "kb_partition_load.h"
 #include "kb_topic_settings.h"
 #include "kb_work.h"
 #include "ks_checkpoint.h"
@@ -24,7 +24,7 @@
 #include "ks_flush.h"
 #include "ks_retention.h"
 
-#define KB_PLOG_TICK_MS 100
+#define KB_PARTITION_LOG_TICK_MS 100
 #define KB_RETENTION_STEP_SEGMENTS 16
 #define KB_FLUSH_DRAIN_BATCH 64
 #define KB_CLEANER_RETRY_MS 300000 /* a log whose cleaning failed rests this long */
@@ -75,7 +75,7 @@ typedef struct durable_waiter {
     void *arg;
 } durable_waiter;
 
-struct kb_plog {
+struct kb_partition_log {
     kb_broker *broker;
     ks_io io;
     ks_flush *flush;
@@ -123,8 +123,8 @@ static const char *log_dir(const kb_broker *b)
 
 /* ---- opening a partition (its life cycle: loading, then online) ------- */
 
-/* What opening (t, partition) needs, for kb_pload_run on any thread. */
-static void pload_prepare(kb_plog *pl, kb_topic *t, int32_t partition, kb_pload *ld)
+/* What opening (t, partition) needs, for kb_partition_load_run on any thread. */
+static void load_prepare(kb_partition_log *pl, kb_topic *t, int32_t partition, kb_partition_load *ld)
 {
     memset(ld, 0, sizeof(*ld));
     ld->io = &pl->io;
@@ -143,7 +143,7 @@ static void pload_prepare(kb_plog *pl, kb_topic *t, int32_t partition, kb_pload 
 
 /* Logs what opening the log found; on success the partition takes the log
  * and its producer state and is online. */
-static kp_err pload_adopt(kb_plog *pl, kb_topic *t, int32_t partition, kb_pload *ld)
+static kp_err load_adopt(kb_partition_log *pl, kb_topic *t, int32_t partition, kb_partition_load *ld)
 {
     if (ld->err != KP_ERR_NONE) {
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot %s\" topic=%s partition=%d "
@@ -167,7 +167,7 @@ static kp_err pload_adopt(kb_plog *pl, kb_topic *t, int32_t partition, kb_pload 
     return KP_ERR_NONE;
 }
 
-kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
+kp_err kb_partition_log_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
 {
     /* A topic whose directories are being made or removed (kb_partition_dirs.h), met
      * through a pointer taken before, e.g. by a produce on a helper thread. */
@@ -183,50 +183,50 @@ kp_err kb_plog_get(kb_broker *b, kb_topic *t, int32_t partition, ks_log **out)
     /* Not loaded at start-up: created since (an empty log, opened at once),
      * internal (its coordinator opens it before the broker serves), or its
      * load failed (tried again here). */
-    kb_plog *pl = b->plog;
-    kb_pload ld;
-    pload_prepare(pl, t, partition, &ld);
-    kb_pload_run(&ld);
-    kp_err e = pload_adopt(pl, t, partition, &ld);
+    kb_partition_log *pl = b->partition_logs;
+    kb_partition_load ld;
+    load_prepare(pl, t, partition, &ld);
+    kb_partition_load_run(&ld);
+    kp_err e = load_adopt(pl, t, partition, &ld);
     if (e == KP_ERR_NONE)
         *out = p->log;
     return e;
 }
 
-bool kb_plog_loading(const kb_topic *t, int32_t partition)
+bool kb_partition_log_loading(const kb_topic *t, int32_t partition)
 {
     return partition >= 0 && partition < t->npartitions && t->partitions[partition].load != NULL;
 }
 
-int16_t kb_plog_lookup(kb_broker *b, kp_str topic, int32_t partition, kb_topic **t,
+int16_t kb_partition_log_lookup(kb_broker *b, kp_str topic, int32_t partition, kb_topic **t,
                        ks_log **log)
 {
     *t = kb_topics_find(b->topics, topic);
     if (*t == NULL || partition < 0 || partition >= (*t)->npartitions)
         return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    return kp_err_to_wire(kb_plog_get(b, *t, partition, log));
+    return kp_err_to_wire(kb_partition_log_get(b, *t, partition, log));
 }
 
-int16_t kb_plog_check_epoch(int32_t client_epoch, int32_t ours)
+int16_t kb_partition_log_check_epoch(int32_t client_epoch, int32_t ours)
 {
     if (client_epoch < 0 || client_epoch == ours)
         return KP_ERR_NONE;
     return client_epoch > ours ? KP_ERR_UNKNOWN_LEADER_EPOCH : KP_ERR_FENCED_LEADER_EPOCH;
 }
 
-const ks_io *kb_plog_io(const kb_broker *b)
+const ks_io *kb_partition_log_io(const kb_broker *b)
 {
-    return &b->plog->io;
+    return &b->partition_logs->io;
 }
 
-kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *batches, size_t len,
+kp_err kb_partition_log_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *batches, size_t len,
                       ks_append_result *res)
 {
     ks_log *log;
-    kp_err e = kb_plog_get(b, t, partition, &log);
+    kp_err e = kb_partition_log_get(b, t, partition, &log);
     if (e != KP_ERR_NONE)
         return e;
-    kb_plog *pl = b->plog;
+    kb_partition_log *pl = b->partition_logs;
     kp_errctx ctx = {{0}, NULL, 0, 0};
     int32_t segments = ks_log_segment_count(log);
     e = ks_log_append(log, batches, len, t->partitions[partition].leader_epoch, wall_ms(), res,
@@ -234,7 +234,7 @@ kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *bat
     /* A roll happens before the batches: the state is that of the offsets
      * below the new segment, whose base is the first appended offset. */
     if (e == KP_ERR_NONE && ks_log_segment_count(log) > segments)
-        kb_pidsnap_save(&pl->io, log, t->partitions[partition].pids, res->base_offset);
+        kb_producer_snapshot_save(&pl->io, log, t->partitions[partition].pids, res->base_offset);
     if (e != KP_ERR_NONE) {
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"append failed\" topic=%s partition=%d "
                "error=%s detail=\"%s\"", t->name, partition, kp_err_name(e), ctx.msg);
@@ -245,23 +245,23 @@ kp_err kb_plog_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *bat
     return KP_ERR_NONE;
 }
 
-void kb_plog_appended(kb_broker *b, kb_topic *t, int32_t partition)
+void kb_partition_log_appended(kb_broker *b, kb_topic *t, int32_t partition)
 {
-    kb_plog *pl = b->plog;
+    kb_partition_log *pl = b->partition_logs;
     if (pl->hook != NULL)
         pl->hook(pl->hook_arg, t, partition);
 }
 
-void kb_plog_set_append_hook(kb_broker *b, kb_append_hook *hook, void *arg)
+void kb_partition_log_set_append_hook(kb_broker *b, kb_append_hook *hook, void *arg)
 {
-    b->plog->hook = hook;
-    b->plog->hook_arg = arg;
+    b->partition_logs->hook = hook;
+    b->partition_logs->hook_arg = arg;
 }
 
-kp_err kb_plog_when_durable(kb_broker *b, ks_log *log, int64_t offset, kb_durable_cb *cb,
+kp_err kb_partition_log_when_durable(kb_broker *b, ks_log *log, int64_t offset, kb_durable_cb *cb,
                             void *arg)
 {
-    kb_plog *pl = b->plog;
+    kb_partition_log *pl = b->partition_logs;
     if (b->cfg->flush_acks_all == KB_FLUSH_PAGE_CACHE || ks_log_recovery_point(log) >= offset) {
         cb(arg, KP_ERR_NONE);
         return KP_ERR_NONE;
@@ -282,7 +282,7 @@ kp_err kb_plog_when_durable(kb_broker *b, ks_log *log, int64_t offset, kb_durabl
     return KP_ERR_NONE;
 }
 
-static durable_waiter *take_waiter(kb_plog *pl, uint64_t cookie)
+static durable_waiter *take_waiter(kb_partition_log *pl, uint64_t cookie)
 {
     for (durable_waiter **pp = &pl->waiters; *pp != NULL; pp = &(*pp)->next) {
         if ((*pp)->cookie == cookie) {
@@ -294,7 +294,7 @@ static durable_waiter *take_waiter(kb_plog *pl, uint64_t cookie)
     return NULL;
 }
 
-static void drain_flushes(kb_plog *pl)
+static void drain_flushes(kb_partition_log *pl)
 {
     ks_flush_done done[KB_FLUSH_DRAIN_BATCH];
     size_t n;
@@ -326,7 +326,7 @@ static void on_flush_event(kb_loop *loop, int fd, unsigned events, void *arg)
 }
 
 /* Waits (bounded by the flush thread's progress) until no flush is in flight for log. */
-static void wait_idle(kb_plog *pl, ks_log *log)
+static void wait_idle(kb_partition_log *pl, ks_log *log)
 {
     for (int i = 0; i < 10000 && ks_log_flush_pending(log) > 0; i++) {
         struct pollfd pfd = {ks_flush_eventfd(pl->flush), POLLIN, 0};
@@ -337,9 +337,9 @@ static void wait_idle(kb_plog *pl, ks_log *log)
 
 /* ---- periodic work ------------------------------------------------------ */
 
-typedef void log_visit_fn(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log);
+typedef void log_visit_fn(kb_partition_log *pl, kb_topic *t, int32_t partition, ks_log *log);
 
-static void for_each_open_log(kb_plog *pl, log_visit_fn *fn)
+static void for_each_open_log(kb_partition_log *pl, log_visit_fn *fn)
 {
     kb_topics *ts = pl->broker->topics;
     for (size_t i = 0; i < kb_topics_count(ts); i++) {
@@ -350,7 +350,7 @@ static void for_each_open_log(kb_plog *pl, log_visit_fn *fn)
     }
 }
 
-static void flush_if_due(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+static void flush_if_due(kb_partition_log *pl, kb_topic *t, int32_t partition, ks_log *log)
 {
     (void)t;
     (void)partition;
@@ -366,7 +366,7 @@ static void *retention_unlink_main(void *arg)
 }
 
 /* Joins the unlink threads that are done (all of them when wait is set). */
-static void retention_reap(kb_plog *pl, bool wait)
+static void retention_reap(kb_partition_log *pl, bool wait)
 {
     retention_task **pp = &pl->unlinking;
     while (*pp != NULL) {
@@ -383,7 +383,7 @@ static void retention_reap(kb_plog *pl, bool wait)
 
 /* Unlinks detached segments' files on a helper thread (on the loop when no
  * thread can be had), so a large delete never stalls the loop. */
-static void unlink_later(kb_plog *pl, ks_retention_job *job)
+static void unlink_later(kb_partition_log *pl, ks_retention_job *job)
 {
     retention_task *task = job->n > 0 ? calloc(1, sizeof(*task)) : NULL;
     if (task != NULL)
@@ -399,7 +399,7 @@ static void unlink_later(kb_plog *pl, ks_retention_job *job)
 }
 
 /* Detaches old segments on the loop (cheap), then unlink_later. */
-static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+static void retention_step(kb_partition_log *pl, kb_topic *t, int32_t partition, ks_log *log)
 {
     ks_retention_job job;
     kp_errctx ctx = {{0}, NULL, 0, 0};
@@ -414,7 +414,7 @@ static void retention_step(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *
            "log_start_offset=%lld", t->name, partition, job.n, (long long)job.bytes,
            (long long)ks_log_start_offset(log));
     unlink_later(pl, &job);
-    kb_pidsnap_prune(&pl->io, log);
+    kb_producer_snapshot_prune(&pl->io, log);
 }
 
 /* ---- log cleaner (compacted topics) -------------------------------------- */
@@ -433,7 +433,7 @@ static kp_err partition_txns(const kb_topic *t, int32_t partition, ks_compact_tx
                              ks_compact_aborted **aborted)
 {
     const kb_partition *part = &t->partitions[partition];
-    kb_partition_txn *x = part->pids != NULL ? kb_pidstate_txns(part->pids) : NULL;
+    kb_partition_txn *x = part->pids != NULL ? kb_producer_state_txns(part->pids) : NULL;
     int64_t hw = ks_log_high_watermark(part->log);
     *txns = (ks_compact_txns){x != NULL ? kb_partition_txn_lso(x, hw) : hw, NULL, 0};
     if (aborted != NULL)
@@ -458,7 +458,7 @@ static kp_err partition_txns(const kb_topic *t, int32_t partition, ks_compact_tx
     return KP_ERR_NONE;
 }
 
-static bool clean_skipped(kb_plog *pl, const ks_log *log, int64_t now)
+static bool clean_skipped(kb_partition_log *pl, const ks_log *log, int64_t now)
 {
     for (clean_skip **pp = &pl->clean_skips; *pp != NULL;) {
         clean_skip *s = *pp;
@@ -475,7 +475,7 @@ static bool clean_skipped(kb_plog *pl, const ks_log *log, int64_t now)
 }
 
 /* Scores a compacted log for pl->pick: its dirty ratio, forced ones first. */
-static void clean_consider(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+static void clean_consider(kb_partition_log *pl, kb_topic *t, int32_t partition, ks_log *log)
 {
     const kb_config *cfg = pl->broker->cfg;
     if (!kb_topic_settings_of(cfg, t)->cleanup_compact || clean_skipped(pl, log, wall_ms()))
@@ -508,7 +508,7 @@ static void clean_task_free(clean_task *task)
 }
 
 /* Plans a cleaning of the dirtiest compacted log and starts its work. */
-static void clean_start(kb_plog *pl)
+static void clean_start(kb_partition_log *pl)
 {
     memset(&pl->pick, 0, sizeof(pl->pick));
     for_each_open_log(pl, clean_consider);
@@ -546,7 +546,7 @@ static void clean_start(kb_plog *pl)
         clean_task_free(task);
 }
 
-static void clean_report(kb_plog *pl, const clean_task *task, kp_err e,
+static void clean_report(kb_partition_log *pl, const clean_task *task, kp_err e,
                          const ks_compact_result *res, const kp_errctx *ctx)
 {
     int64_t ms = kb_loop_now_ms(pl->broker->loop) - task->started_ms;
@@ -574,7 +574,7 @@ static void clean_report(kb_plog *pl, const clean_task *task, kp_err e,
 
 /* Joins a finished cleaning (or, with abort, cancels and joins it) and
  * commits it on the loop; an aborted one commits nothing. */
-static void clean_finish(kb_plog *pl, bool abort)
+static void clean_finish(kb_partition_log *pl, bool abort)
 {
     clean_task *task = pl->cleaning;
     if (task == NULL || (!abort && !atomic_load(&task->done)))
@@ -598,7 +598,7 @@ static void clean_finish(kb_plog *pl, bool abort)
 }
 
 /* Aborts the cleaning when it works on log (before the log goes away). */
-static void clean_abort_for(kb_plog *pl, const ks_log *log)
+static void clean_abort_for(kb_partition_log *pl, const ks_log *log)
 {
     if (pl->cleaning != NULL && pl->cleaning->log == log)
         clean_finish(pl, true);
@@ -637,7 +637,7 @@ static void ckpt_collect(kb_topics *ts, ckpt_acc *acc)
 
 /* Merges the checkpoint entries of logs never opened this run, so a
  * restart that touched few partitions keeps what the others had. */
-static void ckpt_write(kb_plog *pl, const char *name, ckpt_value_fn *value,
+static void ckpt_write(kb_partition_log *pl, const char *name, ckpt_value_fn *value,
                        const ks_ckpt_entry *old, size_t nold)
 {
     ckpt_acc acc = {NULL, 0, value};
@@ -663,7 +663,7 @@ static void ckpt_write(kb_plog *pl, const char *name, ckpt_value_fn *value,
     free(acc.v);
 }
 
-static void ckpt_write_all(kb_plog *pl)
+static void ckpt_write_all(kb_partition_log *pl)
 {
     ckpt_write(pl, KS_CKPT_RECOVERY_POINT, ks_log_recovery_point, pl->recovery, pl->nrecovery);
     ckpt_write(pl, KS_CKPT_LOG_START, ks_log_start_offset, pl->starts, pl->nstarts);
@@ -672,7 +672,7 @@ static void ckpt_write_all(kb_plog *pl)
 
 static void on_tick(kb_loop *loop, void *arg)
 {
-    kb_plog *pl = arg;
+    kb_partition_log *pl = arg;
     const kb_config *cfg = pl->broker->cfg;
     int64_t now = kb_loop_now_ms(loop);
     if (pl->loader != NULL && pl->nloading == 0) {
@@ -695,7 +695,7 @@ static void on_tick(kb_loop *loop, void *arg)
         pl->last_checkpoint_ms = now;
         ckpt_write_all(pl);
     }
-    (void)kb_timer_arm(loop, &pl->tick, KB_PLOG_TICK_MS);
+    (void)kb_timer_arm(loop, &pl->tick, KB_PARTITION_LOG_TICK_MS);
 }
 
 /* ---- loading at start-up ------------------------------------------------ */
@@ -705,19 +705,19 @@ enum { LOAD_QUEUED, LOAD_RUNNING, LOAD_CANCELLED, LOAD_FINISHED };
 /* One partition's log opening on a helper thread. The partition points at
  * it (kb_partition.load) until the loop takes the result; the done callback
  * always frees it. */
-struct kb_plog_load {
-    kb_plog *pl;
+struct kb_partition_log_load {
+    kb_partition_log *pl;
     kp_uuid topic_id;
     int32_t partition;
     char *topic;     /* ld.topic points here */
     atomic_int state;
     bool detached;   /* loop only: the partition no longer waits for it */
-    kb_pload ld;
+    kb_partition_load ld;
 };
 
-static void load_free(struct kb_plog_load *job)
+static void load_free(struct kb_partition_log_load *job)
 {
-    kb_pload_discard(&job->ld);
+    kb_partition_load_discard(&job->ld);
     free(job->topic);
     free(job);
 }
@@ -736,16 +736,16 @@ static void load_thread_yields(void)
 /* Helper thread: opens the log, unless cancelled while queued. */
 static void load_work(void *arg)
 {
-    struct kb_plog_load *job = arg;
+    struct kb_partition_log_load *job = arg;
     int expected = LOAD_QUEUED;
     if (!atomic_compare_exchange_strong(&job->state, &expected, LOAD_RUNNING))
         return;
     load_thread_yields();
-    kb_pload_run(&job->ld);
+    kb_partition_load_run(&job->ld);
     atomic_store(&job->state, LOAD_FINISHED);
 }
 
-static void load_report(kb_plog *pl)
+static void load_report(kb_partition_log *pl)
 {
     KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"partitions loaded\" online=%d failed=%d ms=%lld",
            pl->nloaded, pl->nload_failed,
@@ -758,8 +758,8 @@ static void load_report(kb_plog *pl)
  * configuration as it is now), or, if its load failed, is opened on use. */
 static void load_done(void *arg)
 {
-    struct kb_plog_load *job = arg;
-    kb_plog *pl = job->pl;
+    struct kb_partition_log_load *job = arg;
+    kb_partition_log *pl = job->pl;
     pl->nloading--;
     kb_topic *t = job->detached ? NULL : kb_topics_find_id(pl->broker->topics, &job->topic_id);
     if (t != NULL) {
@@ -768,7 +768,7 @@ static void load_done(void *arg)
             pl->nunrecovered++; /* cancelled by the stop */
         } else if (pl->stopping) {
             /* opened but never served: closed below, unchanged */
-        } else if (pload_adopt(pl, t, job->partition, &job->ld) == KP_ERR_NONE) {
+        } else if (load_adopt(pl, t, job->partition, &job->ld) == KP_ERR_NONE) {
             ks_log_config lc = kb_topic_settings_of(pl->broker->cfg, t)->log;
             (void)ks_log_set_config(t->partitions[job->partition].log, &lc, NULL);
             pl->nloaded++;
@@ -786,7 +786,7 @@ static void load_done(void *arg)
  * partition either unopened or open, never half-way. */
 static void load_detach(kb_partition *p)
 {
-    struct kb_plog_load *job = p->load;
+    struct kb_partition_log_load *job = p->load;
     int expected = LOAD_QUEUED;
     if (!atomic_compare_exchange_strong(&job->state, &expected, LOAD_CANCELLED)) {
         while (atomic_load(&job->state) != LOAD_FINISHED)
@@ -810,18 +810,18 @@ static int32_t partitions_to_load(kb_topics *ts)
     return n;
 }
 
-static void load_submit(kb_plog *pl, kb_topic *t, int32_t partition)
+static void load_submit(kb_partition_log *pl, kb_topic *t, int32_t partition)
 {
-    struct kb_plog_load *job = calloc(1, sizeof(*job));
+    struct kb_partition_log_load *job = calloc(1, sizeof(*job));
     char *name = job != NULL ? strdup(t->name) : NULL;
     if (name == NULL) {
         free(job);
         return; /* opened on use instead */
     }
-    *job = (struct kb_plog_load){.pl = pl, .topic_id = t->id, .partition = partition,
+    *job = (struct kb_partition_log_load){.pl = pl, .topic_id = t->id, .partition = partition,
                                  .topic = name};
     atomic_init(&job->state, LOAD_QUEUED);
-    pload_prepare(pl, t, partition, &job->ld);
+    load_prepare(pl, t, partition, &job->ld);
     job->ld.topic = job->topic;
     if (kb_work_post(pl->loader, load_work, load_done, job) != KP_ERR_NONE) {
         load_free(job);
@@ -834,7 +834,7 @@ static void load_submit(kb_plog *pl, kb_topic *t, int32_t partition)
 /* Queues the opening of every partition log on the disk, but the internal
  * topics' (their coordinators read them before the broker serves), on
  * num.recovery.threads.per.data.dir helper threads. */
-static void load_start(kb_plog *pl)
+static void load_start(kb_partition_log *pl)
 {
     kb_broker *b = pl->broker;
     int32_t n = partitions_to_load(b->topics);
@@ -862,7 +862,7 @@ static void load_start(kb_plog *pl)
 }
 
 /* At stop: queued loads are cancelled, running ones finish and are closed. */
-static void load_stop(kb_plog *pl)
+static void load_stop(kb_partition_log *pl)
 {
     if (pl->loader == NULL)
         return;
@@ -871,7 +871,7 @@ static void load_stop(kb_plog *pl)
     for (size_t i = 0; i < kb_topics_count(ts); i++) {
         kb_topic *t = kb_topics_at(ts, i);
         for (int32_t p = 0; p < t->npartitions; p++) {
-            struct kb_plog_load *job = t->partitions[p].load;
+            struct kb_partition_log_load *job = t->partitions[p].load;
             int expected = LOAD_QUEUED;
             if (job != NULL)
                 (void)atomic_compare_exchange_strong(&job->state, &expected, LOAD_CANCELLED);
@@ -881,15 +881,15 @@ static void load_stop(kb_plog *pl)
     pl->loader = NULL;
 }
 
-void kb_plog_set_loaded_hook(kb_broker *b, kb_loaded_hook *hook, void *arg)
+void kb_partition_log_set_loaded_hook(kb_broker *b, kb_loaded_hook *hook, void *arg)
 {
-    b->plog->loaded_hook = hook;
-    b->plog->loaded_arg = arg;
+    b->partition_logs->loaded_hook = hook;
+    b->partition_logs->loaded_arg = arg;
 }
 
 /* ---- topic changes ------------------------------------------------------ */
 
-void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
+void kb_partition_log_drop_topic(kb_broker *b, kb_topic *t)
 {
     for (int32_t p = 0; p < t->npartitions; p++) {
         if (t->partitions[p].load != NULL)
@@ -897,8 +897,8 @@ void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
         ks_log *log = t->partitions[p].log;
         if (log == NULL)
             continue;
-        wait_idle(b->plog, log);
-        clean_abort_for(b->plog, log);
+        wait_idle(b->partition_logs, log);
+        clean_abort_for(b->partition_logs, log);
         kp_errctx ctx = {{0}, NULL, 0, 0};
         /* The directory still holds the registry's partition.metadata, which
          * kb_topics_delete removes with it: a non-empty rmdir is expected. */
@@ -906,12 +906,12 @@ void kb_plog_drop_topic(kb_broker *b, kb_topic *t)
             KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"deleting log failed\" topic=%s "
                    "partition=%d detail=\"%s\"", t->name, p, ctx.msg);
         t->partitions[p].log = NULL;
-        kb_pidstate_free(t->partitions[p].pids);
+        kb_producer_state_free(t->partitions[p].pids);
         t->partitions[p].pids = NULL;
     }
 }
 
-void kb_plog_config_changed(kb_broker *b, kb_topic *t)
+void kb_partition_log_config_changed(kb_broker *b, kb_topic *t)
 {
     kb_topic_settings_invalidate(t);
     ks_log_config lc = kb_topic_settings_of(b->cfg, t)->log;
@@ -926,12 +926,12 @@ void kb_plog_config_changed(kb_broker *b, kb_topic *t)
 
 /* ---- start and stop ----------------------------------------------------- */
 
-kp_err kb_plog_start(kb_broker *b, char *err, size_t errlen)
+kp_err kb_partition_log_start(kb_broker *b, char *err, size_t errlen)
 {
-    kb_plog *pl = calloc(1, sizeof(*pl));
+    kb_partition_log *pl = calloc(1, sizeof(*pl));
     if (pl == NULL)
         return KP_ERR__NOMEM;
-    b->plog = pl;
+    b->partition_logs = pl;
     pl->broker = b;
     pl->io = ks_io_posix();
     kp_errctx ctx = {{0}, NULL, 0, 0};
@@ -961,14 +961,14 @@ kp_err kb_plog_start(kb_broker *b, char *err, size_t errlen)
     }
     pl->last_retention_ms = pl->last_checkpoint_ms = pl->last_clean_ms = kb_loop_now_ms(b->loop);
     kb_timer_init(&pl->tick, on_tick, pl);
-    (void)kb_timer_arm(b->loop, &pl->tick, KB_PLOG_TICK_MS);
+    (void)kb_timer_arm(b->loop, &pl->tick, KB_PARTITION_LOG_TICK_MS);
     KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"log dir opened\" dir=%s clean_shutdown=%s", dir,
            pl->was_clean ? "true" : "false");
     load_start(pl);
     return KP_ERR_NONE;
 }
 
-static void flush_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+static void flush_log(kb_partition_log *pl, kb_topic *t, int32_t partition, ks_log *log)
 {
     wait_idle(pl, log);
     kp_errctx ctx = {{0}, NULL, 0, 0};
@@ -976,10 +976,10 @@ static void flush_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"final flush failed\" topic=%s partition=%d "
                "detail=\"%s\"", t->name, partition, ctx.msg);
     else
-        kb_pidsnap_save(&pl->io, log, t->partitions[partition].pids, ks_log_end_offset(log));
+        kb_producer_snapshot_save(&pl->io, log, t->partitions[partition].pids, ks_log_end_offset(log));
 }
 
-static void close_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
+static void close_log(kb_partition_log *pl, kb_topic *t, int32_t partition, ks_log *log)
 {
     (void)pl;
     kp_errctx ctx = {{0}, NULL, 0, 0};
@@ -987,15 +987,15 @@ static void close_log(kb_plog *pl, kb_topic *t, int32_t partition, ks_log *log)
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"closing log failed\" topic=%s partition=%d "
                "detail=\"%s\"", t->name, partition, ctx.msg);
     t->partitions[partition].log = NULL;
-    kb_pidstate_free(t->partitions[partition].pids);
+    kb_producer_state_free(t->partitions[partition].pids);
     t->partitions[partition].pids = NULL;
 }
 
 /* A clean stop: flush every log, record the checkpoints, close the logs,
  * then leave the clean-shutdown marker so the next start reads no data. */
-void kb_plog_stop(kb_broker *b)
+void kb_partition_log_stop(kb_broker *b)
 {
-    kb_plog *pl = b->plog;
+    kb_partition_log *pl = b->partition_logs;
     if (pl == NULL)
         return;
     kb_timer_disarm(b->loop, &pl->tick);
@@ -1032,5 +1032,5 @@ void kb_plog_stop(kb_broker *b)
         free(s);
     }
     free(pl);
-    b->plog = NULL;
+    b->partition_logs = NULL;
 }

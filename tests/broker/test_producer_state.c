@@ -1,5 +1,5 @@
 /* Idempotent-producer state: duplicates, gaps, epochs, and the rebuild
- * from a real log on disk after a restart (also by kb_pload, the opening of
+ * from a real log on disk after a restart (also by kb_partition_load, the opening of
  * a partition on a helper thread). */
 #include <check.h>
 #include <pthread.h>
@@ -9,91 +9,91 @@
 #include <unistd.h>
 
 #include "broker_suites.h"
-#include "kb_pidstate.h"
-#include "kb_pload.h"
+#include "kb_producer_state.h"
+#include "kb_partition_load.h"
 #include "kp_records.h"
 #include "ks_log.h"
 
 START_TEST(test_pidstate_duplicate_of_cached_batch)
 {
-    kb_pidstate *ps = kb_pidstate_new();
+    kb_producer_state *ps = kb_producer_state_new();
     kb_pid_batch dup;
-    ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 0, 4, &dup), KP_ERR_NONE);
+    ck_assert_int_eq(kb_producer_state_check(ps, 7, 0, 0, 4, &dup), KP_ERR_NONE);
     kb_pid_batch b0 = {0, 4, 100, 104, 5000};
-    ck_assert_int_eq(kb_pidstate_record(ps, 7, 0, &b0), KP_ERR_NONE);
-    ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 0, 4, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    ck_assert_int_eq(kb_producer_state_record(ps, 7, 0, &b0), KP_ERR_NONE);
+    ck_assert_int_eq(kb_producer_state_check(ps, 7, 0, 0, 4, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
     ck_assert_int_eq(dup.first_offset, 100);
-    ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 5, 9, &dup), KP_ERR_NONE);
-    kb_pidstate_free(ps);
+    ck_assert_int_eq(kb_producer_state_check(ps, 7, 0, 5, 9, &dup), KP_ERR_NONE);
+    kb_producer_state_free(ps);
 }
 END_TEST
 
 START_TEST(test_pidstate_gap_is_out_of_order)
 {
-    kb_pidstate *ps = kb_pidstate_new();
+    kb_producer_state *ps = kb_producer_state_new();
     kb_pid_batch dup, b0 = {0, 4, 0, 4, 5000};
-    kb_pidstate_record(ps, 7, 0, &b0);
-    ck_assert_int_eq(kb_pidstate_check(ps, 7, 0, 6, 9, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    kb_producer_state_record(ps, 7, 0, &b0);
+    ck_assert_int_eq(kb_producer_state_check(ps, 7, 0, 6, 9, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     /* a new producer must start at sequence 0... */
-    ck_assert_int_eq(kb_pidstate_check(ps, 8, 0, 0, 0, &dup), KP_ERR_NONE);
-    kb_pidstate_free(ps);
+    ck_assert_int_eq(kb_producer_state_check(ps, 8, 0, 0, 0, &dup), KP_ERR_NONE);
+    kb_producer_state_free(ps);
 }
 END_TEST
 
 START_TEST(test_pidstate_epochs)
 {
-    kb_pidstate *ps = kb_pidstate_new();
+    kb_producer_state *ps = kb_producer_state_new();
     kb_pid_batch dup, b0 = {0, 0, 0, 0, 5000};
-    kb_pidstate_record(ps, 7, 3, &b0);
-    ck_assert_int_eq(kb_pidstate_check(ps, 7, 2, 1, 1, &dup), KP_ERR_INVALID_PRODUCER_EPOCH);
-    ck_assert_int_eq(kb_pidstate_check(ps, 7, 4, 5, 5, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
-    ck_assert_int_eq(kb_pidstate_check(ps, 7, 4, 0, 0, &dup), KP_ERR_NONE);
-    kb_pidstate_free(ps);
+    kb_producer_state_record(ps, 7, 3, &b0);
+    ck_assert_int_eq(kb_producer_state_check(ps, 7, 2, 1, 1, &dup), KP_ERR_INVALID_PRODUCER_EPOCH);
+    ck_assert_int_eq(kb_producer_state_check(ps, 7, 4, 5, 5, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    ck_assert_int_eq(kb_producer_state_check(ps, 7, 4, 0, 0, &dup), KP_ERR_NONE);
+    kb_producer_state_free(ps);
 }
 END_TEST
 
 START_TEST(test_pidstate_keeps_last_five)
 {
-    kb_pidstate *ps = kb_pidstate_new();
+    kb_producer_state *ps = kb_producer_state_new();
     kb_pid_batch dup;
     for (int32_t i = 0; i < 7; i++) {
         kb_pid_batch b = {i, i, i, i, 1000 + i};
-        kb_pidstate_record(ps, 1, 0, &b);
+        kb_producer_state_record(ps, 1, 0, &b);
     }
     /* batches 2..6 are cached; 0 and 1 fell out */
-    ck_assert_int_eq(kb_pidstate_check(ps, 1, 0, 2, 2, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
-    ck_assert_int_eq(kb_pidstate_check(ps, 1, 0, 1, 1, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
-    kb_pidstate_free(ps);
+    ck_assert_int_eq(kb_producer_state_check(ps, 1, 0, 2, 2, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    ck_assert_int_eq(kb_producer_state_check(ps, 1, 0, 1, 1, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    kb_producer_state_free(ps);
 }
 END_TEST
 
 START_TEST(test_pidstate_sequence_wraps)
 {
-    kb_pidstate *ps = kb_pidstate_new();
+    kb_producer_state *ps = kb_producer_state_new();
     kb_pid_batch dup, b = {INT32_MAX - 1, INT32_MAX, 0, 1, 5000};
-    kb_pidstate_record(ps, 1, 0, &b);
-    ck_assert_int_eq(kb_pidstate_check(ps, 1, 0, 0, 3, &dup), KP_ERR_NONE);
-    kb_pidstate_free(ps);
+    kb_producer_state_record(ps, 1, 0, &b);
+    ck_assert_int_eq(kb_producer_state_check(ps, 1, 0, 0, 3, &dup), KP_ERR_NONE);
+    kb_producer_state_free(ps);
 }
 END_TEST
 
 START_TEST(test_pidstate_marker_is_last)
 {
-    kb_pidstate *ps = kb_pidstate_new();
+    kb_producer_state *ps = kb_producer_state_new();
     kb_pid_batch b = {0, 2, 10, 12, 5000};
-    kb_pidstate_record(ps, 7, 0, &b);
+    kb_producer_state_record(ps, 7, 0, &b);
     kb_pid_info info;
-    ck_assert(kb_pidstate_at(ps, 0, &info));
+    ck_assert(kb_producer_state_at(ps, 0, &info));
     ck_assert_int_eq(info.last_timestamp, 5000);
     ck_assert_int_eq(info.coordinator_epoch, -1);
-    kb_pidstate_on_marker(ps, 7, 6000, 3);
-    kb_pidstate_on_marker(ps, 8, 7000, 4); /* not tracked here: nothing */
-    ck_assert_int_eq(kb_pidstate_count(ps), 1);
-    ck_assert(kb_pidstate_at(ps, 0, &info));
+    kb_producer_state_on_marker(ps, 7, 6000, 3);
+    kb_producer_state_on_marker(ps, 8, 7000, 4); /* not tracked here: nothing */
+    ck_assert_int_eq(kb_producer_state_count(ps), 1);
+    ck_assert(kb_producer_state_at(ps, 0, &info));
     ck_assert_int_eq(info.last_timestamp, 6000);
     ck_assert_int_eq(info.coordinator_epoch, 3);
     ck_assert_int_eq(info.last_seq, 2);
-    kb_pidstate_free(ps);
+    kb_producer_state_free(ps);
 }
 END_TEST
 
@@ -126,23 +126,23 @@ START_TEST(test_pidstate_rebuilt_from_log)
         append_idempotent(log, 42, 1, s, 4);
     append_idempotent(log, -1, -1, -1, 3); /* not idempotent: ignored */
 
-    kb_pidstate *ps = kb_pidstate_new();
-    ck_assert_int_eq(kb_pidstate_rebuild(ps, &io, log), KP_ERR_NONE);
-    ck_assert_int_eq(kb_pidstate_count(ps), 1);
+    kb_producer_state *ps = kb_producer_state_new();
+    ck_assert_int_eq(kb_producer_state_rebuild(ps, &io, log), KP_ERR_NONE);
+    ck_assert_int_eq(kb_producer_state_count(ps), 1);
     kb_pid_batch dup;
-    ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 36, 39, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
+    ck_assert_int_eq(kb_producer_state_check(ps, 42, 1, 36, 39, &dup), KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
     ck_assert_int_eq(dup.first_offset, 36);
     ck_assert_int_eq(dup.last_offset, 39);
-    ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 40, 43, &dup), KP_ERR_NONE);
-    ck_assert_int_eq(kb_pidstate_check(ps, 42, 1, 44, 47, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    ck_assert_int_eq(kb_producer_state_check(ps, 42, 1, 40, 43, &dup), KP_ERR_NONE);
+    ck_assert_int_eq(kb_producer_state_check(ps, 42, 1, 44, 47, &dup), KP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     /* the producer's last timestamp (DescribeProducers) is its last batch's */
     kb_pid_info info;
-    ck_assert(kb_pidstate_at(ps, 0, &info));
+    ck_assert(kb_producer_state_at(ps, 0, &info));
     ck_assert_int_eq(info.producer_id, 42);
     ck_assert_int_eq(info.last_seq, 39);
     ck_assert_int_eq(info.last_timestamp, 1000 + 36 + 3);
     ck_assert_int_eq(info.coordinator_epoch, -1);
-    kb_pidstate_free(ps);
+    kb_producer_state_free(ps);
     ck_assert_int_eq(ks_log_delete(log, NULL), KP_ERR_NONE);
     rmdir(dir);
 }
@@ -150,12 +150,12 @@ END_TEST
 
 static void *pload_main(void *arg)
 {
-    kb_pload_run(arg);
+    kb_partition_load_run(arg);
     return NULL;
 }
 
 /* Runs ld on a thread of its own, as the broker's loader does. */
-static void pload_on_thread(kb_pload *ld)
+static void pload_on_thread(kb_partition_load *ld)
 {
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, pload_main, ld), 0);
@@ -167,7 +167,7 @@ START_TEST(test_pidstate_loaded_on_a_helper_thread)
     char dir[] = "/tmp/runnel-pload-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     ks_io io = ks_io_posix();
-    kb_pload ld = {.io = &io, .dir = dir, .topic = "t", .partition = 0,
+    kb_partition_load ld = {.io = &io, .dir = dir, .topic = "t", .partition = 0,
                    .args = {-1, -1, false, 1000}, .cleaner_offset = 5};
     ks_log_config_default(&ld.lc);
     ks_log *log;
@@ -185,10 +185,10 @@ START_TEST(test_pidstate_loaded_on_a_helper_thread)
     ck_assert_int_eq(ks_log_end_offset(ld.log), 20);
     ck_assert_int_eq(ks_log_cleaner_offset(ld.log), 5);
     kb_pid_batch dup;
-    ck_assert_int_eq(kb_pidstate_check(ld.pids, 42, 1, 16, 19, &dup),
+    ck_assert_int_eq(kb_producer_state_check(ld.pids, 42, 1, 16, 19, &dup),
                      KP_ERR_DUPLICATE_SEQUENCE_NUMBER);
-    ck_assert_int_eq(kb_pidstate_check(ld.pids, 42, 1, 20, 23, &dup), KP_ERR_NONE);
-    kb_pload_discard(&ld);
+    ck_assert_int_eq(kb_producer_state_check(ld.pids, 42, 1, 20, 23, &dup), KP_ERR_NONE);
+    kb_partition_load_discard(&ld);
     ck_assert_ptr_null(ld.log);
     ck_assert_ptr_null(ld.pids);
 
@@ -211,7 +211,7 @@ START_TEST(test_pidstate_loaded_on_a_helper_thread)
     ck_assert_int_eq(ld.err, KP_ERR_NONE);
     ck_assert_int_eq(ks_log_delete(ld.log, NULL), KP_ERR_NONE);
     ld.log = NULL;
-    kb_pload_discard(&ld);
+    kb_partition_load_discard(&ld);
     rmdir(dir);
 }
 END_TEST
