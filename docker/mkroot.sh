@@ -8,7 +8,7 @@ set -eu
 R="$1"
 BIN="$2"
 
-mkdir -p "$R/bin" "$R/usr/local/bin" "$R/tmp" "$R/var/lib/runnel/data" "$R/etc/kafka" \
+mkdir -p "$R/bin" "$R/usr/local/bin" "$R/usr/sbin" "$R/tmp" "$R/var/lib/runnel/data" "$R/etc/kafka" \
     "$R/mnt/shared/config"
 chmod 1777 "$R/tmp"
 

@@ -1,4 +1,6 @@
-"""testcontainers-python's KafkaContainer (the Confluent contract: its own
+"""testcontainers' Kafka modules on the Runnel image, unmodified.
+
+testcontainers-python's KafkaContainer (the Confluent contract: its own
 start script sources /etc/confluent/docker/bash-config and runs configure and
 launch) on the Runnel image, unmodified, producing and consuming through the
 container with confluent-kafka.
@@ -9,14 +11,21 @@ Platform version as the image tag, so the image is tagged runnel:7.6.0 for it.
 testcontainers' reaper image comes from a registry (none here), hence
 TESTCONTAINERS_RYUK_DISABLED; docker_host mode makes it dial the published
 port on this machine.
+
+testcontainers-go's modules/kafka (integration/go-tc, built offline from the
+modules .ci/install-deps fetched) runs the Confluent contract with a start
+script of its own and waits for "Transitioning from RECOVERY to RUNNING";
+TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 stands for docker_host mode there.
 """
 
+import json
 import os
 import time
 
 import pytest
 
-from conftest import require_module
+import procs
+from conftest import missing, require_module
 from dockerutil import IMAGE, docker, require_docker
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
@@ -66,3 +75,22 @@ def test_kafka_container_kraft(kafka_container_cls):
             assert "cluster_id=MkU3OEVBNTcwNTJENDM2Qk" in text
     finally:
         docker("rmi", KRAFT_TAG, check=False)
+
+
+def test_testcontainers_go_kafka_module():
+    require_docker()
+    go = procs.find_go()
+    if go is None:
+        missing("go >= the version integration/go/go.mod names")
+    if not (procs.DEPS / "stamps" / "go-tc").is_file():
+        missing("Go modules of integration/go-tc in %s" % procs.GO_DEPS)
+    src = procs.REPO / "integration" / "go-tc"
+    exe = procs.GO_DEPS / "tcgo"
+    procs.run([go, "build", "-o", exe, "."], timeout=900, env=procs.go_env(), cwd=src,
+              check=True)
+    env = dict(os.environ, TESTCONTAINERS_RYUK_DISABLED="true",
+               TESTCONTAINERS_HOST_OVERRIDE="127.0.0.1")
+    res = procs.run([str(exe), IMAGE], timeout=180, env=env)
+    assert res.returncode == 0, procs.describe(res)
+    out = json.loads(res.stdout)
+    assert out["consumed"] == ["tc-go-%d" % i for i in range(10)]
