@@ -16,10 +16,16 @@ testcontainers-go's modules/kafka (integration/go-tc, built offline from the
 modules .ci/install-deps fetched) runs the Confluent contract with a start
 script of its own and waits for "Transitioning from RECOVERY to RUNNING";
 TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 stands for docker_host mode there.
+
+testcontainers-java's org.testcontainers.kafka.KafkaContainer
+(integration/java-tc, jars from Maven Central) runs the apache/kafka contract,
+/etc/kafka/docker/run; the image is declared with
+DockerImageName.asCompatibleSubstituteFor("apache/kafka").
 """
 
 import json
 import os
+import shutil
 import time
 
 import pytest
@@ -94,3 +100,22 @@ def test_testcontainers_go_kafka_module():
     assert res.returncode == 0, procs.describe(res)
     out = json.loads(res.stdout)
     assert out["consumed"] == ["tc-go-%d" % i for i in range(10)]
+
+
+def test_testcontainers_java_kafka_container(tmp_path):
+    require_docker()
+    jars = procs.DEPS / "jars-tc"
+    for exe in ("java", "javac"):
+        if shutil.which(exe) is None:
+            missing("executable %s on PATH" % exe)
+    if not list(jars.glob("testcontainers-*.jar")):
+        missing("testcontainers-java jars in %s" % jars)
+    src = procs.REPO / "integration" / "java-tc" / "TcKafka.java"
+    cp = "%s/*" % jars
+    procs.run(["javac", "-d", tmp_path, "-cp", cp, src], timeout=300, check=True)
+    env = dict(os.environ, TESTCONTAINERS_RYUK_DISABLED="true",
+               TESTCONTAINERS_HOST_OVERRIDE="127.0.0.1")
+    res = procs.run(["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
+                     "%s:%s" % (cp, tmp_path), "TcKafka", IMAGE], timeout=240, env=env)
+    assert res.returncode == 0, procs.describe(res)
+    assert "consumed: " + " ".join("v%d" % i for i in range(10)) in res.stdout.splitlines()
