@@ -21,6 +21,10 @@ testcontainers-java's org.testcontainers.kafka.KafkaContainer
 (integration/java-tc, jars from Maven Central) runs the apache/kafka contract,
 /etc/kafka/docker/run; the image is declared with
 DockerImageName.asCompatibleSubstituteFor("apache/kafka").
+
+@testcontainers/kafka 11.14 for Node (integration/js-tc; 12.x needs a newer
+Node than Debian's 20) in KRaft mode, which takes only a Confluent Platform
+version as the tag: runnel:7.6.0 again. It runs /etc/confluent/docker/run.
 """
 
 import json
@@ -71,16 +75,19 @@ def test_kafka_container_default_mode(kafka_container_cls):
         roundtrip(kafka.get_bootstrap_server(), "tc-python")
 
 
-def test_kafka_container_kraft(kafka_container_cls):
+@pytest.fixture
+def kraft_tag():
     docker("tag", IMAGE, KRAFT_TAG)
-    try:
-        with kafka_container_cls(KRAFT_TAG).with_kraft() as kafka:
-            roundtrip(kafka.get_bootstrap_server(), "tc-python-kraft")
-            text = kafka.get_wrapped_container().logs().decode()
-            assert "ignored\" key=process.roles" in text
-            assert "cluster_id=MkU3OEVBNTcwNTJENDM2Qk" in text
-    finally:
-        docker("rmi", KRAFT_TAG, check=False)
+    yield KRAFT_TAG
+    docker("rmi", KRAFT_TAG, check=False)
+
+
+def test_kafka_container_kraft(kafka_container_cls, kraft_tag):
+    with kafka_container_cls(kraft_tag).with_kraft() as kafka:
+        roundtrip(kafka.get_bootstrap_server(), "tc-python-kraft")
+        text = kafka.get_wrapped_container().logs().decode()
+        assert "ignored\" key=process.roles" in text
+        assert "cluster_id=MkU3OEVBNTcwNTJENDM2Qk" in text
 
 
 def test_testcontainers_go_kafka_module():
@@ -119,3 +126,19 @@ def test_testcontainers_java_kafka_container(tmp_path):
                      "%s:%s" % (cp, tmp_path), "TcKafka", IMAGE], timeout=240, env=env)
     assert res.returncode == 0, procs.describe(res)
     assert "consumed: " + " ".join("v%d" % i for i in range(10)) in res.stdout.splitlines()
+
+
+def test_testcontainers_node_kafka_container(kraft_tag):
+    require_docker()
+    node = shutil.which("node")
+    if node is None:
+        missing("executable node on PATH")
+    js = procs.REPO / "integration" / "js-tc"
+    if not (js / "node_modules" / "@testcontainers" / "kafka").is_dir():
+        missing("@testcontainers/kafka in %s/node_modules" % js)
+    env = dict(os.environ, TESTCONTAINERS_RYUK_DISABLED="true",
+               TESTCONTAINERS_HOST_OVERRIDE="127.0.0.1")
+    res = procs.run([node, js / "tc-kafka.js", kraft_tag], timeout=240, env=env, cwd=js)
+    assert res.returncode == 0, procs.describe(res)
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["consumed"] == ["tc-js-%d" % i for i in range(10)]
