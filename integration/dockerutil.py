@@ -123,3 +123,30 @@ def containers():
     c = Containers()
     yield c
     c.cleanup()
+
+
+def wait_healthy(name, timeout=60):
+    """Until docker reports the container's HEALTHCHECK healthy."""
+    deadline = time.monotonic() + timeout
+    status = ""
+    while time.monotonic() < deadline:
+        status = docker("inspect", "-f", "{{.State.Health.Status}}", name).stdout.strip()
+        if status == "healthy":
+            return
+        time.sleep(0.2)
+    raise AssertionError("%s is %s after %d s" % (name, status, timeout))
+
+
+def consume_values(ck, bootstrap, topic, count, timeout=60):
+    """The first `count` values a new confluent-kafka group reads from topic."""
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
+                     "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+    c.close()
+    return got

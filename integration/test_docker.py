@@ -12,7 +12,8 @@ import time
 import pytest
 
 from conftest import require_module
-from dockerutil import IMAGE, containers, docker, free_port, logs, wait_exit, wait_ready  # noqa: F401
+from dockerutil import (IMAGE, consume_values, containers, docker, free_port, logs,  # noqa: F401
+                        wait_exit, wait_healthy, wait_ready)
 from runnel_broker import runnel_bin
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
@@ -73,14 +74,7 @@ def test_kcat_through_published_port_and_data_survives_restart(containers, kcat)
 
 def test_healthcheck_turns_healthy(containers):
     name, _ = containers.broker()
-    deadline = time.monotonic() + 30
-    status = ""
-    while time.monotonic() < deadline:
-        status = docker("inspect", "-f", "{{.State.Health.Status}}", name).stdout.strip()
-        if status == "healthy":
-            break
-        time.sleep(0.2)
-    assert status == "healthy"
+    wait_healthy(name, timeout=30)
 
 
 def test_confluent_kafka_through_published_port(containers):
@@ -92,17 +86,8 @@ def test_confluent_kafka_through_published_port(containers):
         p.produce("docker-ck", key=b"k%d" % i, value=b"value-%d" % i,
                   on_delivery=lambda err, msg: err and errors.append(err))
     assert p.flush(30) == 0 and not errors
-    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "docker-ck",
-                     "auto.offset.reset": "earliest"})
-    c.subscribe(["docker-ck"])
-    got = set()
-    deadline = time.monotonic() + 60
-    while len(got) < 30 and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got.add(m.value())
-    c.close()
-    assert got == {b"value-%d" % i for i in range(30)}
+    got = consume_values(ck, bootstrap, "docker-ck", 30)
+    assert sorted(got) == sorted(b"value-%d" % i for i in range(30))
     md = p.list_topics("docker-ck", 10)
     assert len(md.topics["docker-ck"].partitions) == 3
 

@@ -6,13 +6,12 @@ name (runnel:29092), and this machine through the published port."""
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import missing, require_exe
-from dockerutil import SETUP_HINT, docker, free_port, require_docker
+from dockerutil import SETUP_HINT, free_port, require_docker, wait_healthy
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -42,17 +41,6 @@ def compose():
     run.port = env["RUNNEL_PORT"]
     yield run
     run("down", "-v", "-t", "5", check=False, timeout=120)
-
-
-def wait_healthy(container, timeout=60):
-    deadline = time.monotonic() + timeout
-    status = ""
-    while time.monotonic() < deadline:
-        status = docker("inspect", "-f", "{{.State.Health.Status}}", container).stdout.strip()
-        if status == "healthy":
-            return
-        time.sleep(0.5)
-    raise AssertionError("%s is %s" % (container, status))
 
 
 def test_compose_up_client_by_service_name(compose, kcat):

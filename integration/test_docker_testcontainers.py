@@ -30,13 +30,12 @@ version as the tag: runnel:7.6.0 again. It runs /etc/confluent/docker/run.
 import json
 import os
 import shutil
-import time
 
 import pytest
 
 import procs
 from conftest import missing, require_module
-from dockerutil import IMAGE, docker, require_docker
+from dockerutil import IMAGE, consume_values, docker, require_docker
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -57,17 +56,7 @@ def roundtrip(bootstrap, topic):
     for i in range(10):
         p.produce(topic, value=b"tc-%d" % i)
     assert p.flush(30) == 0
-    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": topic,
-                     "auto.offset.reset": "earliest"})
-    c.subscribe([topic])
-    got = []
-    deadline = time.monotonic() + 60
-    while len(got) < 10 and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got.append(m.value())
-    c.close()
-    assert got == [b"tc-%d" % i for i in range(10)]
+    assert consume_values(ck, bootstrap, topic, 10) == [b"tc-%d" % i for i in range(10)]
 
 
 def test_kafka_container_default_mode(kafka_container_cls):
