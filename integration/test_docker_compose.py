@@ -1,7 +1,9 @@
-"""docker/compose.yml as a user runs it: `docker-compose up --build` (compose
-v1, Debian's package) brings up the broker with its named volume and
-healthcheck; a kcat container on the compose network reaches it by service
-name (runnel:29092), and this machine through the published port."""
+"""docker/compose.yml as a user runs it, with compose v1 (`docker-compose`,
+Debian's package) and v2 (`docker compose`, the CLI plugin .ci/docker-setup
+builds from the Go module proxy): `up --build` brings up the broker with its
+named volume and healthcheck; a kcat container on the compose network reaches
+it by service name (runnel:29092), and this machine through the published
+port."""
 
 import os
 import shutil
@@ -20,20 +22,29 @@ FILES = ["-f", str(ROOT / "docker" / "compose.yml"),
          "-f", str(ROOT / "integration" / "docker" / "compose-client.yml")]
 
 
-@pytest.fixture
-def compose():
+def compose_command(version):
+    if version == "v1":
+        exe = shutil.which("docker-compose")
+        return [exe] if exe else None
+    res = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True,
+                         timeout=30)
+    return ["docker", "compose"] if res.returncode == 0 else None
+
+
+@pytest.fixture(params=["v1", "v2"])
+def compose(request):
     require_docker()
-    exe = shutil.which("docker-compose")
-    if exe is None:
-        missing("docker-compose (v1)", SETUP_HINT)
-    project = "runneltest%d" % os.getpid()
+    cmd = compose_command(request.param)
+    if cmd is None:
+        missing("docker compose %s" % request.param, SETUP_HINT)
+    project = "runneltest%s%d" % (request.param, os.getpid())
     env = dict(os.environ, RUNNEL_PORT=str(free_port()))
 
     def run(*args, timeout=600, check=True, input=None):
-        res = subprocess.run([exe, "-p", project, *FILES, *args], env=env, capture_output=True,
+        res = subprocess.run([*cmd, "-p", project, *FILES, *args], env=env, capture_output=True,
                              text=True, timeout=timeout, input=input)
         if check and res.returncode != 0:
-            raise AssertionError("docker-compose %s failed (%d):\n%s\n%s"
+            raise AssertionError("compose %s failed (%d):\n%s\n%s"
                                  % (" ".join(args), res.returncode, res.stdout, res.stderr))
         return res
 
@@ -45,7 +56,7 @@ def compose():
 
 def test_compose_up_client_by_service_name(compose, kcat):
     compose("up", "-d", "--build", "runnel")
-    broker = "%s_runnel_1" % compose.project
+    broker = compose("ps", "-q", "runnel").stdout.strip()
     wait_healthy(broker)
     # Another container on the compose network, by service name.
     res = compose("run", "--rm", "client", "-P", "-b", "runnel:29092", "-t", "compose-t",
@@ -63,6 +74,7 @@ def test_compose_up_client_by_service_name(compose, kcat):
     # The named volume keeps the data across down (without -v) and up.
     compose("down", "-t", "10")
     compose("up", "-d", "runnel")
+    broker = compose("ps", "-q", "runnel").stdout.strip()
     wait_healthy(broker)
     res = compose("run", "--rm", "client", "-C", "-b", "runnel:29092", "-t", "compose-t",
                   "-p", "0", "-o", "beginning", "-c", "2", "-e", "-q")
