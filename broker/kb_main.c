@@ -50,6 +50,11 @@ static void print_ready_line(const kb_broker *b)
         snprintf(line + n, sizeof line - n, "; stop with Ctrl-C or kill -TERM %ld",
                  (long)getpid());
     fprintf(stderr, "%s\n", line);
+    /* Container start scripts set RUNNEL_READY_LINES to the log lines that
+     * tools written for Kafka wait for (docs/operations.md, "Docker"); printed as given. */
+    const char *extra = getenv("RUNNEL_READY_LINES");
+    if (extra != NULL && extra[0] != '\0')
+        fprintf(stderr, "%s\n", extra);
     fflush(stderr);
 }
 

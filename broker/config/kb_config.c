@@ -49,17 +49,39 @@ kp_err kbc_oom(load_ctx *lc)
     return kbc_failf(lc, KP_ERR__NOMEM, "out of memory");
 }
 
+/* " (from KAFKA_NUM_PARTITIONS)" when key was set by the environment, so the
+ * error names the variable to fix (the inverse of kb_props_env_key); else "". */
+static void env_origin(const load_ctx *lc, const char *key, char *out, size_t cap)
+{
+    kb_config_source src;
+    size_t n;
+
+    out[0] = '\0';
+    if (kbc_effective(lc->cfg, key, &src) == NULL || src != KB_SRC_ENV)
+        return;
+    n = (size_t)snprintf(out, cap, " (from KAFKA_");
+    for (const char *c = key; *c != '\0' && n + 4 < cap; c++) {
+        const char *s = *c == '.' ? "_" : *c == '_' ? "__" : *c == '-' ? "___" : NULL;
+        if (s != NULL)
+            n += (size_t)snprintf(out + n, cap - n, "%s", s);
+        else
+            out[n++] = (char)toupper((unsigned char)*c);
+    }
+    snprintf(out + n, cap - n, ")");
+}
+
 /* "config: key=value: expected ...", the value escaped and bounded. */
 kp_err kbc_bad_value(load_ctx *lc, const char *key, const char *value, const char *fmt, ...)
 {
-    char esc[ESC_VALUE_MAX * 4 + 4], expect[256];
+    char esc[ESC_VALUE_MAX * 4 + 4], expect[256], origin[128];
     va_list ap;
 
     kb_log_escape(esc, sizeof esc, value, strlen(value));
     va_start(ap, fmt);
     vsnprintf(expect, sizeof expect, fmt, ap);
     va_end(ap);
-    return kbc_failf(lc, KP_ERR__INVAL, "%s=%s: %s", key, esc, expect);
+    env_origin(lc, key, origin, sizeof origin);
+    return kbc_failf(lc, KP_ERR__INVAL, "%s=%s%s: %s", key, esc, origin, expect);
 }
 
 void *kbc_pool_alloc(load_ctx *lc, size_t size)

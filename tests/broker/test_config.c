@@ -586,7 +586,11 @@ START_TEST(test_config_error_from_env_and_file)
 {
     const char *env[] = {"KAFKA_NUM_PARTITIONS=abc", NULL};
     ck_assert_int_eq(load(NULL, env), KP_ERR__INVAL);
-    ck_assert_str_eq(errbuf, "config: num.partitions=abc: expected an integer >= 1");
+    ck_assert_str_eq(errbuf, "config: num.partitions=abc (from KAFKA_NUM_PARTITIONS): "
+                             "expected an integer >= 1");
+    const char *env2[] = {"KAFKA_RUNNEL_MAX_PARTITIONS=x", NULL};
+    ck_assert_int_eq(load(NULL, env2), KP_ERR__INVAL);
+    ck_assert_ptr_nonnull(strstr(errbuf, " (from KAFKA_RUNNEL_MAX_PARTITIONS): "));
 
     const char *path = write_props("a=1\n\nbad=\\u00zz\n");
     const char *args[] = {path, NULL};
