@@ -50,7 +50,7 @@ kp_err kbc_oom(load_ctx *lc)
 }
 
 /* " (from KAFKA_NUM_PARTITIONS)" when key was set by the environment, so the
- * error names the variable to fix (the inverse of kb_props_env_key); else "". */
+ * error names the variable to fix (the inverse of kb_properties_env_key); else "". */
 static void env_origin(const load_ctx *lc, const char *key, char *out, size_t cap)
 {
     kb_config_source src;
