@@ -68,3 +68,14 @@ def test_api_table_is_what_api_versions_answers(broker):
     documented = {int(k): (int(lo), int(hi)) for k, lo, hi in
                   re.findall(r"^\| \w+ \| (\d+) \| (\d+)-(\d+) \|", COMPAT_DOC, re.M)}
     assert documented == apis
+
+
+def test_dispatch_table_names_the_file_of_each_handler():
+    """kb_dispatch.def says which broker/api/ file serves each API; hold it to the code."""
+    api = REPO / "broker" / "api"
+    rows = re.findall(r"^X\((\w+), (\w+), \d+, \w+, \w+, (\w+)\)$",
+                      (api / "kb_dispatch.def").read_text(), re.M)
+    assert len(rows) > 40
+    for key, name, stem in rows:
+        text = (api / (stem + ".c")).read_text()
+        assert re.search(r"^kp_err kb_h_%s\(" % name, text, re.M), (key, stem)

@@ -9,7 +9,7 @@
 
 typedef kp_err handler_fn(kb_req *req, const void *rq, void *rs);
 
-#define X(key, name, top, quota, auth)                                    \
+#define X(key, name, top, quota, auth, file)                                    \
     static kp_err name##_any(kb_req *req, const void *rq, void *rs)      \
     {                                                                    \
         return kb_h_##name(req, rq, rs);                                 \
@@ -23,7 +23,7 @@ static const struct {
     kb_req_quota quota;
     kb_req_auth auth;
 } handlers[KP_API_KEY_MAX + 1] = {
-#define X(key, name, top, quota, auth) \
+#define X(key, name, top, quota, auth, file) \
     [KP_API_##key] = {name##_any, top, KB_REQ_QUOTA_##quota, KB_REQ_##auth},
 #include "kb_dispatch.def"
 #undef X

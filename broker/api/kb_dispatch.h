@@ -34,7 +34,7 @@
 /* Declares every handler: kp_err kb_h_<name>(kb_req *, const kp_<name>_req *,
  * kp_<name>_resp *). A handler fills the response (pre-set to defaults) and
  * returns KP_ERR_NONE, or KB_PARKED to answer later. */
-#define X(key, name, top, quota, auth) \
+#define X(key, name, top, quota, auth, file) \
     kp_err kb_h_##name(kb_req *req, const kp_##name##_req *rq, kp_##name##_resp *rs);
 #include "kb_dispatch.def"
 #undef X
