@@ -314,6 +314,9 @@ const char *kb_config_key_at(size_t i, int8_t *wire_type);
  * with Kafka's text in msg, or KP_ERR__NOENT for a key without a type here. */
 kp_err kb_config_check_value(const char *key, const char *value, char *msg, size_t cap);
 
+/* The KB_KD_* flags of a known broker key (kb_keydef.h), 0 for any other. */
+unsigned kb_config_key_flags(const char *key);
+
 /* True for keys whose values must never be logged or described
  * (passwords, keys, JAAS configs). */
 bool kb_config_key_sensitive(const char *key);

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_config.h"
 #include "kb_file.h"
+#include "kb_keydef.h"
 
 #define DYN_FILE "runnel-broker-configs.properties"
 
@@ -18,90 +20,20 @@ static const char *get_in(const kb_cfgset sets[2], const char *key,
                                      kb_dyn_level *level);
 static kp_err rebuild_topic_defaults(kb_dynconf *d);
 
-/* Kafka's dynamic broker keys that mean something on one node, sorted, with
- * the three replication throttles of its broker quota configs (moot on one
- * node, but kafka-reassign-partitions sets and clears them).
- * (Listener and SSL keys are per-broker in Kafka; Runnel cannot rebind or
- * reload them at run time, so they stay read-only. The Kerberos and login
- * refresh keys are per-broker too; they are kept, and change nothing.) */
-static const char *const dyn_keys[] = {
-    "background.threads",
-    "compression.gzip.level",
-    "compression.lz4.level",
-    "compression.type",
-    "compression.zstd.level",
-    "follower.replication.throttled.rate",
-    "leader.replication.throttled.rate",
-    "log.cleaner.backoff.ms",
-    "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.delete.retention.ms",
-    "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.io.buffer.size",
-    "log.cleaner.io.max.bytes.per.second",
-    "log.cleaner.max.compaction.lag.ms",
-    "log.cleaner.min.cleanable.ratio",
-    "log.cleaner.min.compaction.lag.ms",
-    "log.cleaner.threads",
-    "log.cleanup.policy",
-    "log.flush.interval.messages",
-    "log.flush.interval.ms",
-    "log.index.interval.bytes",
-    "log.index.size.max.bytes",
-    "log.message.timestamp.after.max.ms",
-    "log.message.timestamp.before.max.ms",
-    "log.message.timestamp.type",
-    "log.preallocate",
-    "log.retention.bytes",
-    "log.retention.hours",
-    "log.retention.minutes",
-    "log.retention.ms",
-    "log.roll.hours",
-    "log.roll.jitter.hours",
-    "log.roll.jitter.ms",
-    "log.roll.ms",
-    "log.segment.bytes",
-    "log.segment.delete.delay.ms",
-    "max.connection.creation.rate",
-    "max.connections",
-    "max.connections.per.ip",
-    "max.connections.per.ip.overrides",
-    "message.max.bytes",
-    "min.insync.replicas",
-    "num.io.threads",
-    "num.network.threads",
-    "num.recovery.threads.per.data.dir",
-    "num.replica.fetchers",
-    "producer.id.expiration.ms",
-    "replica.alter.log.dirs.io.max.bytes.per.second",
-    "sasl.kerberos.kinit.cmd",
-    "sasl.kerberos.min.time.before.relogin",
-    "sasl.kerberos.principal.to.local.rules",
-    "sasl.kerberos.service.name",
-    "sasl.kerberos.ticket.renew.jitter",
-    "sasl.kerberos.ticket.renew.window.factor",
-    "sasl.login.refresh.buffer.seconds",
-    "sasl.login.refresh.min.period.seconds",
-    "sasl.login.refresh.window.factor",
-    "sasl.login.refresh.window.jitter",
-    "unclean.leader.election.enable",
-};
-
-#define N_DYN_KEYS (sizeof(dyn_keys) / sizeof(dyn_keys[0]))
-
-static int dyn_cmp(const void *k, const void *e)
-{
-    return strcmp(k, *(const char *const *)e);
-}
-
+/* Which keys are dynamic is the broker key table's to say (KB_KD_DYNAMIC,
+ * KB_KD_PER_BROKER in kb_config.c): Kafka's dynamic broker keys that mean
+ * something on one node, with the three replication throttles of its broker
+ * quota configs (moot on one node, but kafka-reassign-partitions sets and
+ * clears them). Listener and SSL keys are per-broker in Kafka; Runnel cannot
+ * rebind or reload them at run time, so they stay read-only. */
 bool kb_dynconf_key_dynamic(const char *key)
 {
-    return bsearch(key, dyn_keys, N_DYN_KEYS, sizeof(dyn_keys[0]), dyn_cmp) != NULL;
+    return (kb_config_key_flags(key) & KB_KD_DYNAMIC) != 0;
 }
 
 bool kb_dynconf_key_per_broker(const char *key)
 {
-    /* Kafka's DynamicListenerConfig keys that are not cluster-wide. */
-    return kb_dynconf_key_dynamic(key) && strncmp(key, "sasl.", 5) == 0;
+    return (kb_config_key_flags(key) & KB_KD_PER_BROKER) != 0;
 }
 
 /* ---- the file ------------------------------------------------------------ */

@@ -4,7 +4,7 @@
  * the frozen kb_config.
  *
  * Job: know which broker keys Kafka lets an admin change at run time
- * (DynamicBrokerConfig's list, trimmed to what a single node has), hold the
+ * (the broker key table's KB_KD_DYNAMIC keys, kb_config.c), hold the
  * per-broker ("<node id>") and cluster-default ("") values, persist them,
  * and resolve a topic key's broker-level default through them (so a
  * dynamic log.retention.ms reaches every topic without its own value).

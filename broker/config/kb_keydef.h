@@ -45,6 +45,8 @@ enum kb_key_flags {
     KB_KD_DERIVED = 1u << 1,    /* parsed and checked, then resolved with its synonyms */
     KB_KD_ANY_NUMBER = 1u << 2, /* a DOUBLE without a range */
     KB_KD_EXACT_CASE = 1u << 3, /* choices matched case-sensitively (Kafka's ValidString) */
+    KB_KD_DYNAMIC = 1u << 4,    /* changeable at run time (IncrementalAlterConfigs, kb_dynconf) */
+    KB_KD_PER_BROKER = 1u << 5, /* dynamic for one broker only, never as the cluster default */
 };
 
 #define KB_KD_NO_FIELD SIZE_MAX
