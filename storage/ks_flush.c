@@ -13,6 +13,8 @@ typedef struct flush_job {
     ks_log *log;
     uint64_t cookie;
     ks_log_flush_target t;
+    ks_flush_task_fn *task; /* a task job (no segments), else NULL */
+    void *task_arg;
     kp_err err;
     kp_errctx errctx;
 } flush_job;
@@ -121,7 +123,9 @@ static void run_round(ks_flush *f, flush_job *jobs)
         atomic_fetch_add(&f->syncs, 1);
     }
     for (flush_job *j = jobs; j != NULL; j = j->next) {
-        if (v != NULL)
+        if (j->task != NULL)
+            j->task(j->task_arg);
+        else if (v != NULL)
             job_result(j, v, n);
         else
             j->err = KP_ERRCTX(&j->errctx, KP_ERR__NOMEM, 0, "flush round");
@@ -190,6 +194,16 @@ int ks_flush_eventfd(const ks_flush *f)
     return f->efd;
 }
 
+/* Counts j as pending on its log and hands it to the thread. */
+static void enqueue(ks_flush *f, flush_job *j)
+{
+    ks_log_flush_pending_add(j->log, 1);
+    pthread_mutex_lock(&f->mu);
+    list_push(&f->in, j);
+    pthread_cond_signal(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
 kp_err ks_flush_submit(ks_flush *f, ks_log *log, uint64_t cookie, kp_errctx *ctx)
 {
     flush_job *j = calloc(1, sizeof(*j));
@@ -202,17 +216,27 @@ kp_err ks_flush_submit(ks_flush *f, ks_log *log, uint64_t cookie, kp_errctx *ctx
     }
     j->log = log;
     j->cookie = cookie;
-    ks_log_flush_pending_add(log, 1);
-    pthread_mutex_lock(&f->mu);
-    list_push(&f->in, j);
-    pthread_cond_signal(&f->cv);
-    pthread_mutex_unlock(&f->mu);
+    enqueue(f, j);
+    return KP_ERR_NONE;
+}
+
+kp_err ks_flush_submit_task(ks_flush *f, ks_log *log, ks_flush_task_fn *fn, void *arg,
+                            kp_errctx *ctx)
+{
+    flush_job *j = calloc(1, sizeof(*j));
+    if (j == NULL)
+        return KP_ERRCTX(ctx, KP_ERR__NOMEM, 0, "flush task");
+    j->log = log;
+    j->task = fn;
+    j->task_arg = arg;
+    enqueue(f, j);
     return KP_ERR_NONE;
 }
 
 static void complete(flush_job *j, int64_t now_ms, ks_flush_done *out)
 {
-    ks_log_flush_complete(j->log, &j->t, j->err, now_ms);
+    if (j->task == NULL)
+        ks_log_flush_complete(j->log, &j->t, j->err, now_ms);
     ks_log_flush_pending_add(j->log, -1);
     if (out != NULL) {
         out->cookie = j->cookie;

@@ -5,7 +5,9 @@
  * per flush-policy tick), and on a helper thread fdatasync every segment
  * they cover, once per round however many requests wait on it; report each
  * request's outcome through a queue the loop drains when an eventfd becomes
- * readable. Also the log.flush.interval.messages / .ms policy.
+ * readable. Also the log.flush.interval.messages / .ms policy, and tasks:
+ * other file work of one log (a producer snapshot at a segment roll) run on
+ * the same thread, in order with the log's flushes.
  *
  * Invariants:
  *   1. A completion with err == KP_ERR_NONE means every byte of the log
@@ -17,6 +19,9 @@
  *      success (the log is poisoned, see ks_log.h invariant 5).
  *   4. Completions are applied to their log (recovery point, poisoning)
  *      inside ks_flush_drain, on the loop thread, before being returned.
+ *   5. A task runs exactly once, after the syncs of its round, also when
+ *      the flusher is being freed; it counts as pending on its log like a
+ *      flush, and its completion carries cookie 0 and err KP_ERR_NONE.
  *
  * Ownership: ks_flush_new/ks_flush_free. A submitted request holds segment
  * references, not the log: the log must stay open until its completion was
@@ -54,6 +59,12 @@ int ks_flush_eventfd(const ks_flush *f);
 
 /* Queues a flush of everything log holds now. */
 kp_err ks_flush_submit(ks_flush *f, ks_log *log, uint64_t cookie, kp_errctx *ctx);
+
+/* Runs fn(arg) on the flush thread (invariant 5). fn owns arg and must
+ * not touch the log's in-memory state (the loop owns it), only its files. */
+typedef void ks_flush_task_fn(void *arg);
+kp_err ks_flush_submit_task(ks_flush *f, ks_log *log, ks_flush_task_fn *fn, void *arg,
+                            kp_errctx *ctx);
 
 /* Applies and returns up to max completions; the eventfd stays readable
  * while more remain. */

@@ -234,7 +234,8 @@ kp_err kb_partition_log_append(kb_broker *b, kb_topic *t, int32_t partition, uin
     /* A roll happens before the batches: the state is that of the offsets
      * below the new segment, whose base is the first appended offset. */
     if (e == KP_ERR_NONE && ks_log_segment_count(log) > segments)
-        kb_producer_snapshot_save(&pl->io, log, t->partitions[partition].pids, res->base_offset);
+        kb_producer_snapshot_save_at_roll(&pl->io, pl->flush, log, t->partitions[partition].pids,
+                                          res->base_offset);
     if (e != KP_ERR_NONE) {
         KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"append failed\" topic=%s partition=%d "
                "error=%s detail=\"%s\"", t->name, partition, kp_err_name(e), ctx.msg);

@@ -424,31 +424,109 @@ static kp_err read_aborted(const ks_io *io, const char *dir, int64_t offset, kb_
 
 /* ---- writing ------------------------------------------------------------- */
 
-/* Writes (or, with no aborted transaction, removes) the companion. */
-static kp_err write_aborted(const ks_io *io, const char *dir, kb_producer_state *ps, int64_t log_start,
-                            int64_t offset, kp_errctx *ctx)
+/* One snapshot's files, encoded from the state on the loop and written
+ * wherever (here, or on the flush thread at a roll). */
+typedef struct snap_files {
+    ks_io io;
+    const char *dir;   /* the log's: it stays open while a write is pending */
+    int64_t offset;
+    int64_t log_start; /* for the prune after the write */
+    uint8_t *snap;
+    size_t snap_len;
+    uint8_t *aborted;  /* NULL: no aborted transaction, the companion goes */
+    size_t aborted_len;
+    char topic[256];   /* for the failure line */
+    int32_t partition;
+} snap_files;
+
+static void files_free(snap_files *sf)
 {
-    char name[KB_PRODUCER_SNAPSHOT_NAME_MAX];
-    aborted_name(offset, name);
+    if (sf != NULL) {
+        free(sf->snap);
+        free(sf->aborted);
+        free(sf);
+    }
+}
+
+/* The companion's bytes: the aborted transactions below offset, NULL for none. */
+static kp_err encode_aborted(kb_producer_state *ps, int64_t log_start, int64_t offset,
+                             snap_files *sf)
+{
     const kb_partition_txn *x = kb_producer_state_txns(ps);
     int32_t max = kb_partition_txn_aborted_count(x);
-    kb_aborted_txn *v = max > 0 ? calloc((size_t)max, sizeof(*v)) : NULL;
-    if (max > 0 && v == NULL)
+    if (max == 0)
+        return KP_ERR_NONE;
+    kb_aborted_txn *v = calloc((size_t)max, sizeof(*v));
+    if (v == NULL)
         return KP_ERR__NOMEM;
-    int32_t n = max > 0 ? kb_partition_txn_aborted(x, log_start, offset, v, max) : 0;
+    int32_t n = kb_partition_txn_aborted(x, log_start, offset, v, max);
     kp_err e = KP_ERR_NONE;
-    if (n == 0) {
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        e = ks_io_unlink(io, path, ctx);
-    } else {
-        size_t len;
-        uint8_t *buf = kb_producer_snapshot_encode_aborted(v, n, &len);
-        e = buf != NULL ? ks_io_write_file_atomic(io, dir, name, buf, len, ctx) : KP_ERR__NOMEM;
-        free(buf);
+    if (n > 0) {
+        sf->aborted = kb_producer_snapshot_encode_aborted(v, n, &sf->aborted_len);
+        e = sf->aborted != NULL ? KP_ERR_NONE : KP_ERR__NOMEM;
     }
     free(v);
     return e;
+}
+
+/* Encodes the state at offset (no I/O). */
+static kp_err files_encode(const ks_io *io, ks_log *log, kb_producer_state *ps, int64_t offset,
+                           snap_files **out)
+{
+    snap_files *sf = calloc(1, sizeof(*sf));
+    if (sf == NULL)
+        return KP_ERR__NOMEM;
+    *sf = (snap_files){.io = *io, .dir = ks_log_dir(log), .offset = offset,
+                       .log_start = ks_log_start_offset(log), .partition = ks_log_partition(log)};
+    snprintf(sf->topic, sizeof(sf->topic), "%s", ks_log_topic(log));
+    kb_producer_snapshot_entry *v;
+    int32_t n;
+    kp_err e = kb_producer_snapshot_collect(ps, &v, &n);
+    if (e == KP_ERR_NONE)
+        e = encode_aborted(ps, sf->log_start, offset, sf);
+    if (e == KP_ERR_NONE) {
+        sf->snap = kb_producer_snapshot_encode(v, n, &sf->snap_len);
+        e = sf->snap != NULL ? KP_ERR_NONE : KP_ERR__NOMEM;
+    }
+    free(v);
+    if (e != KP_ERR_NONE) {
+        files_free(sf);
+        return e;
+    }
+    *out = sf;
+    return KP_ERR_NONE;
+}
+
+static void prune(const ks_io *io, const char *dir, int64_t log_start);
+
+/* Writes the companion (or removes a stale one) first, then the snapshot
+ * (invariant 4), then prunes (invariant 5). Blocks on disk I/O. */
+static kp_err files_write(const snap_files *sf, kp_errctx *ctx)
+{
+    char name[KB_PRODUCER_SNAPSHOT_NAME_MAX];
+    aborted_name(sf->offset, name);
+    kp_err e;
+    if (sf->aborted == NULL) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", sf->dir, name);
+        e = ks_io_unlink(&sf->io, path, ctx);
+    } else {
+        e = ks_io_write_file_atomic(&sf->io, sf->dir, name, sf->aborted, sf->aborted_len, ctx);
+    }
+    if (e == KP_ERR_NONE) {
+        kb_producer_snapshot_name(sf->offset, name);
+        e = ks_io_write_file_atomic(&sf->io, sf->dir, name, sf->snap, sf->snap_len, ctx);
+    }
+    if (e == KP_ERR_NONE)
+        prune(&sf->io, sf->dir, sf->log_start);
+    return e;
+}
+
+static void log_write_failure(const snap_files *sf, kp_err e, const kp_errctx *ctx)
+{
+    KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"cannot write producer snapshot\" topic=%s "
+           "partition=%d offset=%lld error=%s detail=\"%s\"", sf->topic, sf->partition,
+           (long long)sf->offset, kp_err_name(e), ctx->msg);
 }
 
 /* Invariant 5: drops snapshots below the log start, all but the newest
@@ -480,23 +558,11 @@ static void prune(const ks_io *io, const char *dir, int64_t log_start)
 kp_err kb_producer_snapshot_write(const ks_io *io, ks_log *log, kb_producer_state *ps, int64_t offset,
                         kp_errctx *ctx)
 {
-    const char *dir = ks_log_dir(log);
-    kb_producer_snapshot_entry *v;
-    int32_t n;
-    kp_err e = kb_producer_snapshot_collect(ps, &v, &n);
+    snap_files *sf;
+    kp_err e = files_encode(io, log, ps, offset, &sf);
     if (e == KP_ERR_NONE)
-        e = write_aborted(io, dir, ps, ks_log_start_offset(log), offset, ctx);
-    if (e == KP_ERR_NONE) {
-        size_t len;
-        char name[KB_PRODUCER_SNAPSHOT_NAME_MAX];
-        kb_producer_snapshot_name(offset, name);
-        uint8_t *buf = kb_producer_snapshot_encode(v, n, &len);
-        e = buf != NULL ? ks_io_write_file_atomic(io, dir, name, buf, len, ctx) : KP_ERR__NOMEM;
-        free(buf);
-    }
-    free(v);
-    if (e == KP_ERR_NONE)
-        prune(io, dir, ks_log_start_offset(log));
+        e = files_write(sf, ctx);
+    files_free(sf);
     return e;
 }
 
@@ -526,11 +592,43 @@ void kb_producer_snapshot_save(const ks_io *io, ks_log *log, kb_producer_state *
     if (ps == NULL || snapshot_exists(io, ks_log_dir(log), offset))
         return;
     kp_errctx ctx = {{0}, NULL, 0, 0};
-    kp_err e = kb_producer_snapshot_write(io, log, ps, offset, &ctx);
+    snap_files *sf;
+    kp_err e = files_encode(io, log, ps, offset, &sf);
+    if (e == KP_ERR_NONE) {
+        e = files_write(sf, &ctx);
+        if (e != KP_ERR_NONE)
+            log_write_failure(sf, e, &ctx);
+        files_free(sf);
+    }
+}
+
+/* The flush thread's half of kb_producer_snapshot_save_at_roll. */
+static void write_task(void *arg)
+{
+    snap_files *sf = arg;
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    kp_err e = files_write(sf, &ctx);
+    if (e != KP_ERR_NONE)
+        log_write_failure(sf, e, &ctx);
+    files_free(sf);
+}
+
+void kb_producer_snapshot_save_at_roll(const ks_io *io, ks_flush *f, ks_log *log,
+                                       kb_producer_state *ps, int64_t offset)
+{
+    if (ps == NULL)
+        return;
+    snap_files *sf;
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    kp_err e = files_encode(io, log, ps, offset, &sf);
+    if (e == KP_ERR_NONE && ks_flush_submit_task(f, log, write_task, sf, &ctx) != KP_ERR_NONE) {
+        files_free(sf);
+        e = KP_ERR__NOMEM;
+    }
     if (e != KP_ERR_NONE)
         KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"cannot write producer snapshot\" topic=%s "
-               "partition=%d offset=%lld error=%s detail=\"%s\"", ks_log_topic(log),
-               ks_log_partition(log), (long long)offset, kp_err_name(e), ctx.msg);
+               "partition=%d offset=%lld error=%s", ks_log_topic(log), ks_log_partition(log),
+               (long long)offset, kp_err_name(e));
 }
 
 /* ---- the open path ------------------------------------------------------- */

@@ -58,7 +58,8 @@
  * Ownership: the caller owns the state and the log; buffers returned by
  * the encoders and decoders are malloc'ed and the caller frees them.
  * Threading: any one thread per log at a time (the thread that opens or
- *   appends to it); blocks on disk I/O.
+ *   appends to it); blocks on disk I/O, except kb_producer_snapshot_save_at_roll, whose
+ *   writing and pruning run on the flush thread (only files, never the state).
  * Errors: KP_ERR__CORRUPT (a bad file), KP_ERR__NOENT (no such file),
  *   KP_ERR__NOMEM, storage's I/O codes.
  */
@@ -70,6 +71,7 @@
 
 #include "kb_producer_state.h"
 #include "kb_partition_txn.h"
+#include "ks_flush.h"
 #include "ks_log.h"
 
 #define KB_PRODUCER_SNAPSHOT_VERSION 1
@@ -128,9 +130,15 @@ kp_err kb_producer_snapshot_write(const ks_io *io, ks_log *log, kb_producer_stat
 /* Retention's part (invariant 5): drops the snapshots below the log start
  * (never usable again) and their companions. */
 void kb_producer_snapshot_prune(const ks_io *io, ks_log *log);
-/* kb_producer_snapshot_write for the broker's hooks (roll, clean stop): a failure is
- * logged and changes nothing else (the next open scans further back). */
+/* kb_producer_snapshot_write for the clean-stop hook: a failure is logged and
+ * changes nothing else (the next open scans further back). */
 void kb_producer_snapshot_save(const ks_io *io, ks_log *log, kb_producer_state *ps, int64_t offset);
+/* The roll hook: the state at offset is encoded now, on the caller's thread,
+ * and written (then pruned) on f's thread in order with the log's flushes
+ * (ks_flush_submit_task), so a roll never waits for an fsync; failures are
+ * logged as above. The log stays open until the write is done (ks_flush.h). */
+void kb_producer_snapshot_save_at_roll(const ks_io *io, ks_flush *f, ks_log *log,
+                                       kb_producer_state *ps, int64_t offset);
 /* The open path: rebuilds an empty state from the newest usable snapshot
  * and the batches after it (or from every batch), keeps each producer's
  * last batch only (see above), and logs what it did. */

@@ -82,6 +82,55 @@ START_TEST(test_flush_failure_reported)
 }
 END_TEST
 
+/* A task's record of when it ran: after the syncs of its round. */
+typedef struct task_seen {
+    int runs;
+    uint64_t syncs_before;
+    ks_flush *f;
+} task_seen;
+
+static void note_task(void *arg)
+{
+    task_seen *t = arg;
+    uint64_t rounds;
+    ks_flush_stats(t->f, &rounds, &t->syncs_before);
+    t->runs++;
+}
+
+/* Tasks run once, on the thread, after the flushes queued before them,
+ * count as pending on their log, and complete with cookie 0; a task still
+ * queued when the flusher is freed runs before the free returns. */
+START_TEST(test_flush_task_order)
+{
+    ks_flush *f;
+    kt_model m = {0};
+    ks_log *log = open_with_flusher(&f, &m);
+    task_seen a = {.f = f}, b = {.f = f};
+    kt_faultio_gate(kt_fio(), true);
+    ck_assert_int_eq(ks_flush_submit(f, log, 5, NULL), KP_ERR_NONE);
+    kt_faultio_wait_blocked(kt_fio(), 1);
+    ck_assert_int_eq(ks_flush_submit_task(f, log, note_task, &a, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_log_flush_pending(log), 2);
+    ck_assert_int_eq(a.runs, 0);
+    kt_faultio_gate(kt_fio(), false);
+    ks_flush_done done[2];
+    drain(f, done, 2);
+    ck_assert_uint_eq(done[0].cookie, 5);
+    ck_assert_uint_eq(done[1].cookie, 0);
+    ck_assert_int_eq(done[1].err, KP_ERR_NONE);
+    ck_assert_int_eq(a.runs, 1);
+    ck_assert_uint_eq(a.syncs_before, 1);
+    ck_assert_int_eq(ks_log_flush_pending(log), 0);
+    ck_assert_int_eq(ks_log_recovery_point(log), ks_log_end_offset(log));
+    ck_assert_int_eq(ks_flush_submit_task(f, log, note_task, &b, NULL), KP_ERR_NONE);
+    ks_flush_free(f, 7000);
+    ck_assert_int_eq(b.runs, 1);
+    ck_assert_int_eq(ks_log_flush_pending(log), 0);
+    ks_log_close(log, NULL);
+    kt_model_free(&m);
+}
+END_TEST
+
 START_TEST(test_flush_policy)
 {
     ks_log_config cfg;
@@ -112,6 +161,7 @@ Suite *flush_suite(void)
     tcase_add_test(tc, test_flush_group_commit);
     tcase_add_test(tc, test_flush_failure_reported);
     tcase_add_test(tc, test_flush_policy);
+    tcase_add_test(tc, test_flush_task_order);
     suite_add_tcase(s, tc);
     return s;
 }
