@@ -34,7 +34,11 @@ from roundtrip import create_topic
 
 NOT_LEADER_OR_FOLLOWER = wire_data.NOT_LEADER_OR_FOLLOWER
 
-BATCHES = int(os.environ.get("RUNNEL_IT_LOADING_BATCHES", "400000"))
+# The restart test's partition: the house issue's 1,000,000 one-record
+# batches (about 15 s to write here); the transaction and delete tests need
+# only a log that takes a while to load.
+BATCHES = int(os.environ.get("RUNNEL_IT_LOADING_BATCHES", "1000000"))
+LOADING_BATCHES = min(BATCHES, 400000)
 PER_REQUEST = 2000      # batches in one Produce request
 IDEMPOTENT_BEFORE = 300  # records the idempotent producer writes before the restart
 IDEMPOTENT_AFTER = 300
@@ -279,7 +283,7 @@ def test_transaction_aborted_while_its_partition_loads(broker, topic_name):
     is written once (read_committed reaches the end past the marker)."""
     ck = require_module("confluent_kafka")
     topic = create_topic(broker.bootstrap, topic_name(), 1)
-    fill(broker, topic, BATCHES // 2)
+    fill(broker, topic, LOADING_BATCHES // 2)
     p = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "it-" + topic,
                      "transaction.timeout.ms": TXN_TIMEOUT_MS, "linger.ms": 5})
     p.init_transactions(30)
@@ -288,7 +292,7 @@ def test_transaction_aborted_while_its_partition_loads(broker, topic_name):
     for i in range(10):
         p.produce(topic, value=b"open-%d" % i, partition=0)
     assert p.flush(30) == 0
-    end = BATCHES // 2 + 10
+    end = LOADING_BATCHES // 2 + 10
     broker.kill9()  # unclean: the next start recovers the whole log (long enough to abort)
     time.sleep(max(0.0, TXN_TIMEOUT_MS / 1000.0 + 0.2 - (time.monotonic() - started)))
     broker.start()  # the transaction has timed out: the coordinator aborts it at once
@@ -300,7 +304,7 @@ def test_transaction_aborted_while_its_partition_loads(broker, topic_name):
 
     wait_until(stable, 30, interval=0.2, what="the abort marker written after the load")
     with wire.connect(broker.host, broker.port, timeout=30) as s:
-        res = wire_data.fetch_v4(s, 1, topic, 0, BATCHES // 2, max_wait_ms=0)
+        res = wire_data.fetch_v4(s, 1, topic, 0, LOADING_BATCHES // 2, max_wait_ms=0)
     batches = wire_data.parse_batches(res.records)
     control = [b for b in batches if b.attributes & 0x20]
     assert len(control) == 1 and control[0].base_offset == end, batches
@@ -315,7 +319,7 @@ def test_topic_deleted_while_it_loads(broker, topic_name):
     from confluent_kafka.admin import AdminClient
 
     topic = create_topic(broker.bootstrap, topic_name(), 1)
-    fill(broker, topic, BATCHES // 4)
+    fill(broker, topic, LOADING_BATCHES // 4)
     broker.kill9()  # unclean: the next start recovers the log, which takes a while
     broker.start()
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
