@@ -191,3 +191,51 @@ def test_confluent_bad_value_stops_container(containers):
     assert runnel_lines(logs(name)) == [
         "runnel: config: num.partitions=abc: expected an integer >= 1; fix it in the "
         "properties file or on the command line (runnel --help lists the keys)"]
+
+
+KCAT_IMAGE = "runnel-test-kcat:latest"  # integration/docker/kcat.Dockerfile, as compose builds it
+
+
+def kcat_image():
+    if docker("image", "inspect", KCAT_IMAGE, check=False).returncode != 0:
+        here = os.path.dirname(os.path.abspath(__file__))
+        docker("build", "-t", KCAT_IMAGE, "-f", os.path.join(here, "docker", "kcat.Dockerfile"),
+               os.path.join(here, "docker"), timeout=600)
+    return KCAT_IMAGE
+
+
+@pytest.mark.parametrize("dialled", [True, False])
+def test_dialled_address_serves_a_container_told_localhost(containers, dialled):
+    """The compose pitfall: a broker advertising localhost, a client in another
+    container dialling it by name. runnel.advertise.dialled.address=true answers
+    Metadata with the address the client reached, so the client works; without
+    it the client is sent to its own localhost and cannot produce (as Kafka)."""
+    image = kcat_image()
+    net = "runnel-test-net-%d-%s" % (os.getpid(), dialled)
+    docker("network", "create", net)
+    try:
+        env = {"KAFKA_LISTENERS": "PLAINTEXT://0.0.0.0:9092",
+               "KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://localhost:9092"}
+        if dialled:
+            env["KAFKA_RUNNEL_ADVERTISE_DIALLED_ADDRESS"] = "true"
+        name = containers.run("--network", net, env=env)
+        wait_ready(name)
+        client = ["run", "--rm", "-i", "--network", net, image]
+        res = docker(*client, "-L", "-b", "%s:9092" % name, "-m", "10", check=False, timeout=60)
+        want = "localhost:9092" if not dialled else ":9092"
+        assert want in res.stdout, res.stdout + res.stderr
+        assert ("localhost:9092" in res.stdout) != dialled, res.stdout
+        produce = docker(*client, "-P", "-b", "%s:9092" % name, "-t", "dialled", "-p", "0",
+                         "-m", "10", "-X", "message.timeout.ms=5000", input="one\ntwo\n",
+                         check=False, timeout=60)
+        if not dialled:
+            assert produce.returncode != 0 or "failed" in produce.stderr.lower(), \
+                "a client told localhost cannot produce: %s" % produce.stderr
+            return
+        assert produce.returncode == 0, produce.stderr
+        got = docker(*client, "-C", "-b", "%s:9092" % name, "-t", "dialled", "-p", "0",
+                     "-o", "beginning", "-c", "2", "-e", "-q", "-m", "10", timeout=60)
+        assert got.stdout.split() == ["one", "two"]
+    finally:
+        docker("rm", "-f", *containers.names, check=False)
+        docker("network", "rm", net, check=False)

@@ -249,6 +249,7 @@ typedef struct kb_config {
     unsigned log_subsystems;     /* runnel.log.subsystems (all): KB_SUB_* mask */
     kb_flush_mode flush_acks_all; /* runnel.flush.acks.all (fsync) */
     bool fetch_zerocopy;         /* runnel.fetch.zerocopy (true) */
+    bool advertise_dialled;      /* runnel.advertise.dialled.address (false) */
     int32_t max_partitions;      /* runnel.max.partitions (200000): all topics together */
 
     /* every key set by a source, sorted by key (see kb_config_get_raw) */

@@ -375,9 +375,35 @@ void kb_server_stop(kb_server *srv)
     free(srv);
 }
 
+/* runnel.advertise.dialled.address: the address this connection reached
+ * (its local end); false for a socket that has none (a socketpair). */
+static bool dialled_address(kb_req *req, kp_str *host, int32_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char text[INET6_ADDRSTRLEN];
+    if (req->conn == NULL || getsockname(req->conn->fd, (struct sockaddr *)&ss, &len) != 0)
+        return false;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &a->sin_addr, text, sizeof(text));
+        *port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof(text));
+        *port = ntohs(a->sin6_port);
+    } else {
+        return false;
+    }
+    *host = kb_req_str(req, text);
+    return true;
+}
+
 void kb_server_advertised(kb_req *req, kp_str *host, int32_t *port)
 {
     const kb_config *cfg = req->broker->cfg;
+    if (cfg->advertise_dialled && dialled_address(req, host, port))
+        return;
     const kb_listener *adv = kb_config_advertised(cfg, req->listener->li_name);
     if (adv == NULL)
         adv = req->listener;

@@ -37,7 +37,9 @@ kb_conn *kb_server_adopt(kb_server *srv, size_t listener_index, int fd, const ch
 uint16_t kb_server_port(const kb_server *srv, size_t listener_index);
 
 /* The advertised host and port of the listener req came in on (Metadata,
- * FindCoordinator and DescribeCluster all answer with it). */
+ * FindCoordinator and DescribeCluster all answer with it); with
+ * runnel.advertise.dialled.address, the address and port the client's
+ * connection reached instead (a single node behind Docker networking). */
 void kb_server_advertised(kb_req *req, kp_str *host, int32_t *port);
 
 #endif
