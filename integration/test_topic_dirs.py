@@ -49,8 +49,9 @@ from procs import wait_until
 from wire import compact_array as carray
 from wire import compact_string as cstr
 
-CREATE_TOPICS, DELETE_TOPICS = 19, 20
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER = 3, 5, 6
+INVALID_PARTITIONS = 37
 RETRIABLE_WHILE_CREATING = {UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
                             NOT_LEADER_OR_FOLLOWER}
 BOUND_MS = 50.0
@@ -119,6 +120,23 @@ def recv_delete(sock, correlation_id=2):
     """(error_code, error_message) of the one topic."""
     def result(x):
         _name, _id, err, msg = x.string(), x.uuid(), x.take(">h"), x.string()
+        x.skip_tags()
+        return err, msg
+
+    return flex_reply(sock, correlation_id, result)
+
+
+def send_grow(sock, name, count, correlation_id=3):
+    """CreatePartitions v3 for one topic (no assignments)."""
+    topic = cstr(name) + struct.pack(">i", count) + b"\0" + b"\0"  # null assignments, tags
+    body = carray([topic]) + struct.pack(">i?", REQUEST_TIMEOUT_MS, False) + b"\0"
+    flex_send(sock, CREATE_PARTITIONS, 3, correlation_id, body)
+
+
+def recv_grow(sock, correlation_id=3):
+    """(error_code, error_message) of the one topic."""
+    def result(x):
+        _name, err, msg = x.string(), x.take(">h"), x.string()
         x.skip_tags()
         return err, msg
 
@@ -283,6 +301,48 @@ def test_create_1000_partitions_does_not_stall_api_versions(broker, target):
         produce_and_fetch(broker, name, p, strict=target != "kafka")
     with wire.connect(broker.host, broker.port) as s:
         assert topic_partitions(s, name, 3) == (0, 1000)
+
+
+def test_create_partitions_1000_does_not_stall_api_versions(broker, target):
+    """CreatePartitions makes its new directories on helper threads too: the
+    topic keeps its old partitions until they all exist, then has them all."""
+    name = "dirs-grow"
+    with wire.connect(broker.host, broker.port, timeout=300) as s:
+        send_create(s, name, 1)
+        assert recv_create(s)[0] == 0
+        with ApiVersionsProbe(broker, target) as probe:
+            send_grow(s, name, 1001)
+            (err, msg), took = timed(lambda: recv_grow(s))
+            assert err == 0, msg
+            await_dirs(broker, name, set(range(1001)), target)
+            probe.check("CreatePartitions 1 -> 1001 (answered in %.2f s)" % took)
+        assert_dirs(broker, name, set(range(1001)))
+        for p in (0, 1, 1000):
+            produce_and_fetch(broker, name, p, strict=target != "kafka")
+        assert topic_partitions(s, name, 4) == (0, 1001)
+        send_grow(s, name, 1001, correlation_id=5)
+        assert recv_grow(s, correlation_id=5)[0] == INVALID_PARTITIONS
+
+
+def test_delete_while_partitions_are_being_added(broker, target):
+    """A DeleteTopics that comes while a CreatePartitions is making its
+    directories: both are answered, and nothing of the topic is left."""
+    name = "dirs-grow-delete"
+    with wire.connect(broker.host, broker.port, timeout=300) as s, \
+            wire.connect(broker.host, broker.port, timeout=300) as d:
+        send_create(s, name, 1)
+        assert recv_create(s)[0] == 0
+        send_grow(s, name, 3001)
+        time.sleep(0.05)  # the grow is under way (3,000 directories take longer)
+        send_delete(d, name)
+        grown = recv_grow(s)
+        assert recv_delete(d) == (0, None)
+        # Runnel: the grow saw the delete coming and undid itself, or had
+        # finished; Kafka's controller takes them one after the other.
+        assert grown[0] in (0, UNKNOWN_TOPIC_OR_PARTITION), grown
+        await_dirs(broker, name, set(), target)
+        assert topic_partitions(s, name, 6)[0] == UNKNOWN_TOPIC_OR_PARTITION
+    assert_dirs(broker, name, set())
 
 
 def watch_creating(broker, name, partitions, target, stop, seen):

@@ -127,11 +127,15 @@ static kp_err creatable_describe(kb_req *req, const kb_topic *t, creatable_resul
 
 /* ---- waiting for the partition directories ------------------------------ */
 
-/* One topic a CreateTopics or DeleteTopics waits for. */
+typedef enum item_kind { ITEM_CREATE, ITEM_DELETE, ITEM_GROW } item_kind;
+
+/* One topic a CreateTopics, DeleteTopics or CreatePartitions waits for. */
 typedef struct topic_item {
     struct topic_wait *w;
+    item_kind kind;
     kb_topic *t;               /* valid until its job reports */
-    creatable_result *created; /* CreateTopics: its result; NULL for a delete */
+    creatable_result *created; /* CreateTopics: its result */
+    int32_t total;             /* CreatePartitions: the partitions asked for */
     int16_t *error_code;       /* the topic's result fields in the response */
     kp_str *error_message;
     bool done;
@@ -160,10 +164,13 @@ static topic_wait *wait_new(kb_req *req, int32_t topics)
     return w;
 }
 
-static void wait_add(topic_wait *w, kb_topic *t, creatable_result *created, int16_t *error_code,
-                     kp_str *error_message)
+static topic_item *wait_add(topic_wait *w, item_kind kind, kb_topic *t, int16_t *error_code,
+                            kp_str *error_message)
 {
-    w->items[w->n++] = (topic_item){w, t, created, error_code, error_message, false};
+    topic_item *it = &w->items[w->n++];
+    *it = (topic_item){.w = w, .kind = kind, .t = t, .error_code = error_code,
+                       .error_message = error_message};
+    return it;
 }
 
 /* Detaches the request from its wait; reports still due keep w alive. */
@@ -211,6 +218,23 @@ static void on_wait_cancel(kb_req *req)
 
 static void on_topic_created(void *arg, kp_err err);
 static void on_topic_deleted(void *arg, kp_err err);
+static void on_partitions_added(void *arg, kp_err err);
+
+/* Starts an item's job; on an immediate error reports its failure now. */
+static void item_start(kb_broker *b, topic_item *it)
+{
+    static kb_partition_dirs_done *const reports[] = {
+        [ITEM_CREATE] = on_topic_created, [ITEM_DELETE] = on_topic_deleted,
+        [ITEM_GROW] = on_partitions_added};
+    kp_err e;
+    switch (it->kind) {
+    case ITEM_CREATE: e = kb_partition_dirs_create(b, it->t, on_topic_created, it); break;
+    case ITEM_DELETE: e = kb_partition_dirs_delete(b, it->t, on_topic_deleted, it); break;
+    default: e = kb_partition_dirs_grow(b, it->t, it->total, on_partitions_added, it); break;
+    }
+    if (e != KP_ERR_NONE)
+        reports[it->kind](it, e);
+}
 
 /* Submits every item's job and parks req (KB_PARKED), or answers at once
  * (KP_ERR_NONE) when there is nothing to wait for. req NULL: the jobs run
@@ -220,12 +244,8 @@ static kp_err wait_start(kb_broker *b, kb_req *req, topic_wait *w, int32_t timeo
     w->req = req;
     w->pending = 1; /* held until every job is submitted */
     for (int32_t i = 0; i < w->n; i++) {
-        topic_item *it = &w->items[i];
         w->pending++;
-        kp_err e = it->created != NULL ? kb_partition_dirs_create(b, it->t, on_topic_created, it)
-                                       : kb_partition_dirs_delete(b, it->t, on_topic_deleted, it);
-        if (e != KP_ERR_NONE) /* the job never started: report its failure now */
-            (it->created != NULL ? on_topic_created : on_topic_deleted)(it, e);
+        item_start(b, &w->items[i]);
     }
     if (--w->pending == 0) {
         (void)wait_detach(w);
@@ -284,6 +304,24 @@ static void on_topic_deleted(void *arg, kp_err err)
     if (err != KP_ERR_NONE) /* the topic is gone all the same; a restart finishes it */
         KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"removing a deleted topic's directories did not "
                "finish\" error=%s", kp_err_name(err));
+    it->t = NULL;
+    wait_report(it->w);
+}
+
+static void on_partitions_added(void *arg, kp_err err)
+{
+    topic_item *it = arg;
+    it->done = true;
+    kb_req *req = it->w->req;
+    if (err == KP_ERR_NONE)
+        KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"partitions added\" topic=%s partitions=%d",
+               it->t->name, it->total);
+    if (req != NULL && err != KP_ERR_NONE) {
+        bool gone = err == KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        *it->error_code = gone ? KP_ERR_UNKNOWN_TOPIC_OR_PARTITION : KP_ERR_KAFKA_STORAGE_ERROR;
+        *it->error_message = kb_req_str(req, gone ? "The topic was deleted meanwhile."
+                                                  : "Could not create the partitions' directories.");
+    }
     it->t = NULL;
     wait_report(it->w);
 }
@@ -347,7 +385,7 @@ kp_err kb_h_create_topics(kb_req *req, const kp_create_topics_req *rq, kp_create
         kb_topic *made = NULL;
         kp_err e = create_one(req, rq, &rq->topics.v[i], out, &made);
         if (made != NULL)
-            wait_add(w, made, out, &out->error_code, &out->error_message);
+            wait_add(w, ITEM_CREATE, made, &out->error_code, &out->error_message)->created = out;
         if (e != KP_ERR_NONE) {
             /* out of memory: what began still gets made, answered by no one */
             (void)wait_start(req->broker, NULL, w, 0);
@@ -405,7 +443,7 @@ static void delete_one(kb_req *req, topic_wait *w, kp_str name, const kp_uuid *i
     }
     kb_partition_log_drop_topic(b, t);
     kb_group_coord_topic_deleted(b, out->name); /* out->name: the request's copy */
-    wait_add(w, t, NULL, &out->error_code, &out->error_message);
+    wait_add(w, ITEM_DELETE, t, &out->error_code, &out->error_message);
 }
 
 kp_err kb_h_delete_topics(kb_req *req, const kp_delete_topics_req *rq, kp_delete_topics_resp *rs)
@@ -430,38 +468,48 @@ kp_err kb_h_delete_topics(kb_req *req, const kp_delete_topics_req *rq, kp_delete
     return wait_start(req->broker, req, w, rq->timeout_ms);
 }
 
+/* One topic of a CreatePartitions: checked here, grown by a job (w). */
+static void grow_one(kb_req *req, const kp_create_partitions_req *rq, topic_wait *w,
+                     const kp_create_partitions_req_create_partitions_topic *ct,
+                     kp_create_partitions_resp_create_partitions_topic_result *out)
+{
+    kb_msgbuf msg = {{0}};
+    kb_topic *t = kb_topics_find(req->broker->topics, ct->name);
+    kp_err e;
+    out->name = ct->name;
+    if (!kb_authz(req, KB_OP_ALTER, KB_RES_TOPIC, ct->name)) {
+        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return;
+    }
+    if (t == NULL) {
+        e = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        kb_msgf(&msg, "The topic '%.*s' does not exist.", ct->name.len, ct->name.p);
+    } else if (ct->assignments.n > 0 && ct->assignments.n != ct->count - t->npartitions) {
+        e = KP_ERR_INVALID_REPLICA_ASSIGNMENT;
+        kb_msgf(&msg, "Attempted to add %d additional partition(s), but only %d assignment(s) "
+                      "were specified.", ct->count - t->npartitions, ct->assignments.n);
+    } else {
+        e = kb_topics_check_add_partitions(req->broker->topics, t, ct->count, &msg);
+    }
+    out->error_code = kp_err_to_wire(e);
+    if (e != KP_ERR_NONE)
+        out->error_message = msg_str(req, &msg);
+    else if (!rq->validate_only)
+        wait_add(w, ITEM_GROW, t, &out->error_code, &out->error_message)->total = ct->count;
+}
+
 kp_err kb_h_create_partitions(kb_req *req, const kp_create_partitions_req *rq,
                               kp_create_partitions_resp *rs)
 {
     if (!KB_ARRAY_ALLOC(req, rs->results, rq->topics.n))
         return KP_ERR__NOMEM;
+    topic_wait *w = wait_new(req, rq->topics.n);
+    if (w == NULL)
+        return KP_ERR__NOMEM;
     for (int32_t i = 0; i < rq->topics.n; i++) {
-        const kp_create_partitions_req_create_partitions_topic *ct = &rq->topics.v[i];
         kp_create_partitions_resp_create_partitions_topic_result *out = &rs->results.v[i];
         kp_create_partitions_resp_create_partitions_topic_result_defaults(out);
-        out->name = ct->name;
-        kb_msgbuf msg = {{0}};
-        kb_topic *t = kb_topics_find(req->broker->topics, ct->name);
-        kp_err e;
-        if (!kb_authz(req, KB_OP_ALTER, KB_RES_TOPIC, ct->name)) {
-            out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
-            continue;
-        }
-        if (t == NULL) {
-            e = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-            kb_msgf(&msg, "The topic '%.*s' does not exist.", ct->name.len, ct->name.p);
-        } else if (ct->assignments.n > 0 && ct->assignments.n != ct->count - t->npartitions) {
-            e = KP_ERR_INVALID_REPLICA_ASSIGNMENT;
-            kb_msgf(&msg, "Attempted to add %d additional partition(s), but only %d assignment(s) "
-                          "were specified.", ct->count - t->npartitions, ct->assignments.n);
-        } else {
-            e = kb_topics_add_partitions(req->broker->topics, t, ct->count, rq->validate_only, &msg);
-        }
-        if (e == KP_ERR__NOMEM)
-            return e;
-        out->error_code = kp_err_to_wire(e);
-        if (e != KP_ERR_NONE)
-            out->error_message = msg_str(req, &msg);
+        grow_one(req, rq, w, &rq->topics.v[i], out);
     }
-    return KP_ERR_NONE;
+    return wait_start(req->broker, req, w, rq->timeout_ms);
 }

@@ -73,20 +73,26 @@ kp_err kb_partition_dirs_remove(const char *dir, const char *topic, int32_t from
 
 /* ---- jobs: one topic, in steps ------------------------------------------- */
 
-typedef struct pdirs_job {
+typedef struct kb_partition_dirs_job {
     kb_broker *b;
     kb_topic *t;          /* loop side only */
     kb_partition_dirs_done *done;  /* may be NULL */
     void *arg;
-    bool removing;        /* removing directories (delete, or a failed create) */
-    bool rollback;        /* removing what a failed create made */
-    kp_err failure;       /* why the create failed (rollback) */
+    bool removing;        /* removing directories (delete, or a failed create or grow) */
+    bool rollback;        /* removing what a failed create or grow made */
+    bool growing;         /* a partition increase (t->growing is this job) */
+    kp_err failure;       /* why the create or grow failed (rollback) */
+    /* a delete that came during the grow, started when it ends */
+    bool delete_deferred;
+    kb_partition_dirs_done *delete_done;
+    void *delete_arg;
     /* what the helper thread reads and writes */
     const char *dir;      /* the first log dir: process lifetime */
     char *name;           /* a copy of t->name */
     kp_uuid id;
+    int32_t base;         /* the first partition the job makes or removes */
     int32_t from, to;     /* this step's partitions */
-    int32_t total;        /* partitions to go through */
+    int32_t total;        /* partitions to go through: [base, total) */
     kp_err err;           /* this step's result */
 } pdirs_job;
 
@@ -117,10 +123,51 @@ static bool job_submit(pdirs_job *j, int32_t from)
     return kb_work_submit(j->b, job_step, job_after_step, j) == KP_ERR_NONE;
 }
 
+static kp_err job_start(kb_broker *b, kb_topic *t, bool removing, kb_partition_dirs_done *done,
+                        void *arg);
+
+/* A grow is over (made, rolled back or stopped): t is free for the delete
+ * that waited for it, if any. */
+static void grow_over(pdirs_job *j, kp_err err)
+{
+    j->t->growing = NULL;
+    if (j->done != NULL)
+        j->done(j->arg, err);
+    if (j->delete_deferred) {
+        kp_err e = err == KP_ERR__CLOSED ? err
+                                         : job_start(j->b, j->t, true, j->delete_done,
+                                                     j->delete_arg);
+        if (e != KP_ERR_NONE && j->delete_done != NULL)
+            j->delete_done(j->delete_arg, e);
+    }
+    job_free(j);
+}
+
+/* The last step of a grow: the topic gets its partitions, or (deleted
+ * meanwhile, or the registry cannot say so) the directories go again. */
+static void grow_end(pdirs_job *j, kp_err err)
+{
+    if (err == KP_ERR_NONE && !j->rollback) {
+        if (j->t->state != KB_TOPIC_READY)
+            j->err = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        else
+            j->err = kb_topics_end_add_partitions(j->b->topics, j->t, j->total);
+        if (j->err != KP_ERR_NONE) {
+            job_roll_back(j);
+            return;
+        }
+    }
+    grow_over(j, err);
+}
+
 /* The last step is done (or the job cannot go on): tell registry and caller. */
 static void job_end(pdirs_job *j, kp_err err)
 {
     kb_topics *ts = j->b->topics;
+    if (j->growing) {
+        grow_end(j, err);
+        return;
+    }
     if (err == KP_ERR__CLOSED) {
         /* stopping: the registry keeps the topic pending or deleting */
     } else if (j->removing && !j->rollback) {
@@ -139,17 +186,18 @@ static void job_end(pdirs_job *j, kp_err err)
     job_free(j);
 }
 
-/* A create step failed: remove what the create made, then drop the topic. */
+/* A create or grow step failed: remove what it made, then drop the topic
+ * (create) or leave it as it was (grow). */
 static void job_roll_back(pdirs_job *j)
 {
     KB_LOG(KB_LL_WARN, KB_SUB_STORAGE,
            "msg=\"creating partition directories failed\" topic=%s partitions=%d-%d error=%s",
-           j->name, j->from, j->to - 1, kp_err_name(j->err));
+           j->name, j->base, j->to - 1, kp_err_name(j->err));
     j->failure = j->err;
     j->removing = true;
     j->rollback = true;
     j->total = j->to;
-    if (!job_submit(j, 0))
+    if (!job_submit(j, j->base))
         job_end(j, j->failure);
 }
 
@@ -219,7 +267,33 @@ kp_err kb_partition_dirs_create(kb_broker *b, kb_topic *t, kb_partition_dirs_don
 kp_err kb_partition_dirs_delete(kb_broker *b, kb_topic *t, kb_partition_dirs_done *done, void *arg)
 {
     KB_ASSERT(t->state == KB_TOPIC_DELETING);
+    pdirs_job *g = t->growing;
+    if (g != NULL) { /* after the grow: it sees the topic deleting and undoes itself */
+        KB_ASSERT(!g->delete_deferred);
+        g->delete_deferred = true;
+        g->delete_done = done;
+        g->delete_arg = arg;
+        return KP_ERR_NONE;
+    }
     return job_start(b, t, true, done, arg);
+}
+
+kp_err kb_partition_dirs_grow(kb_broker *b, kb_topic *t, int32_t total, kb_partition_dirs_done *done,
+                              void *arg)
+{
+    KB_ASSERT(t->state == KB_TOPIC_READY && t->growing == NULL && total > t->npartitions);
+    pdirs_job *j = job_new(b, t, false, done, arg);
+    if (j == NULL)
+        return KP_ERR__NOMEM;
+    j->growing = true;
+    j->base = t->npartitions;
+    j->total = total;
+    if (!job_submit(j, j->base)) {
+        job_free(j);
+        return KP_ERR__CLOSED;
+    }
+    t->growing = j;
+    return KP_ERR_NONE;
 }
 
 void kb_partition_dirs_resume(kb_broker *b)

@@ -6,7 +6,8 @@
  * Job: for a topic the registry holds as being created (kb_topics_begin_create)
  * make its `<topic>-<n>/` directories with Kafka's partition.metadata; for
  * one being deleted (kb_topics_begin_delete) remove them with everything
- * they hold; then tell the registry (kb_topics_end_create / end_delete) and
+ * they hold; for one growing (CreatePartitions) make the new ones; then tell
+ * the registry (kb_topics_end_create / end_delete / end_add_partitions) and
  * the caller. The work runs in steps of KB_PARTITION_DIRS_STEP partitions, each a
  * kb_work job, so other helper-thread work (produce validation) interleaves
  * with a long one.
@@ -28,6 +29,8 @@
  *      (a pending topic is created, a deleting one removed).
  *   4. done(arg, err) runs at most once per call, on the loop thread, after
  *      the registry was updated; not at all when the call returned an error.
+ *   5. At most one job works on a topic's directories at a time: a delete
+ *      of a growing topic starts when the grow has ended.
  *
  * Ownership: the topic stays owned by the registry; it is not freed while a
  * job refers to it (busy topics are freed only by end_create / end_delete,
@@ -74,6 +77,17 @@ kp_err kb_partition_dirs_create(kb_broker *b, struct kb_topic *t, kb_partition_d
  * immediate error t stays 'deleting' (finished at the next start) and done
  * is not called. */
 kp_err kb_partition_dirs_delete(kb_broker *b, struct kb_topic *t, kb_partition_dirs_done *done, void *arg);
+
+/* Makes the directories of partitions [t->npartitions, total) of a visible
+ * topic on the helper threads, then grows t (kb_topics_end_add_partitions)
+ * and calls done(arg, err). Until then t has its old partitions and
+ * t->growing is set. A delete that comes meanwhile (kb_partition_dirs_delete)
+ * waits for the grow, which then removes what it made and ends with
+ * UNKNOWN_TOPIC_OR_PARTITION. A crash or stop in between leaves t as it was
+ * (empty directories beyond its partitions are made again, or ignored).
+ * On an immediate error nothing was started and done is not called. */
+kp_err kb_partition_dirs_grow(kb_broker *b, struct kb_topic *t, int32_t total,
+                              kb_partition_dirs_done *done, void *arg);
 
 /* Finishes, in the background, every create or delete a crash interrupted
  * (the registry's pending and deleting topics). After kb_work_start. */

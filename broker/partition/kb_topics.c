@@ -625,9 +625,13 @@ kp_err kb_topics_end_delete(kb_topics *ts, kb_topic *t)
     return registry_save(ts);
 }
 
-kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool validate_only,
-                                kb_msgbuf *msg)
+kp_err kb_topics_check_add_partitions(const kb_topics *ts, const kb_topic *t, int32_t total,
+                                      kb_msgbuf *msg)
 {
+    if (t->growing != NULL) {
+        kb_msgf(msg, "A partition increase of topic %s is in progress.", t->name);
+        return KP_ERR_REASSIGNMENT_IN_PROGRESS;
+    }
     if (total < t->npartitions) {
         kb_msgf(msg, "The topic %s currently has %d partition(s); %d would not be an increase.",
                 t->name, t->npartitions, total);
@@ -641,11 +645,12 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
         kb_msgf(msg, "Number of partitions must be at most %d.", KB_TOPIC_MAX_PARTITIONS);
         return KP_ERR_INVALID_PARTITIONS;
     }
-    kp_err e = check_broker_capacity(ts, total - t->npartitions, msg);
-    if (e != KP_ERR_NONE)
-        return e;
-    if (validate_only)
-        return KP_ERR_NONE;
+    return check_broker_capacity(ts, total - t->npartitions, msg);
+}
+
+kp_err kb_topics_end_add_partitions(kb_topics *ts, kb_topic *t, int32_t total)
+{
+    KB_ASSERT(total > t->npartitions && t->state == KB_TOPIC_READY);
     kb_partition *ps = realloc(t->partitions, (size_t)total * sizeof(*ps));
     if (ps == NULL)
         return KP_ERR__NOMEM;
@@ -653,16 +658,11 @@ kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool 
     int32_t old = t->npartitions;
     for (int32_t p = old; p < total; p++)
         ps[p] = (kb_partition){.index = p, .leader_epoch = 0};
-    e = kb_partition_dirs_make(ts->dir, t->name, &t->id, old, total);
     t->npartitions = total;
-    if (e == KP_ERR_NONE)
-        e = registry_save(ts);
-    if (e != KP_ERR_NONE) {
+    kp_err e = registry_save(ts);
+    if (e != KP_ERR_NONE)
         t->npartitions = old;
-        kb_msgf(msg, "Could not add partitions in %s", ts->dir);
-        return KP_ERR_KAFKA_STORAGE_ERROR;
-    }
-    return KP_ERR_NONE;
+    return e;
 }
 
 void kb_topics_set_dynconf(kb_topics *ts, const struct kb_dynconf *dyn)

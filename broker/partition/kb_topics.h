@@ -82,6 +82,7 @@ typedef struct kb_topic {
     const struct kb_dynconf *dyn; /* dynamic broker defaults (the registry's; may be NULL) */
     kb_topic_settings settings;   /* effective values, typed (kb_topic_settings.h) */
     bool settings_valid;          /* false until computed and after a config change */
+    struct kb_partition_dirs_job *growing; /* a partition increase in flight, or NULL */
 } kb_topic;
 
 typedef struct kb_topics kb_topics;
@@ -129,9 +130,14 @@ kb_topic *kb_topics_busy(const kb_topics *ts, kp_str name);
 kb_topic *const *kb_topics_busy_all(const kb_topics *ts, size_t *n);
 /* The directory holding the registry and the partition directories. */
 const char *kb_topics_dir(const kb_topics *ts);
-/* Grows a topic to total partitions (or only validates it). */
-kp_err kb_topics_add_partitions(kb_topics *ts, kb_topic *t, int32_t total, bool validate_only,
-                                kb_msgbuf *msg);
+/* Checks a growth of t to total partitions with Kafka's errors and texts
+ * (REASSIGNMENT_IN_PROGRESS while another is in flight); changes nothing. */
+kp_err kb_topics_check_add_partitions(const kb_topics *ts, const kb_topic *t, int32_t total,
+                                      kb_msgbuf *msg);
+/* t's directories for partitions [npartitions, total) exist
+ * (kb_partition_dirs_grow): t has total partitions, persisted. On an error
+ * (KP_ERR__NOMEM, __IO) t is unchanged. */
+kp_err kb_topics_end_add_partitions(kb_topics *ts, kb_topic *t, int32_t total);
 
 /* Points every topic, present and future, at the dynamic broker configs
  * (kb_dynconf.h) so kb_topic_conf resolves their defaults through them. */

@@ -55,14 +55,16 @@ START_TEST(test_topics_partition_count_errors)
     open_with(NULL);
     ck_assert_int_eq(kb_topics_create(topics, kp_str_from("orders"), 2, NULL, 0, false, &t, &msg),
                      KP_ERR_NONE);
-    ck_assert_int_eq(kb_topics_add_partitions(topics, t, 1, false, &msg),
+    ck_assert_int_eq(kb_topics_check_add_partitions(topics, t, 1, &msg),
                      KP_ERR_INVALID_PARTITIONS);
     ck_assert_str_eq(msg.text,
                      "The topic orders currently has 2 partition(s); 1 would not be an increase.");
-    ck_assert_int_eq(kb_topics_add_partitions(topics, t, 2, true, &msg),
+    ck_assert_int_eq(kb_topics_check_add_partitions(topics, t, 2, &msg),
                      KP_ERR_INVALID_PARTITIONS);
     ck_assert_str_eq(msg.text, "Topic already has 2 partition(s).");
-    ck_assert_int_eq(kb_topics_add_partitions(topics, t, 3, false, &msg), KP_ERR_NONE);
+    ck_assert_int_eq(kb_topics_check_add_partitions(topics, t, 3, &msg), KP_ERR_NONE);
+    ck_assert_int_eq(t->npartitions, 2);
+    ck_assert_int_eq(kb_topics_end_add_partitions(topics, t, 3), KP_ERR_NONE);
     ck_assert_int_eq(t->npartitions, 3);
 }
 END_TEST
