@@ -45,6 +45,7 @@ import pytest
 
 import wire
 import wire_data
+from conftest import _start_broker
 from procs import wait_until
 from wire import compact_array as carray
 from wire import compact_string as cstr
@@ -343,6 +344,28 @@ def test_delete_while_partitions_are_being_added(broker, target):
         await_dirs(broker, name, set(), target)
         assert topic_partitions(s, name, 6)[0] == UNKNOWN_TOPIC_OR_PARTITION
     assert_dirs(broker, name, set())
+
+
+def test_auto_create_of_1000_partitions_does_not_stall(target, tmp_path_factory):
+    """num.partitions=1000: a Metadata that auto-creates a topic is answered
+    at once with LEADER_NOT_AVAILABLE (retry) while the directories are made
+    on helper threads; the topic then has its 1,000 partitions and serves."""
+    b = _start_broker(target, tmp_path_factory, "auto1000", {"num.partitions": "1000"})
+    try:
+        name = "dirs-auto"
+        with wire.connect(b.host, b.port, timeout=300) as s, ApiVersionsProbe(b, target) as probe:
+            md = wire.metadata(s, 4, [name], 1, allow_auto_create=True)
+            (t,) = md["topics"]
+            assert t["error_code"] in ((LEADER_NOT_AVAILABLE,) if target == "runnel" else
+                                       (LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION)), t
+            wait_until(lambda: topic_partitions(s, name, 2) == (0, 1000), 120, interval=0.05,
+                       what="the auto-created topic's 1,000 partitions")
+            await_dirs(b, name, set(range(1000)), target)
+            probe.check("auto-create of 1000 partitions")
+        assert_dirs(b, name, set(range(1000)))
+        produce_and_fetch(b, name, 999, strict=target != "kafka")
+    finally:
+        b.stop()
 
 
 def watch_creating(broker, name, partitions, target, stop, seen):

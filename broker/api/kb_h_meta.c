@@ -8,6 +8,7 @@
 #include "kb_group_coord.h"
 #include "kb_dispatch.h"
 #include "kb_log.h"
+#include "kb_partition_dirs.h"
 #include "kb_server.h"
 #include "kb_topics.h"
 
@@ -157,15 +158,19 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
         out->error_code = KP_ERR_LEADER_NOT_AVAILABLE; /* being created or deleted: retry */
         return KP_ERR_NONE;
     }
-    e = kb_topics_create(b->topics, want->name, b->cfg->num_partitions, NULL, 0, false, &t, &msg);
+    e = kb_partition_dirs_auto_create(b, want->name, b->cfg->num_partitions, &t, &msg);
     if (e != KP_ERR_NONE) {
         KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"auto-create failed\" topic=%.*s error=%s",
                want->name.len, want->name.p, kp_err_name(e));
         out->error_code = kp_err_to_wire(e);
         return KP_ERR_NONE;
     }
-    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%s partitions=%d", t->name,
-           t->npartitions);
+    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%.*s partitions=%d",
+           want->name.len, want->name.p, b->cfg->num_partitions);
+    if (t == NULL) { /* its directories are being made: Kafka's answer, retry */
+        out->error_code = KP_ERR_LEADER_NOT_AVAILABLE;
+        return KP_ERR_NONE;
+    }
     return describe_topic(req, rq, t, out);
 }
 

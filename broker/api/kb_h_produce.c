@@ -13,6 +13,7 @@
 #include "kb_log.h"
 #include "kb_producer_state.h"
 #include "kb_partition_txn.h"
+#include "kb_partition_dirs.h"
 #include "kb_partition_log.h"
 #include "kb_topic_settings.h"
 #include "kb_txn_coord.h"
@@ -148,13 +149,15 @@ static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
         *err = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         return NULL;
     }
-    kp_err e = kb_topics_create(b->topics, name, b->cfg->num_partitions, NULL, 0, false, &t, &msg);
+    kp_err e = kb_partition_dirs_auto_create(b, name, b->cfg->num_partitions, &t, &msg);
     if (e != KP_ERR_NONE) {
         *err = kp_err_to_wire(e);
         return NULL;
     }
-    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%s partitions=%d", t->name,
-           t->npartitions);
+    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%.*s partitions=%d",
+           name.len, name.p, b->cfg->num_partitions);
+    if (t == NULL) /* its directories are being made: retriable */
+        *err = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     return t;
 }
 

@@ -296,6 +296,19 @@ kp_err kb_partition_dirs_grow(kb_broker *b, kb_topic *t, int32_t total, kb_parti
     return KP_ERR_NONE;
 }
 
+kp_err kb_partition_dirs_auto_create(kb_broker *b, kp_str name, int32_t partitions,
+                                     kb_topic **out, kb_msgbuf *msg)
+{
+    if (partitions <= KB_PARTITION_DIRS_STEP)
+        return kb_topics_create(b->topics, name, partitions, NULL, 0, false, out, msg);
+    kb_topic *t;
+    kp_err e = kb_topics_begin_create(b->topics, name, partitions, NULL, 0, false, &t, msg);
+    if (e == KP_ERR_NONE)
+        e = kb_partition_dirs_create(b, t, NULL, NULL);
+    *out = NULL;
+    return e;
+}
+
 void kb_partition_dirs_resume(kb_broker *b)
 {
     /* Collect first: a failing kb_partition_dirs_create drops its topic from the list. */

@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "kb_context.h"
+#include "kb_msgbuf.h"
 #include "kb_uuid.h"
 #include "kp_types.h"
 
@@ -88,6 +89,15 @@ kp_err kb_partition_dirs_delete(kb_broker *b, struct kb_topic *t, kb_partition_d
  * On an immediate error nothing was started and done is not called. */
 kp_err kb_partition_dirs_grow(kb_broker *b, struct kb_topic *t, int32_t total,
                               kb_partition_dirs_done *done, void *arg);
+
+/* Auto-creation (Metadata, Produce): a topic of at most KB_PARTITION_DIRS_STEP
+ * partitions (one step's work, the common num.partitions) is created here
+ * and now (*out set); a larger one is recorded pending and its directories
+ * made on the helper threads (*out NULL: the caller answers a retriable
+ * error and the client asks again), so num.partitions=1000 stalls nobody.
+ * Errors as kb_topics_create's. */
+kp_err kb_partition_dirs_auto_create(kb_broker *b, kp_str name, int32_t partitions,
+                                     struct kb_topic **out, kb_msgbuf *msg);
 
 /* Finishes, in the background, every create or delete a crash interrupted
  * (the registry's pending and deleting topics). After kb_work_start. */
