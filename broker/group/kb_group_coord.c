@@ -164,23 +164,12 @@ static void cenv_init(kb_group_coord *c, const kb_config *cfg)
 
 kp_err kb_group_coord_offsets_topic(kb_broker *b, kb_topic **out)
 {
-    kp_str name = KP_STR_LIT(KB_GROUP_COORD_OFFSETS_TOPIC);
-    *out = kb_topics_find(b->topics, name);
-    if (*out != NULL)
-        return KP_ERR_NONE;
     kb_topic_config cfg[] = {{"cleanup.policy", "compact"},
                              {"compression.type", "producer"},
                              {"segment.bytes", "104857600"}};
-    kb_msgbuf msg;
-    kp_err e = kb_topics_create(b->topics, name, b->cfg->offsets_topic_num_partitions, cfg,
-                                sizeof(cfg) / sizeof(cfg[0]), false, out, &msg);
-    if (e != KP_ERR_NONE)
-        KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"cannot create __consumer_offsets\" error=%s %s",
-               kp_err_name(e), msg.text);
-    else
-        KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"created __consumer_offsets\" partitions=%d",
-               (*out)->npartitions);
-    return e;
+    return kb_topics_internal(b->topics, KP_STR_LIT(KB_GROUP_COORD_OFFSETS_TOPIC),
+                              b->cfg->offsets_topic_num_partitions, cfg,
+                              sizeof(cfg) / sizeof(cfg[0]), out);
 }
 
 /* Records of one append: keys and values encoded into their own writers. */

@@ -625,6 +625,23 @@ kp_err kb_topics_end_delete(kb_topics *ts, kb_topic *t)
     return registry_save(ts);
 }
 
+kp_err kb_topics_internal(kb_topics *ts, kp_str name, int32_t partitions,
+                          const kb_topic_config *configs, size_t nconfigs, kb_topic **out)
+{
+    *out = kb_topics_find(ts, name);
+    if (*out != NULL)
+        return KP_ERR_NONE;
+    kb_msgbuf msg = {{0}};
+    kp_err e = kb_topics_create(ts, name, partitions, configs, nconfigs, false, out, &msg);
+    if (e != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"cannot create %.*s\" error=%s %s", name.len,
+               name.p, kp_err_name(e), msg.text);
+    else
+        KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"created %.*s\" partitions=%d", name.len, name.p,
+               (*out)->npartitions);
+    return e;
+}
+
 kp_err kb_topics_check_add_partitions(const kb_topics *ts, const kb_topic *t, int32_t total,
                                       kb_msgbuf *msg)
 {

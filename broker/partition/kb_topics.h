@@ -108,6 +108,11 @@ kp_err kb_topics_check_name(kp_str name, kb_msgbuf *msg);
 kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
                         const kb_topic_config *configs, size_t nconfigs, bool validate_only,
                         kb_topic **out, kb_msgbuf *msg);
+/* An internal topic (__consumer_offsets, __transaction_state): found, or
+ * created here with its configs and logged (its few partitions are made on
+ * the calling thread, like an auto-create). */
+kp_err kb_topics_internal(kb_topics *ts, kp_str name, int32_t partitions,
+                          const kb_topic_config *configs, size_t nconfigs, kb_topic **out);
 /* As kb_topics_create, but records the topic pending (KB_TOPIC_CREATING) and
  * leaves its directories to kb_partition_dirs_create; *out is NULL when validate_only. */
 kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,

@@ -81,23 +81,12 @@ kp_err kb_txn_coord_next_pid(kb_broker *b, int64_t *pid)
 
 kp_err kb_txn_coord_state_topic(kb_broker *b, kb_topic **out)
 {
-    kp_str name = KP_STR_LIT(KB_TXN_COORD_STATE_TOPIC);
-    *out = kb_topics_find(b->topics, name);
-    if (*out != NULL)
-        return KP_ERR_NONE;
     kb_topic_config cfg[] = {{"cleanup.policy", "compact"},
                              {"compression.type", "uncompressed"},
                              {"segment.bytes", "104857600"}};
-    kb_msgbuf msg;
-    kp_err e = kb_topics_create(b->topics, name, b->cfg->transaction_state_log_num_partitions, cfg,
-                                sizeof(cfg) / sizeof(cfg[0]), false, out, &msg);
-    if (e != KP_ERR_NONE)
-        KB_LOG(KB_LL_ERROR, KB_SUB_GROUP, "msg=\"cannot create %s\" error=%s %s",
-               KB_TXN_COORD_STATE_TOPIC, kp_err_name(e), msg.text);
-    else
-        KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"created %s\" partitions=%d", KB_TXN_COORD_STATE_TOPIC,
-               (*out)->npartitions);
-    return e;
+    return kb_topics_internal(b->topics, KP_STR_LIT(KB_TXN_COORD_STATE_TOPIC),
+                              b->cfg->transaction_state_log_num_partitions, cfg,
+                              sizeof(cfg) / sizeof(cfg[0]), out);
 }
 
 /* Appends one record (value NULL: a tombstone) to partition p of t. */
