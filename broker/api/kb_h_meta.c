@@ -167,11 +167,10 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
     }
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%.*s partitions=%d",
            want->name.len, want->name.p, b->cfg->num_partitions);
-    if (t == NULL) { /* its directories are being made: Kafka's answer, retry */
-        out->error_code = KP_ERR_LEADER_NOT_AVAILABLE;
-        return KP_ERR_NONE;
-    }
-    return describe_topic(req, rq, t, out);
+    /* Kafka answers the request that creates a topic before the topic has
+     * partitions, as unknown still, and the client asks again. */
+    out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    return KP_ERR_NONE;
 }
 
 /* Kafka reports the cluster's operations only to a principal that may

@@ -13,7 +13,6 @@
 #include "kb_log.h"
 #include "kb_producer_state.h"
 #include "kb_partition_txn.h"
-#include "kb_partition_dirs.h"
 #include "kb_partition_log.h"
 #include "kb_topic_settings.h"
 #include "kb_txn_coord.h"
@@ -136,28 +135,12 @@ static void validation_error(kb_req *req, const produce_part *p)
     kp_record_errors_summary(vr, &p->opts, p->topic->name, pr->index, summary, sizeof(summary));
     pr->error_message = kb_req_str(req, summary);
 }
+/* A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION, as in Kafka:
+ * Produce never creates topics (Metadata does, when allowed). */
 static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
 {
-    kb_broker *b = req->broker;
-    kb_topic *t = kb_topics_find(b->topics, name);
-    *err = KP_ERR_NONE;
-    if (t != NULL)
-        return t;
-    kb_msgbuf msg;
-    if (!b->cfg->auto_create_topics_enable || kb_topics_check_name(name, &msg) != KP_ERR_NONE ||
-        kb_topics_busy(b->topics, name) != NULL || !kb_authz_create_topic(req, name)) {
-        *err = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        return NULL;
-    }
-    kp_err e = kb_partition_dirs_auto_create(b, name, b->cfg->num_partitions, &t, &msg);
-    if (e != KP_ERR_NONE) {
-        *err = kp_err_to_wire(e);
-        return NULL;
-    }
-    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic auto-created\" topic=%.*s partitions=%d",
-           name.len, name.p, b->cfg->num_partitions);
-    if (t == NULL) /* its directories are being made: retriable */
-        *err = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    kb_topic *t = kb_topics_find(req->broker->topics, name);
+    *err = t == NULL ? KP_ERR_UNKNOWN_TOPIC_OR_PARTITION : KP_ERR_NONE;
     return t;
 }
 

@@ -260,9 +260,11 @@ kp_err kb_h_describe_user_scram_credentials(kb_req *req,
 typedef struct alter_entry {
     kp_str name;
     int8_t mech;
+    size_t index; /* in the request: deletions first, then upsertions */
     const kp_alter_user_scram_credentials_req_scram_credential_upsertion *up; /* NULL: delete */
 } alter_entry;
 
+/* By user, then in request order, so each user's first change leads. */
 static int alter_entry_cmp(const void *pa, const void *pb)
 {
     const alter_entry *a = pa, *b = pb;
@@ -272,10 +274,12 @@ static int alter_entry_cmp(const void *pa, const void *pb)
         return c;
     if (a->name.len != b->name.len)
         return a->name.len < b->name.len ? -1 : 1;
-    return (int)a->mech - (int)b->mech;
+    return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* The first problem with one change, or NONE. */
+/* The problem with one change, or NONE. As Kafka's controller, an upsertion's
+ * salt and salted password are taken as given (only a salt too long for the
+ * store is refused). */
 static int16_t check_change(const kb_scram_store *st, const alter_entry *e, const char **msg)
 {
     if (e->name.len <= 0 || e->name.len > KB_SCRAM_USER_MAX) {
@@ -294,10 +298,8 @@ static int16_t check_change(const kb_scram_store *st, const alter_entry *e, cons
     }
     *msg = e->up->iterations < KB_SCRAM_MIN_ITERATIONS   ? "Too few iterations"
            : e->up->iterations > KB_SCRAM_MAX_ITERATIONS ? "Too many iterations"
-           : e->up->salt.len <= 0 || e->up->salt.len > KB_SCRAM_SALT_MAX ? "Invalid salt"
-           : e->up->salted_password.len != (int32_t)kb_scram_hash_len((kb_scram_mech)e->mech)
-               ? "Invalid salted password"
-               : NULL;
+           : e->up->salt.len > KB_SCRAM_SALT_MAX         ? "Salt is too long"
+                                                         : NULL;
     return *msg == NULL ? KP_ERR_NONE : KP_ERR_UNACCEPTABLE_CREDENTIAL;
 }
 
@@ -314,23 +316,23 @@ static kp_err apply_change(kb_scram_store *st, const alter_entry *e)
     return err;
 }
 
-/* Checks then applies the changes of one user, entries v[0..n) (sorted). */
+/* Checks then applies the changes of one user, entries v[0..n) in request
+ * order. As in Kafka, the first change decides: its own error if it has one,
+ * else DUPLICATE_RESOURCE when the user is named again, whatever the
+ * mechanisms. */
 static void alter_user(kb_req *req, const alter_entry *v, size_t n, bool *changed,
                        kp_alter_user_scram_credentials_resp_alter_user_scram_credentials_result *res)
 {
     kb_scram_store *st = req->broker->scram;
     const char *msg = NULL;
     res->user = v[0].name;
-    for (size_t i = 0; i < n && res->error_code == KP_ERR_NONE; i++) {
-        if (i > 0 && v[i].mech == v[i - 1].mech) {
-            res->error_code = KP_ERR_DUPLICATE_RESOURCE;
-            msg = "A user credential cannot be altered twice in the same request";
-        } else {
-            res->error_code = check_change(st, &v[i], &msg);
-        }
+    res->error_code = check_change(st, &v[0], &msg);
+    if (res->error_code == KP_ERR_NONE && n > 1) {
+        res->error_code = KP_ERR_DUPLICATE_RESOURCE;
+        msg = "A user credential cannot be altered twice in the same request";
     }
-    for (size_t i = 0; i < n && res->error_code == KP_ERR_NONE; i++) {
-        if (apply_change(st, &v[i]) != KP_ERR_NONE) {
+    if (res->error_code == KP_ERR_NONE) {
+        if (apply_change(st, &v[0]) != KP_ERR_NONE) {
             res->error_code = KP_ERR_UNKNOWN_SERVER_ERROR;
             msg = "Cannot store the credential";
         }
@@ -350,10 +352,10 @@ kp_err kb_h_alter_user_scram_credentials(kb_req *req,
     if (v == NULL || !KB_ARRAY_ALLOC(req, rs->results, nd + nu))
         return KP_ERR__NOMEM;
     for (size_t i = 0; i < nd; i++)
-        v[i] = (alter_entry){rq->deletions.v[i].name, rq->deletions.v[i].mechanism, NULL};
+        v[i] = (alter_entry){rq->deletions.v[i].name, rq->deletions.v[i].mechanism, i, NULL};
     for (size_t i = 0; i < nu; i++)
         v[nd + i] = (alter_entry){rq->upsertions.v[i].name, rq->upsertions.v[i].mechanism,
-                                  &rq->upsertions.v[i]};
+                                  nd + i, &rq->upsertions.v[i]};
     qsort(v, nd + nu, sizeof(*v), alter_entry_cmp);
     bool changed = false, allowed = kb_authz_cluster(req, KB_OP_ALTER);
     int32_t nres = 0;

@@ -7,7 +7,10 @@ static const struct doc {
     const char *key;
     const char *text;
 } docs[] = {
-    {"auto.create.topics.enable", "Create a topic when a client produces to or asks metadata for an unknown one."},
+    {"auto.create.topics.enable",
+     "Create a topic when a client asks metadata for an unknown one (and may create topics). "
+     "As in Kafka, that Metadata answer is UNKNOWN_TOPIC_OR_PARTITION without partitions and a "
+     "Produce to an unknown topic is UNKNOWN_TOPIC_OR_PARTITION."},
     {"cleanup.policy", "What happens to old segments: delete them, compact them by key, or both."},
     {"compression.type", "Codec the log stores batches in; 'producer' keeps what the producer sent."},
     {"delete.retention.ms", "How long tombstones stay readable in a compacted log."},

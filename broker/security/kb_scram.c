@@ -75,7 +75,7 @@ kp_err kb_scram_cred_from_salted(kb_scram_mech m, const uint8_t *salted, size_t 
 {
     const EVP_MD *md = mech_md(m);
     size_t hlen = kb_scram_hash_len(m);
-    if (md == NULL || salted_len != hlen || salt_len == 0 || salt_len > KB_SCRAM_SALT_MAX ||
+    if (md == NULL || salted_len > INT32_MAX || salt_len > KB_SCRAM_SALT_MAX ||
         iterations < KB_SCRAM_MIN_ITERATIONS || iterations > KB_SCRAM_MAX_ITERATIONS)
         return KP_ERR__INVAL;
     memset(out, 0, sizeof(*out));
@@ -83,11 +83,14 @@ kp_err kb_scram_cred_from_salted(kb_scram_mech m, const uint8_t *salted, size_t 
     out->sc_iterations = iterations;
     out->sc_salt_len = salt_len;
     memcpy(out->sc_salt, salt, salt_len);
+    static const uint8_t no_key;
+    if (salted_len == 0) /* Kafka accepts an empty SaltedPassword too */
+        salted = &no_key;
     uint8_t client_key[KB_SCRAM_HASH_MAX];
     unsigned int dlen = 0;
-    bool ok = hmac(md, salted, hlen, "Client Key", 10, client_key) &&
+    bool ok = hmac(md, salted, salted_len, "Client Key", 10, client_key) &&
               EVP_Digest(client_key, hlen, out->sc_stored_key, &dlen, md, NULL) &&
-              hmac(md, salted, hlen, "Server Key", 10, out->sc_server_key);
+              hmac(md, salted, salted_len, "Server Key", 10, out->sc_server_key);
     OPENSSL_cleanse(client_key, sizeof client_key);
     return ok ? KP_ERR_NONE : KP_ERR__NOMEM;
 }

@@ -23,7 +23,7 @@
  *
  * Invariants:
  *   1. A credential has KB_SCRAM_MIN_ITERATIONS..KB_SCRAM_MAX_ITERATIONS
- *      iterations, a 1..KB_SCRAM_SALT_MAX byte salt and keys of the
+ *      iterations, a 0..KB_SCRAM_SALT_MAX byte salt and keys of the
  *      mechanism's hash length.
  *   2. Each exchange allocates at most a small multiple of its input, which
  *      the caller bounds (sasl.server.max.receive.size).
@@ -86,7 +86,8 @@ const char *kb_scram_mech_name(kb_scram_mech m);
 size_t kb_scram_hash_len(kb_scram_mech m);
 
 /* From SaltedPassword = Hi(password, salt, i), as AlterUserScramCredentials
- * carries it. */
+ * carries it: of any length (it is an HMAC key), as Kafka's controller takes
+ * it, and a salt of 0..KB_SCRAM_SALT_MAX bytes. */
 kp_err kb_scram_cred_from_salted(kb_scram_mech m, const uint8_t *salted, size_t salted_len,
                                  const uint8_t *salt, size_t salt_len, int32_t iterations,
                                  kb_scram_cred *out);

@@ -11,6 +11,8 @@
 
 #define STORE_FILE_MAX (64u * 1024 * 1024)
 #define B64_LEN(n) (4 * (((n) + 2) / 3))
+/* An empty salt in the file (base64 of nothing is an empty field). */
+#define EMPTY_SALT "-"
 #define STORE_LINE_MAX                                                                  \
     (16 + 16 + B64_LEN(KB_SCRAM_USER_MAX) + 12 + B64_LEN(KB_SCRAM_SALT_MAX) +           \
      2 * B64_LEN(KB_SCRAM_HASH_MAX) + 8)
@@ -181,7 +183,8 @@ static bool parse_line(char *line, char *user, size_t *ulen, kb_scram_cred *c)
     c->sc_iterations = (int32_t)it;
     return field_b64(f[2], (uint8_t *)user, KB_SCRAM_USER_MAX, 0, ulen) &&
            memchr(user, '\0', *ulen) == NULL &&
-           field_b64(f[4], c->sc_salt, KB_SCRAM_SALT_MAX, 0, &c->sc_salt_len) &&
+           (strcmp(f[4], EMPTY_SALT) == 0 ||
+            field_b64(f[4], c->sc_salt, KB_SCRAM_SALT_MAX, 0, &c->sc_salt_len)) &&
            field_b64(f[5], c->sc_stored_key, KB_SCRAM_HASH_MAX, hlen, &k1) &&
            field_b64(f[6], c->sc_server_key, KB_SCRAM_HASH_MAX, hlen, &k2);
 }
@@ -251,7 +254,8 @@ static bool write_entry(FILE *f, const store_entry *e)
     kb_b64_encode(sk, sizeof sk, e->se_cred.sc_stored_key, hlen);
     kb_b64_encode(vk, sizeof vk, e->se_cred.sc_server_key, hlen);
     return fprintf(f, "v1 %s %s %d %s %s %s\n", kb_scram_mech_name(e->se_cred.sc_mech), user,
-                   (int)e->se_cred.sc_iterations, salt, sk, vk) > 0;
+                   (int)e->se_cred.sc_iterations, e->se_cred.sc_salt_len == 0 ? EMPTY_SALT : salt,
+                   sk, vk) > 0;
 }
 
 /* fsyncs the directory holding path, so a rename in it is durable. */

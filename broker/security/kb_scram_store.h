@@ -14,7 +14,7 @@
  *   mechanism    SCRAM-SHA-256 | SCRAM-SHA-512
  *   user         the user name, base64 (names may hold spaces)
  *   iterations   4096..16384
- *   salt         base64
+ *   salt         base64, or "-" for an empty salt
  *   stored key   base64, the mechanism's hash length
  *   server key   base64, the mechanism's hash length
  *
