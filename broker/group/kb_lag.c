@@ -160,42 +160,42 @@ static int32_t members_of(const kb_group *g)
     return g->cg != NULL ? g->cg->nmembers : g->nmembers;
 }
 
+/* Calls fn with a row for each committed offset of g. */
+static void group_rows(kb_lag *L, const kb_group *g, int64_t wall, kb_lag_row_fn *fn, void *arg)
+{
+    size_t oc = 0;
+    for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &oc)) != NULL;) {
+        kb_lag_row r;
+        row_fill(L, g, o, wall, &r);
+        fn(arg, &r);
+    }
+}
+
 void kb_lag_each(kb_broker *b, kb_lag_row_fn *fn, void *arg)
 {
     kb_lag *L = lag_of(b);
-    if (L == NULL)
-        return;
     int64_t wall = wall_now();
-    kb_groups *gs = kb_group_coord_groups(b);
     size_t gc = 0;
-    for (kb_group *g; (g = kb_groups_next(gs, &gc)) != NULL;) {
-        size_t oc = 0;
-        for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &oc)) != NULL;) {
-            kb_lag_row r;
-            row_fill(L, g, o, wall, &r);
-            fn(arg, &r);
-        }
-    }
+    for (kb_group *g; L != NULL && (g = kb_groups_next(kb_group_coord_groups(b), &gc)) != NULL;)
+        group_rows(L, g, wall, fn, arg);
+}
+
+static void fold_row(void *arg, const kb_lag_row *r)
+{
+    kb_lag_group_row *gr = arg;
+    gr->partitions++;
+    gr->lag += r->lag > 0 ? r->lag : 0;
+    gr->status = kb_lag_group_fold(gr->status, r->status);
 }
 
 void kb_lag_each_group(kb_broker *b, kb_lag_group_fn *fn, void *arg)
 {
     kb_lag *L = lag_of(b);
-    if (L == NULL)
-        return;
     int64_t wall = wall_now();
-    kb_groups *gs = kb_group_coord_groups(b);
     size_t gc = 0;
-    for (kb_group *g; (g = kb_groups_next(gs, &gc)) != NULL;) {
+    for (kb_group *g; L != NULL && (g = kb_groups_next(kb_group_coord_groups(b), &gc)) != NULL;) {
         kb_lag_group_row gr = {g->id, members_of(g), 0, 0, KB_LAG_GROUP_OK};
-        size_t oc = 0;
-        for (const kb_offset *o; (o = kb_offset_map_next(&g->offsets, &oc)) != NULL;) {
-            kb_lag_row r;
-            row_fill(L, g, o, wall, &r);
-            gr.partitions++;
-            gr.lag += r.lag > 0 ? r.lag : 0;
-            gr.status = kb_lag_group_fold(gr.status, r.status);
-        }
+        group_rows(L, g, wall, fold_row, &gr);
         fn(arg, &gr);
     }
 }

@@ -18,27 +18,40 @@ typedef struct consumer {
     int64_t log_end;
 } consumer;
 
-static void consumer_init(consumer *c)
+static consumer c; /* each test's, from setup */
+
+static void setup(void)
 {
-    ck_assert_int_eq(kb_lag_window_init(&c->w, WINDOW), KP_ERR_NONE);
-    c->now = 1000000;
-    c->offset = 0;
-    c->log_end = 0;
+    ck_assert_int_eq(kb_lag_window_init(&c.w, WINDOW), KP_ERR_NONE);
+    c.now = 1000000;
+    c.offset = 0;
+    c.log_end = 0;
+}
+
+static void teardown(void)
+{
+    kb_lag_window_fini(&c.w);
 }
 
 /* One second passes: produced records arrive, the consumer reads `read` of them and commits. */
-static void tick(consumer *c, int64_t produced, int64_t read, bool commits)
+static void tick(consumer *k, int64_t produced, int64_t read, bool commits)
 {
-    c->now += EVERY_MS;
-    c->log_end += produced;
-    c->offset += read;
+    k->now += EVERY_MS;
+    k->log_end += produced;
+    k->offset += read;
     if (commits)
-        kb_lag_window_add(&c->w, c->now, c->offset, c->log_end);
+        kb_lag_window_add(&k->w, k->now, k->offset, k->log_end);
 }
 
-static kb_lag_status status(const consumer *c)
+static void ticks(consumer *k, int n, int64_t produced, int64_t read, bool commits)
 {
-    return kb_lag_evaluate(&c->w, c->now, c->log_end - c->offset, MIN_STOP);
+    for (int i = 0; i < n; i++)
+        tick(k, produced, read, commits);
+}
+
+static kb_lag_status status(const consumer *k)
+{
+    return kb_lag_evaluate(&k->w, k->now, k->log_end - k->offset, MIN_STOP);
 }
 
 static kb_lag_group_status group_of(kb_lag_status s)
@@ -48,17 +61,12 @@ static kb_lag_group_status group_of(kb_lag_status s)
 
 START_TEST(stops_and_resumes)
 {
-    consumer c;
-    consumer_init(&c);
-    for (int i = 0; i < WINDOW; i++)
-        tick(&c, 100, 100, true); /* keeps up: lag 0 each commit */
+    ticks(&c, WINDOW, 100, 100, true); /* keeps up: lag 0 each commit */
     ck_assert_int_eq(status(&c), KB_LAG_OK);
-    for (int i = 0; i < WINDOW; i++)
-        tick(&c, 100, 60, true); /* falls behind: lag grows by 40 a commit */
+    ticks(&c, WINDOW, 100, 60, true); /* falls behind: lag grows by 40 a commit */
     ck_assert_int_eq(status(&c), KB_LAG_WARNING);
     ck_assert_int_eq(group_of(status(&c)), KB_LAG_GROUP_WARNING);
-    for (int i = 0; i * EVERY_MS <= MIN_STOP; i++)
-        tick(&c, 100, 0, false); /* stops: no commits while data arrives */
+    ticks(&c, MIN_STOP / EVERY_MS + 1, 100, 0, false); /* stops: no commits while data arrives */
     ck_assert_int_eq(status(&c), KB_LAG_STOPPED);
     ck_assert_int_eq(group_of(status(&c)), KB_LAG_GROUP_ERROR);
     tick(&c, 0, c.log_end - c.offset - 500, true); /* resumes, still behind */
@@ -66,28 +74,20 @@ START_TEST(stops_and_resumes)
     tick(&c, 0, 500, true); /* caught up */
     ck_assert_int_eq(status(&c), KB_LAG_OK);
     ck_assert_int_eq(group_of(status(&c)), KB_LAG_GROUP_OK);
-    kb_lag_window_fini(&c.w);
 }
 END_TEST
 
 START_TEST(lag_zero_is_ok)
 {
-    consumer c;
-    consumer_init(&c);
-    for (int i = 0; i < WINDOW; i++)
-        tick(&c, 100, 100, true);
+    ticks(&c, WINDOW, 100, 100, true);
     c.now += 100 * MIN_STOP; /* no commits for ages, but nothing to read */
     ck_assert_int_eq(status(&c), KB_LAG_OK);
-    kb_lag_window_fini(&c.w);
 }
 END_TEST
 
 START_TEST(window_not_full)
 {
-    consumer c;
-    consumer_init(&c);
-    for (int i = 0; i < WINDOW - 1; i++)
-        tick(&c, 100, 10, true); /* lag growing, but too few commits to judge */
+    ticks(&c, WINDOW - 1, 100, 10, true); /* lag growing, but too few commits to judge */
     ck_assert_int_eq(status(&c), KB_LAG_OK);
     c.now += MIN_STOP + 1; /* STOPPED needs no full window */
     ck_assert_int_eq(status(&c), KB_LAG_STOPPED);
@@ -95,30 +95,22 @@ START_TEST(window_not_full)
     ck_assert_int_eq(kb_lag_window_init(&w, WINDOW), KP_ERR_NONE);
     ck_assert_int_eq(kb_lag_evaluate(&w, 0, 100, MIN_STOP), KB_LAG_OK); /* no commits */
     kb_lag_window_fini(&w);
-    kb_lag_window_fini(&c.w);
 }
 END_TEST
 
 START_TEST(stall_and_steady)
 {
-    consumer c;
-    consumer_init(&c);
     tick(&c, 100, 50, true);
-    for (int i = 0; i < WINDOW; i++)
-        tick(&c, 10, 0, true); /* commits, the offset never moves */
+    ticks(&c, WINDOW, 10, 0, true); /* commits, the offset never moves */
     ck_assert_int_eq(status(&c), KB_LAG_STALL);
     ck_assert_int_eq(group_of(status(&c)), KB_LAG_GROUP_ERROR);
-    for (int i = 0; i < WINDOW; i++)
-        tick(&c, 10, 10, true); /* keeps pace at a fixed lag */
+    ticks(&c, WINDOW, 10, 10, true); /* keeps pace at a fixed lag */
     ck_assert_int_eq(status(&c), KB_LAG_OK);
-    kb_lag_window_fini(&c.w);
 }
 END_TEST
 
 START_TEST(stopped_needs_the_span)
 {
-    consumer c;
-    consumer_init(&c);
     for (int i = 0; i < WINDOW; i++) {
         c.now += 30000; /* commits every 30 s: the window spans 120 s */
         c.log_end += 10;
@@ -129,16 +121,12 @@ START_TEST(stopped_needs_the_span)
     ck_assert_int_ne(status(&c), KB_LAG_STOPPED);
     c.now += 61000;
     ck_assert_int_eq(status(&c), KB_LAG_STOPPED);
-    kb_lag_window_fini(&c.w);
 }
 END_TEST
 
 START_TEST(rewind_clears)
 {
-    consumer c;
-    consumer_init(&c);
-    for (int i = 0; i < WINDOW; i++)
-        tick(&c, 100, 60, true);
+    ticks(&c, WINDOW, 100, 60, true);
     ck_assert_int_eq(c.w.n, WINDOW);
     c.offset = 0; /* reset to earliest */
     tick(&c, 0, 0, true);
@@ -147,7 +135,6 @@ START_TEST(rewind_clears)
     ck_assert_int_eq(status(&c), KB_LAG_OK);
     ck_assert_str_eq(kb_lag_status_name(KB_LAG_STOPPED), "STOPPED");
     ck_assert_str_eq(kb_lag_group_status_name(KB_LAG_GROUP_ERROR), "ERROR");
-    kb_lag_window_fini(&c.w);
 }
 END_TEST
 
@@ -155,6 +142,7 @@ Suite *lag_status_suite(void)
 {
     Suite *s = suite_create("lag_status");
     TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, stops_and_resumes);
     tcase_add_test(tc, lag_zero_is_ok);
     tcase_add_test(tc, window_not_full);

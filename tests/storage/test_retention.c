@@ -30,14 +30,22 @@ static void fill_timed(ks_log *log, kt_model *m, int32_t batches)
         ck_assert_int_eq(kt_model_try(log, m, 2, 200, (int64_t)i * 1000, 0, NULL), KP_ERR_NONE);
 }
 
-START_TEST(test_retention_by_time)
+/* A log of small segments keeping retention_ms, filled with batches. */
+static ks_log *open_timed(kt_model *m, int64_t retention_ms, int32_t batches)
 {
     ks_log_config cfg;
     kt_small_config(&cfg, 2048, 256);
-    cfg.retention_ms = 10000;
+    cfg.retention_ms = retention_ms;
     ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
+    fill_timed(log, m, batches);
+    return log;
+}
+
+START_TEST(test_retention_by_time)
+{
     kt_model m = {0};
-    fill_timed(log, &m, 60);
+    ks_log *log = open_timed(&m, 10000, 60);
+    const int64_t retention_ms = 10000;
     int32_t before = ks_log_segment_count(log);
     int64_t now = 59000 + 10000; /* batches with max ts < 59000 are too old */
     ck_assert_int_eq(run_steps(log, 10000, 2), 0);
@@ -47,7 +55,7 @@ START_TEST(test_retention_by_time)
     for (int32_t i = 0; i < ks_log_segment_count(log) - 1; i++) {
         ks_segment *seg;
         ck_assert_int_eq(ks_log_segment_at(log, i, &seg, NULL), KP_ERR_NONE);
-        ck_assert_int_le(now - seg->max_timestamp, cfg.retention_ms);
+        ck_assert_int_le(now - seg->max_timestamp, retention_ms);
     }
     ks_segment *first;
     ck_assert_int_eq(ks_log_segment_at(log, 0, &first, NULL), KP_ERR_NONE);
@@ -114,12 +122,8 @@ END_TEST
  * ks_log_time_near reads a batch's time from memory. */
 START_TEST(test_retention_hold)
 {
-    ks_log_config cfg;
-    kt_small_config(&cfg, 2048, 256);
-    cfg.retention_ms = 10000;
-    ks_log *log = kt_open(kt_io(), kt_dir(), &cfg, false, 0, NULL);
     kt_model m = {0};
-    fill_timed(log, &m, 60);
+    ks_log *log = open_timed(&m, 10000, 60);
     int64_t now = 59000 + 10000;
     int32_t count = 0, allowed = -1;
     ck_assert_int_eq(ks_retention_eligible(log, now, 1000, &count, NULL), KP_ERR_NONE);
