@@ -466,6 +466,8 @@ static kp_err txn_offsets_end(kb_group_coord *c, int64_t pid, int32_t p, bool co
         if (commit && kb_groups_get(c->groups, kp_str_from(x->group), &g) == KP_ERR_NONE) {
             kp_err e = kb_offset_map_put(&g->offsets, &x->o);
             err = e != KP_ERR_NONE ? e : err;
+            if (e == KP_ERR_NONE)
+                kb_lag_committed(c->b, g, &x->o, 1); /* a transactional commit counts too */
         }
         *xp = x->next;
         c->npending--;
