@@ -38,6 +38,11 @@
  *   4. One out-of-range line per (group or client id, topic, partition),
  *      remembered in a bounded set that is cleared when full.
  *
+ * Cost: the visitors, and the guard's readers' hook (called only for a
+ * partition retention is about to shrink), walk every group: O(groups) per
+ * such partition, on the loop. A broker with thousands of groups and of
+ * partitions would want an index by partition (not built yet).
+ *
  * Ownership: the group coordinator owns the kb_lag (kb_group_coord_lag);
  * the rows handed to a visitor borrow from the groups and live only during
  * the call.
