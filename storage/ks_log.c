@@ -128,6 +128,21 @@ static int32_t seg_index_for(const ks_log *log, int64_t offset)
 }
 
 /* Loads a sealed segment's indexes on first use (rebuilding when bad). */
+int64_t ks_log_time_near(const ks_log *log, int64_t offset)
+{
+    if (log->nsegs == 0 || offset < log->log_start || offset >= ks_log_end_offset(log))
+        return -1;
+    const ks_segment *seg = log->segs[seg_index_for(log, offset)];
+    if (seg->indexes_loaded) {
+        int32_t j = ks_index_floor_val(&seg->tidx, offset - seg->base_offset - 1) + 1;
+        if (j < seg->tidx.n)
+            return seg->tidx.keys[j];
+    }
+    if (offset == seg->base_offset && seg->rolling_ts >= 0)
+        return seg->rolling_ts;
+    return seg->max_timestamp;
+}
+
 static kp_err ready(ks_segment *seg, kp_errctx *ctx)
 {
     ks_recover_report rep;

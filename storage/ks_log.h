@@ -163,6 +163,13 @@ void ks_log_slice_release(ks_log_slice *s);
 kp_err ks_log_offset_for_time(ks_log *log, int64_t ts, int64_t *offset, int64_t *timestamp,
                               kp_errctx *ctx);
 
+/* The timestamp of the batch holding offset, or of a later one, from what
+ * memory holds (no I/O): the first time index entry at or after offset in
+ * its segment (an upper bound, exact within an indexed batch), else the
+ * first batch's time when offset is the segment's base, else the segment's
+ * largest. -1 when offset is outside [log start, log end) or unknown. */
+int64_t ks_log_time_near(const ks_log *log, int64_t offset);
+
 int64_t ks_log_start_offset(const ks_log *log);
 int64_t ks_log_end_offset(const ks_log *log);
 int64_t ks_log_high_watermark(const ks_log *log);

@@ -37,6 +37,42 @@ kp_err ks_retention_eligible(ks_log *log, int64_t now_ms, int32_t max, int32_t *
     return err;
 }
 
+static bool past_hold_time(const ks_log *log, const ks_segment *seg, int64_t now_ms,
+                           const ks_retention_hold *h)
+{
+    int64_t retention_ms = ks_log_config_of(log)->retention_ms;
+    return retention_ms >= 0 && h->max_ms >= 0 &&
+           now_ms - largest_time(seg) - retention_ms > h->max_ms;
+}
+
+kp_err ks_retention_apply_hold(ks_log *log, int64_t now_ms, int32_t count,
+                               const ks_retention_hold *h, int32_t *allowed, kp_errctx *ctx)
+{
+    int64_t held = 0, read_up_to = h->keep_from;
+    ks_segment *seg = NULL, *next = NULL;
+    kp_err err = KP_ERR_NONE;
+    if (read_up_to < ks_log_start_offset(log))
+        read_up_to = ks_log_start_offset(log);
+    for (int32_t i = 0; err == KP_ERR_NONE && i < count; i++)
+        if ((err = ks_log_segment_at(log, i, &seg, ctx)) == KP_ERR_NONE)
+            held += seg->size;
+    int32_t i = 0;
+    for (; err == KP_ERR_NONE && i < count; i++) {
+        err = ks_log_segment_at(log, i, &seg, ctx);
+        if (err == KP_ERR_NONE)
+            err = ks_log_segment_at(log, i + 1, &next, ctx);
+        if (err != KP_ERR_NONE)
+            break;
+        bool read = next->base_offset <= read_up_to;
+        bool too_many_bytes = h->max_bytes >= 0 && held > h->max_bytes;
+        if (!read && !too_many_bytes && !past_hold_time(log, seg, now_ms, h))
+            break;
+        held -= seg->size;
+    }
+    *allowed = i;
+    return err;
+}
+
 kp_err ks_retention_plan(ks_log *log, int64_t now_ms, int32_t max, ks_retention_job *job,
                          kp_errctx *ctx)
 {

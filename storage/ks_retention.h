@@ -41,6 +41,19 @@ typedef struct ks_retention_job {
 kp_err ks_retention_eligible(ks_log *log, int64_t now_ms, int32_t max, int32_t *count,
                              kp_errctx *ctx);
 
+/* A hold on retention for a reader that has not read everything yet (the
+ * broker's retention guard): keep_from is the first offset it still needs. */
+typedef struct ks_retention_hold {
+    int64_t keep_from; /* segments wholly below it (or the log start) may go */
+    int64_t max_ms;    /* a held segment goes once past retention.ms + max_ms; -1 never */
+    int64_t max_bytes; /* held segments go, oldest first, while they hold more; -1 no bound */
+} ks_retention_hold;
+
+/* Of the count oldest segments that are deletable now, how many may go
+ * under the hold (a prefix: the first segment the hold keeps stops it). */
+kp_err ks_retention_apply_hold(ks_log *log, int64_t now_ms, int32_t count,
+                               const ks_retention_hold *h, int32_t *allowed, kp_errctx *ctx);
+
 /* Detaches up to max deletable segments from the log into job. */
 kp_err ks_retention_plan(ks_log *log, int64_t now_ms, int32_t max, ks_retention_job *job,
                          kp_errctx *ctx);

@@ -8,6 +8,7 @@
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
+#include "kb_lag.h"
 #include "kb_log.h"
 #include "kb_longpoll.h"
 #include "kb_producer_state.h"
@@ -94,6 +95,9 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
         return;
     if (fp->fetch_offset < out->log_start_offset || fp->fetch_offset > ks_log_end_offset(log)) {
         out->error_code = KP_ERR_OFFSET_OUT_OF_RANGE;
+        if (rq->replica_id < 0 && rq->replica_state.replica_id < 0) /* a consumer */
+            kb_lag_out_of_range(req->broker, req->client_id, t->name, fp->partition,
+                                fp->fetch_offset, out->log_start_offset);
         return;
     }
     out->records = (kp_records){(const uint8_t *)"", 0, NULL};

@@ -295,10 +295,17 @@ static const kb_keydef key_defs[] = {
     KB("runnel.advertise.dialled.address", "false", FBOOL(advertise_dialled), 0),
     KB("runnel.fetch.zerocopy", "true", FBOOL(fetch_zerocopy), 0),
     KE("runnel.flush.acks.all", "fsync", "fsync|page-cache", FENUM(flush_acks_all), 0),
+    KL("runnel.lag.check.interval.ms", "5000", 1, I64MAX, FI64(lag_check_interval_ms), 0),
+    KI("runnel.lag.window.commits", "10", 2, 100, FI32(lag_window_commits), 0),
+    KL("runnel.lag.window.min.stop.ms", "60000", 0, I64MAX, FI64(lag_window_min_stop_ms), 0),
     KE("runnel.log.level", "INFO", "ERROR|WARN|INFO|DEBUG|TRACE", FENUM(log_level), 0),
     KLS("runnel.log.subsystems", "all", "all|net|proto|storage|group|config|main", NOF,
         KB_KD_DERIVED),
     KI("runnel.max.partitions", "200000", 1, I32MAX, FI32(max_partitions), 0),
+    KE("runnel.retention.guard", "warn", "off|warn|hold", FENUM(retention_guard), 0),
+    KL("runnel.retention.guard.max.bytes", "1073741824", -1, I64MAX,
+       FI64(retention_guard_max_bytes), 0),
+    KL("runnel.retention.guard.max.ms", "86400000", -1, I64MAX, FI64(retention_guard_max_ms), 0),
     /* Kerberos and OAUTHBEARER login settings: no such mechanism here, but
      * Kafka lets each broker change them at run time. */
     KS("sasl.kerberos.kinit.cmd", "/usr/bin/kinit", NOF, KB_KD_IGNORED | DYN_NODE),

@@ -103,6 +103,12 @@ typedef enum kb_flush_mode {
     KB_FLUSH_PAGE_CACHE = 1, /* acks=-1 answered once in the page cache (Kafka) */
 } kb_flush_mode;
 
+typedef enum kb_guard_mode {
+    KB_GUARD_OFF = 0,  /* retention deletes as Kafka does */
+    KB_GUARD_WARN = 1, /* ... and says which group loses what (default) */
+    KB_GUARD_HOLD = 2, /* keeps unread segments, within the guard's bounds */
+} kb_guard_mode;
+
 typedef enum kb_timestamp_type {
     KB_TS_CREATE_TIME = 0,
     KB_TS_LOG_APPEND_TIME = 1,
@@ -251,6 +257,12 @@ typedef struct kb_config {
     bool fetch_zerocopy;         /* runnel.fetch.zerocopy (true) */
     bool advertise_dialled;      /* runnel.advertise.dialled.address (false) */
     int32_t max_partitions;      /* runnel.max.partitions (200000): all topics together */
+    int32_t lag_window_commits;  /* runnel.lag.window.commits (10) */
+    int64_t lag_window_min_stop_ms; /* runnel.lag.window.min.stop.ms (60000) */
+    int64_t lag_check_interval_ms;  /* runnel.lag.check.interval.ms (5000) */
+    kb_guard_mode retention_guard;   /* runnel.retention.guard (warn) */
+    int64_t retention_guard_max_ms;     /* runnel.retention.guard.max.ms (86400000) */
+    int64_t retention_guard_max_bytes;  /* runnel.retention.guard.max.bytes (1073741824) */
 
     /* every key set by a source, sorted by key (see kb_config_get_raw) */
     size_t raw_n;

@@ -9,6 +9,7 @@
 #include "kb_consumer_group.h"
 #include "kb_consumer_group_rec.h"
 #include "kb_group_conf.h"
+#include "kb_lag.h"
 #include "kb_log.h"
 #include "kb_logscan.h"
 #include "kb_partition_log.h"
@@ -37,7 +38,13 @@ struct kb_group_coord {
     kb_timer expiry;
     txn_offset *pending;
     size_t npending;
+    kb_lag *lag; /* lag per group and partition (kb_lag.h) */
 };
+
+kb_lag *kb_group_coord_lag(kb_broker *b)
+{
+    return b->group_coord->lag;
+}
 
 int64_t kb_group_coord_now(kb_broker *b)
 {
@@ -315,6 +322,8 @@ static kp_err write_offsets(kb_broker *b, kb_group *g, const kb_offset *offs, in
             e = kb_offset_map_put(&g->offsets, &offs[i]);
         }
     }
+    if (e == KP_ERR_NONE && !tombstones)
+        kb_lag_committed(b, g, offs, n);
     return e;
 }
 
@@ -457,6 +466,8 @@ static kp_err txn_offsets_end(kb_group_coord *c, int64_t pid, int32_t p, bool co
         if (commit && kb_groups_get(c->groups, kp_str_from(x->group), &g) == KP_ERR_NONE) {
             kp_err e = kb_offset_map_put(&g->offsets, &x->o);
             err = e != KP_ERR_NONE ? e : err;
+            if (e == KP_ERR_NONE)
+                kb_lag_committed(c->b, g, &x->o, 1); /* a transactional commit counts too */
         }
         *xp = x->next;
         c->npending--;
@@ -811,6 +822,10 @@ kp_err kb_group_coord_start(kb_broker *b, char *err, size_t errlen)
     }
     kb_timer_init(&c->expiry, on_expiry_timer, c);
     kb_timer_arm(b->loop, &c->expiry, EXPIRY_INTERVAL_MS);
+    if (kb_lag_start(b, &c->lag) != KP_ERR_NONE) {
+        snprintf(err, errlen, "out of memory");
+        return KP_ERR__NOMEM;
+    }
     return load_all(c, err, errlen);
 }
 
@@ -823,6 +838,7 @@ void kb_group_coord_stop(kb_broker *b)
     for (kb_group *g; c->groups != NULL && (g = kb_groups_next(c->groups, &cur)) != NULL;)
         kb_timer_disarm(b->loop, &g->timer);
     kb_timer_disarm(b->loop, &c->expiry);
+    kb_lag_stop(b, c->lag);
     while (c->pending != NULL) {
         txn_offset *x = c->pending;
         c->pending = x->next;

@@ -61,6 +61,8 @@ kp_err kb_group_coord_start(kb_broker *b, char *err, size_t errlen);
 void kb_group_coord_stop(kb_broker *b);
 
 kb_groups *kb_group_coord_groups(kb_broker *b);
+/* The lag of every group (kb_lag.h). */
+struct kb_lag *kb_group_coord_lag(kb_broker *b);
 /* The KIP-848 consumer groups' view of topics and their settings. */
 const struct kb_consumer_group_env *kb_group_coord_cgroup_env(kb_broker *b);
 /* The same for group g: its session timeout and heartbeat interval from its

@@ -15,6 +15,7 @@
 #include "kb_log.h"
 #include "kb_producer_snapshot.h"
 #include "kb_producer_state.h"
+#include "kb_retention_guard.h"
 #include "kb_partition_txn.h"
 #include "kb_partition_load.h"
 #include "kb_topic_settings.h"
@@ -107,6 +108,7 @@ struct kb_partition_log {
     bool stopping;
     kb_loaded_hook *loaded_hook;
     void *loaded_arg;
+    kb_retention_guard *guard; /* runnel.retention.guard (kb_retention_guard.h) */
 };
 
 static int64_t wall_ms(void)
@@ -251,6 +253,11 @@ void kb_partition_log_appended(kb_broker *b, kb_topic *t, int32_t partition)
     kb_partition_log *pl = b->partition_logs;
     if (pl->hook != NULL)
         pl->hook(pl->hook_arg, t, partition);
+}
+
+kb_retention_guard *kb_partition_log_guard(kb_broker *b)
+{
+    return b->partition_logs != NULL ? b->partition_logs->guard : NULL;
 }
 
 void kb_partition_log_set_append_hook(kb_broker *b, kb_append_hook *hook, void *arg)
@@ -404,8 +411,10 @@ static void retention_step(kb_partition_log *pl, kb_topic *t, int32_t partition,
 {
     ks_retention_job job;
     kp_errctx ctx = {{0}, NULL, 0, 0};
-    if (ks_retention_plan(log, wall_ms(), KB_RETENTION_STEP_SEGMENTS, &job, &ctx) !=
-            KP_ERR_NONE ||
+    int64_t now = wall_ms();
+    int32_t max = kb_retention_guard_limit(pl->guard, log, now, KB_RETENTION_STEP_SEGMENTS);
+    job.segs = NULL;
+    if (max == 0 || ks_retention_plan(log, now, max, &job, &ctx) != KP_ERR_NONE ||
         job.n == 0) {
         free(job.segs);
         return;
@@ -935,6 +944,8 @@ kp_err kb_partition_log_start(kb_broker *b, char *err, size_t errlen)
     b->partition_logs = pl;
     pl->broker = b;
     pl->io = ks_io_posix();
+    if ((pl->guard = kb_retention_guard_new(b->cfg)) == NULL)
+        return KP_ERR__NOMEM;
     kp_errctx ctx = {{0}, NULL, 0, 0};
     const char *dir = log_dir(b);
     if (ks_clean_shutdown_take(&pl->io, dir, &pl->was_clean, &ctx) != KP_ERR_NONE)
@@ -1032,6 +1043,7 @@ void kb_partition_log_stop(kb_broker *b)
         pl->clean_skips = s->next;
         free(s);
     }
+    kb_retention_guard_free(pl->guard);
     free(pl);
     b->partition_logs = NULL;
 }

@@ -9,6 +9,7 @@ int main(void)
     SRunner *sr = srunner_create(config_suite());
     srunner_add_suite(sr, props_suite());
     srunner_add_suite(sr, log_suite());
+    srunner_add_suite(sr, lag_status_suite());
     srunner_add_suite(sr, group_suite());
     srunner_add_suite(sr, cgroup_suite());
     srunner_add_suite(sr, pidstate_suite());
