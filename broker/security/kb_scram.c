@@ -82,7 +82,8 @@ kp_err kb_scram_cred_from_salted(kb_scram_mech m, const uint8_t *salted, size_t 
     out->sc_mech = m;
     out->sc_iterations = iterations;
     out->sc_salt_len = salt_len;
-    memcpy(out->sc_salt, salt, salt_len);
+    if (salt_len > 0)
+        memcpy(out->sc_salt, salt, salt_len);
     static const uint8_t no_key;
     if (salted_len == 0) /* Kafka accepts an empty SaltedPassword too */
         salted = &no_key;

@@ -227,13 +227,16 @@ START_TEST(test_scram_credential_limits)
     } cases[] = {
         {KB_SCRAM_SHA_256, 32, 8, 4095, KP_ERR__INVAL},  /* too few iterations */
         {KB_SCRAM_SHA_256, 32, 8, 16385, KP_ERR__INVAL}, /* too many */
-        {KB_SCRAM_SHA_256, 64, 8, 4096, KP_ERR__INVAL},  /* wrong hash length */
-        {KB_SCRAM_SHA_512, 64, 0, 4096, KP_ERR__INVAL},  /* no salt */
+        {KB_SCRAM_SHA_256, 64, 8, 4096, KP_ERR_NONE},    /* any length, as Kafka */
+        {KB_SCRAM_SHA_256, 5, 8, 4096, KP_ERR_NONE},
+        {KB_SCRAM_SHA_256, 0, 8, 4096, KP_ERR_NONE},
+        {KB_SCRAM_SHA_512, 64, 0, 4096, KP_ERR_NONE},    /* no salt, as Kafka */
+        {KB_SCRAM_SHA_512, 64, KB_SCRAM_SALT_MAX + 1, 4096, KP_ERR__INVAL}, /* too long to keep */
         {KB_SCRAM_UNKNOWN, 32, 8, 4096, KP_ERR__INVAL},
         {KB_SCRAM_SHA_512, 64, 8, 16384, KP_ERR_NONE},
         {KB_SCRAM_SHA_256, 32, KB_SCRAM_SALT_MAX, 4096, KP_ERR_NONE},
     };
-    uint8_t salted[64] = {0}, salt[KB_SCRAM_SALT_MAX] = {1};
+    uint8_t salted[64] = {0}, salt[KB_SCRAM_SALT_MAX + 1] = {1};
     kb_scram_cred c;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         ck_assert_msg(kb_scram_cred_from_salted(cases[i].m, salted, cases[i].salted_len, salt,
@@ -412,12 +415,22 @@ START_TEST(test_store_persists)
     ck_assert_int_eq(kb_scram_store_put(st, "a user", 6, &a), KP_ERR_NONE);
     ck_assert_int_eq(kb_scram_store_put(st, "a user", 6, &b), KP_ERR_NONE);
     ck_assert_int_eq(kb_scram_store_put(st, "0", 1, &b), KP_ERR_NONE);
+    kb_scram_cred unsalted; /* an empty salt, as AlterUserScramCredentials may give */
+    uint8_t salted[32] = {3};
+    ck_assert_int_eq(kb_scram_cred_from_salted(KB_SCRAM_SHA_256, salted, sizeof salted, NULL, 0,
+                                               4096, &unsalted),
+                     KP_ERR_NONE);
+    ck_assert_int_eq(kb_scram_store_put(st, "nosalt", 6, &unsalted), KP_ERR_NONE);
     ck_assert_int_eq(kb_scram_store_delete(st, "zz", 2, KB_SCRAM_SHA_256),
                      KP_ERR_RESOURCE_NOT_FOUND);
     ck_assert_int_eq(kb_scram_store_save(st), KP_ERR_NONE);
     kb_scram_store_free(st);
     ck_assert_int_eq(kb_scram_store_open(dir, &st, err, sizeof err), KP_ERR_NONE);
-    ck_assert_uint_eq(kb_scram_store_count(st), 3);
+    ck_assert_uint_eq(kb_scram_store_count(st), 4);
+    const kb_scram_cred *u = kb_scram_store_find(st, "nosalt", 6, KB_SCRAM_SHA_256);
+    ck_assert_ptr_nonnull(u);
+    ck_assert_uint_eq(u->sc_salt_len, 0);
+    ck_assert(memcmp(u->sc_stored_key, unsalted.sc_stored_key, 32) == 0);
     const char *user;
     kb_scram_store_at(st, 0, &user);
     ck_assert_str_eq(user, "0");
@@ -434,7 +447,7 @@ START_TEST(test_store_persists)
     fputs("v1 SCRAM-SHA-256 eA== 10 AA== AA== AA==\n", f);
     fclose(f);
     ck_assert_int_eq(kb_scram_store_open(dir, &st, err, sizeof err), KP_ERR__CORRUPT);
-    ck_assert(strstr(err, ":4:") != NULL);
+    ck_assert(strstr(err, ":5:") != NULL);
     unlink(path);
     rmdir(dir);
 }
