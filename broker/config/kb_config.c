@@ -293,6 +293,8 @@ static const kb_keydef key_defs[] = {
     KI("replica.fetch.max.bytes", "1048576", 0, I32MAX, NOF, KB_KD_IGNORED),
     KL("replica.lag.time.max.ms", "30000", 0, I64MAX, NOF, KB_KD_IGNORED),
     KB("runnel.advertise.dialled.address", "false", FBOOL(advertise_dialled), 0),
+    KS("runnel.console.listener", "", FSTR(console_listener), 0),
+    KB("runnel.console.write.enable", "false", FBOOL(console_write_enable), 0),
     KB("runnel.fetch.zerocopy", "true", FBOOL(fetch_zerocopy), 0),
     KE("runnel.flush.acks.all", "fsync", "fsync|page-cache", FENUM(flush_acks_all), 0),
     KE("runnel.log.level", "INFO", "ERROR|WARN|INFO|DEBUG|TRACE", FENUM(log_level), 0),

@@ -250,6 +250,8 @@ typedef struct kb_config {
     kb_flush_mode flush_acks_all; /* runnel.flush.acks.all (fsync) */
     bool fetch_zerocopy;         /* runnel.fetch.zerocopy (true) */
     bool advertise_dialled;      /* runnel.advertise.dialled.address (false) */
+    char *console_listener;      /* runnel.console.listener (""): the web console, off when empty */
+    bool console_write_enable;   /* runnel.console.write.enable (false) */
     int32_t max_partitions;      /* runnel.max.partitions (200000): all topics together */
 
     /* every key set by a source, sorted by key (see kb_config_get_raw) */
