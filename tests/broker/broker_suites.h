@@ -9,6 +9,7 @@ Suite *admin_suite(void);
 Suite *cgroup_suite(void);
 Suite *config_suite(void);
 Suite *conn_suite(void);
+Suite *console_suite(void);
 Suite *group_suite(void);
 Suite *log_suite(void);
 Suite *longpoll_suite(void);
