@@ -11,6 +11,7 @@ Suite *config_suite(void);
 Suite *conn_suite(void);
 Suite *console_suite(void);
 Suite *group_suite(void);
+Suite *http_suite(void);
 Suite *log_suite(void);
 Suite *longpoll_suite(void);
 Suite *map_suite(void);
