@@ -8,48 +8,18 @@
 #include "kb_config.h"
 #include "kb_console_assets.h"
 #include "kb_console_http.h"
+#include "kb_http_server.h"
 #include "kb_log.h"
-
-#define TARGET_MAX 8192
 
 bool kb_console_parse_listener(const char *value, char *host, size_t cap, uint16_t *port,
                                char *err, size_t errlen)
 {
-    const char *p = value;
-    if (strncmp(p, "http://", 7) == 0)
-        p += 7;
-    else if (strstr(p, "://") != NULL) {
-        snprintf(err, errlen, "runnel.console.listener: only http:// is served (%s)", value);
-        return false;
-    }
-    const char *colon = strrchr(p, ':');
-    const char *end = p + strlen(p);
-    if (end > p && end[-1] == '/')
-        end--;
-    if (colon == NULL || colon + 1 >= end) {
+    if (!kb_http_url_split(value, host, cap, port)) {
         snprintf(err, errlen, "runnel.console.listener must be http://host:port (%s)", value);
         return false;
     }
-    char *num_end;
-    long v = strtol(colon + 1, &num_end, 10);
-    if (num_end != end || v < 0 || v > 65535) {
-        snprintf(err, errlen, "runnel.console.listener: bad port in %s", value);
-        return false;
-    }
-    size_t n = (size_t)(colon - p);
-    if (n >= 2 && p[0] == '[' && p[n - 1] == ']') {
-        p++;
-        n -= 2;
-    }
-    if (n >= cap) {
-        snprintf(err, errlen, "runnel.console.listener: host too long");
-        return false;
-    }
-    if (n == 0)
-        snprintf(host, cap, "%s", KB_CONSOLE_DEFAULT_HOST);
-    else
-        snprintf(host, cap, "%.*s", (int)n, p);
-    *port = (uint16_t)v;
+    if (host[0] == '\0')
+        snprintf(host, cap, "%s", KB_CONSOLE_DEFAULT_HOST); /* loopback unless a host is named */
     return true;
 }
 
@@ -58,39 +28,6 @@ static int64_t mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)(c | 0x20);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* The path of target, percent-decoded into path; the query after '?'.
- * False for a path that is not absolute, has a NUL or a dot segment. */
-static bool split_target(const char *target, char *path, size_t cap, const char **query)
-{
-    const char *q = strchr(target, '?');
-    size_t n = q ? (size_t)(q - target) : strlen(target);
-    *query = q ? q + 1 : "";
-    if (n == 0 || target[0] != '/' || n >= cap)
-        return false;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = target[i];
-        if (c == '%' && i + 2 < n + 1 && hexval(target[i + 1]) >= 0 && hexval(target[i + 2]) >= 0) {
-            c = (char)(hexval(target[i + 1]) * 16 + hexval(target[i + 2]));
-            i += 2;
-        }
-        if (c == '\0')
-            return false;
-        path[o++] = c;
-    }
-    path[o] = '\0';
-    return strstr(path, "/../") == NULL && strstr(path, "/./") == NULL &&
-           (o < 3 || strcmp(path + o - 3, "/..") != 0);
 }
 
 static void serve_asset(const char *path, const char *method, kb_console_resp *out)
@@ -120,14 +57,9 @@ static bool is_write(const char *method)
 void kb_console_handle(kb_console *c, const kb_console_http_req *rq, kb_console_resp *out,
                        const char **extra_header)
 {
-    char path[TARGET_MAX];
-    const char *query;
+    const char *path = rq->path;
     memset(out, 0, sizeof(*out));
     *extra_header = NULL;
-    if (!split_target(rq->target, path, sizeof(path), &query)) {
-        kb_console_error(out, 400, "bad request target");
-        return;
-    }
     bool api = strncmp(path, "/api/", 5) == 0;
     kb_guard_view v = {rq->method, rq->host, rq->origin, rq->sec_fetch_site, rq->csrf,
                        rq->authorization, api && is_write(rq->method)};
@@ -144,7 +76,7 @@ void kb_console_handle(kb_console *c, const kb_console_http_req *rq, kb_console_
         serve_asset(path, rq->method, out);
         return;
     }
-    kb_console_req arq = {rq->method, path, query, rq->body, rq->body_len,
+    kb_console_req arq = {rq->method, path, rq->query, rq->body, rq->body_len,
                           principal[0] ? principal : NULL, rq->peer_host};
     kb_console_api_handle(&c->api, &arq, out);
 }

@@ -36,7 +36,8 @@
 /* One request as the HTTP layer parsed it (headers NULL when absent). */
 typedef struct kb_console_http_req {
     const char *method;
-    const char *target; /* path and query, as sent */
+    const char *path;   /* decoded and normalised by kb_http_parse */
+    const char *query;  /* raw, without '?' */
     const char *host;
     const char *origin;
     const char *sec_fetch_site;
@@ -57,8 +58,8 @@ typedef struct kb_console {
     void *server; /* the HTTP listener */
 } kb_console;
 
-/* Parses "http://host:port" ("http://:port" and a bare ":port" take the
- * loopback default): false with err filled when malformed. */
+/* Parses "http://host:port" ("http://:port" takes the loopback default):
+ * false with err filled when malformed. */
 bool kb_console_parse_listener(const char *value, char *host, size_t cap, uint16_t *port,
                                char *err, size_t errlen);
 
