@@ -253,7 +253,7 @@ function resetForm(g) {
     if (to.value === "timestamp") q.set("timestamp", String(new Date(ts.value).getTime()));
     const r = await api("/api/groups/" + encodeURIComponent(g.groupId) + "/reset?" + q, { method: "POST" });
     message(`Reset ${r.offsets.length} partition(s) of ${g.groupId} to ${to.value}`);
-    route();
+    route(true);
   };
   return h("form", { class: "bar", id: "reset-form", onsubmit: e => { e.preventDefault(); run(reset); } },
     h("label", {}, "Reset offsets to", to), h("label", {}, "Time (for timestamp)", ts),
