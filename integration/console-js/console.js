@@ -78,8 +78,12 @@ async function browse(page, args) {
   await page.selectOption("#reset-to", "earliest");
   out.reset = await messageAfter(page, () => page.click("#reset-button"));
   if (!out.reset.error) {
-    await page.waitForFunction(() => document.getElementById("group-lag").textContent !== "", null);
-    await page.waitForTimeout(300);
+    // the next refreshes draw the new lag on the chart too
+    await page.waitForFunction(() => {
+      const c = document.querySelectorAll("#lag-chart circle title");
+      return c.length && c[c.length - 1].textContent.endsWith(": " + document.getElementById("group-lag").textContent);
+    }, null, { timeout: 10000 });
+    await page.waitForTimeout(2500);
   }
   out.lagAfterReset = Number(await page.textContent("#group-lag"));
   out.screenshots.push(await shot(page, args, "reset.png"));

@@ -226,11 +226,12 @@ function lagChart(points) {
     return svg;
   }
   const t0 = points[0][0], t1 = Math.max(points[points.length - 1][0], t0 + 1000);
-  const maxLag = Math.max(1, ...points.map(p => p[1]));
+  const step = Math.max(1, Math.ceil(Math.max(...points.map(p => p[1])) / 4));
+  const maxLag = step * 4; // whole-number ticks
   const x = t => L + (W - L - R) * (t - t0) / (t1 - t0);
   const y = v => H - B - (H - T - B) * v / maxLag;
   for (let i = 0; i <= 4; i++) {
-    const v = Math.round(maxLag * i / 4);
+    const v = step * i;
     svg.append(h("svg:line", { class: "grid", x1: L, x2: W - R, y1: y(v), y2: y(v) }),
       h("svg:text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" }, v));
   }
