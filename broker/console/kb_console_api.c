@@ -45,6 +45,20 @@ bool kb_console_allowed(const kb_console_api *api, const kb_console_req *rq, int
                             res_type, kp_str_from(name));
 }
 
+bool kb_console_gate(const kb_console_api *api, const kb_console_req *rq, int8_t res_type,
+                     const char *name, bool exists, int8_t op, kb_console_resp *out)
+{
+    if (!exists || !kb_console_allowed(api, rq, KB_OP_DESCRIBE, res_type, name)) {
+        kb_console_error(out, 404, res_type == KB_RES_TOPIC ? "no such topic" : "no such group");
+        return false;
+    }
+    if (!kb_console_allowed(api, rq, op, res_type, name)) {
+        kb_console_error(out, 403, "not authorized");
+        return false;
+    }
+    return true;
+}
+
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9')

@@ -1,7 +1,6 @@
 /* The console's group routes: list, show, reset (kb_console_routes.h). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kb_acl.h"
 #include "kb_console_lag.h"
@@ -190,21 +189,13 @@ static void history(kb_json *j, const kb_lag_series *s)
     kb_json_arr_end(j);
 }
 
-/* The group, or NULL with out filled (404, or 403 without op). */
+/* The group, or NULL with out filled (kb_console_gate). */
 static kb_group *visible_group(const kb_console_api *api, const kb_console_req *rq, const char *id,
                                int8_t op, kb_console_resp *out)
 {
     kb_groups *gs = kb_group_coord_groups(api->b);
     kb_group *g = gs ? kb_groups_find(gs, kp_str_from(id)) : NULL;
-    if (g == NULL || !kb_console_allowed(api, rq, KB_OP_DESCRIBE, KB_RES_GROUP, id)) {
-        kb_console_error(out, 404, "no such group");
-        return NULL;
-    }
-    if (!kb_console_allowed(api, rq, op, KB_RES_GROUP, id)) {
-        kb_console_error(out, 403, "not authorized for this group");
-        return NULL;
-    }
-    return g;
+    return kb_console_gate(api, rq, KB_RES_GROUP, id, g != NULL, op, out) ? g : NULL;
 }
 
 void kb_console_group_show(const kb_console_api *api, const kb_console_req *rq, const char *group,
@@ -334,20 +325,13 @@ static void reset_done(kb_console_resp *out, const reset_plan *pl)
     kb_console_send(&j, out);
 }
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void kb_console_group_reset(const kb_console_api *api, const kb_console_req *rq, const char *group,
                             kb_console_resp *out)
 {
     kb_group *g = visible_group(api, rq, group, KB_OP_READ, out);
     if (g == NULL)
         return;
-    reset_plan pl = {.now = wall_ms()};
+    reset_plan pl = {.now = kb_console_wall_ms()};
     if (!parse_target(rq->query, &pl)) {
         kb_console_error(out, 400, "to must be earliest, latest or timestamp (with timestamp=ms)");
         return;

@@ -61,7 +61,7 @@ static kb_lag_series *series_get(kb_console_lag *lag, const char *id)
     return s;
 }
 
-static int64_t wall_ms(void)
+int64_t kb_console_wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -115,7 +115,7 @@ static void on_sample(kb_loop *loop, void *arg)
 {
     kb_console_lag *lag = arg;
     kb_groups *gs = kb_group_coord_groups(lag->b);
-    int64_t now = wall_ms();
+    int64_t now = kb_console_wall_ms();
     lag->sweep++;
     size_t cur = 0;
     kb_group *g;
@@ -130,7 +130,7 @@ const kb_lag_series *kb_console_lag_series(kb_console_lag *lag, const kb_group *
     kb_lag_series *s = series_get(lag, g->id);
     if (s == NULL)
         return NULL;
-    int64_t now = wall_ms();
+    int64_t now = kb_console_wall_ms();
     if (s->n == 0 || now - kb_console_lag_point(s, s->n - 1)->ts_ms >= KB_LAG_DEMAND_MS) {
         s->seen = lag->sweep;
         series_add(s, now, kb_console_lag_total(lag->b, g));

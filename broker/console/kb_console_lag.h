@@ -54,6 +54,9 @@ typedef struct kb_console_lag {
 kp_err kb_console_lag_start(kb_broker *b, kb_console_lag *lag);
 void kb_console_lag_stop(kb_console_lag *lag);
 
+/* The wall clock in ms (lag samples, produced records, commits). */
+int64_t kb_console_wall_ms(void);
+
 /* The lag of one committed offset: high watermark - offset (at least 0),
  * or -1 when the partition is unknown or not online. hw gets the high
  * watermark (or -1). */

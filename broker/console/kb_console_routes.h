@@ -20,6 +20,11 @@ void kb_console_send(kb_json *j, kb_console_resp *out);
  * true without users or without an authorizer). */
 bool kb_console_allowed(const kb_console_api *api, const kb_console_req *rq, int8_t op,
                         int8_t res_type, const char *name);
+/* Whether the named resource may be used for op: false with out filled,
+ * 404 when it does not exist or the principal may not DESCRIBE it (so its
+ * existence does not leak), 403 when op itself is refused. */
+bool kb_console_gate(const kb_console_api *api, const kb_console_req *rq, int8_t res_type,
+                     const char *name, bool exists, int8_t op, kb_console_resp *out);
 /* A decimal integer query parameter; false when absent or malformed. */
 bool kb_console_query_long(const char *query, const char *name, int64_t *out);
 

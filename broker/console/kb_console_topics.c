@@ -1,9 +1,9 @@
 /* The console's topic routes: list, show, records, produce (kb_console_routes.h). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kb_acl.h"
+#include "kb_console_lag.h"
 #include "kb_console_records.h"
 #include "kb_console_routes.h"
 #include "kb_partition_log.h"
@@ -106,20 +106,12 @@ static void configs(kb_json *j, const kb_config *cfg, const kb_topic *t)
     kb_json_arr_end(j);
 }
 
-/* The topic, or NULL with out filled (404, or 403 without DESCRIBE). */
+/* The topic, or NULL with out filled (kb_console_gate). */
 static kb_topic *visible_topic(const kb_console_api *api, const kb_console_req *rq, const char *name,
                                int8_t op, kb_console_resp *out)
 {
     kb_topic *t = kb_topics_find(api->b->topics, kp_str_from(name));
-    if (t == NULL || !kb_console_allowed(api, rq, KB_OP_DESCRIBE, KB_RES_TOPIC, name)) {
-        kb_console_error(out, 404, "no such topic");
-        return NULL;
-    }
-    if (!kb_console_allowed(api, rq, op, KB_RES_TOPIC, name)) {
-        kb_console_error(out, 403, "not authorized for this topic");
-        return NULL;
-    }
-    return t;
+    return kb_console_gate(api, rq, KB_RES_TOPIC, name, t != NULL, op, out) ? t : NULL;
 }
 
 void kb_console_topic_show(const kb_console_api *api, const kb_console_req *rq, const char *topic,
@@ -210,13 +202,6 @@ void kb_console_topic_records(const kb_console_api *api, const kb_console_req *r
     kb_console_send(&j, out);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void produced(kb_console_resp *out, int32_t partition, int64_t offset)
 {
     kb_json j;
@@ -246,7 +231,7 @@ void kb_console_topic_produce(const kb_console_api *api, const kb_console_req *r
     kp_batch_builder_init(&bb, 0, 0, -1, -1, -1);
     kp_slice k = has_key ? (kp_slice){(const uint8_t *)key, (int32_t)key_len} : (kp_slice){NULL, -1};
     kp_slice v = {rq->body, (int32_t)rq->body_len};
-    kp_batch_builder_add(&bb, now_ms(), k, v, NULL, 0);
+    kp_batch_builder_add(&bb, kb_console_wall_ms(), k, v, NULL, 0);
     size_t len;
     uint8_t *batch = kp_batch_builder_finish(&bb, &len);
     kp_batch_builder_fini(&bb);
