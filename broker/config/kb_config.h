@@ -251,6 +251,8 @@ typedef struct kb_config {
     bool fetch_zerocopy;         /* runnel.fetch.zerocopy (true) */
     bool advertise_dialled;      /* runnel.advertise.dialled.address (false) */
     int32_t max_partitions;      /* runnel.max.partitions (200000): all topics together */
+    char *metrics_listener;      /* runnel.metrics.listener: http://host:port, NULL = off */
+    int32_t metrics_max_series;  /* runnel.metrics.max.series (10000) */
 
     /* every key set by a source, sorted by key (see kb_config_get_raw) */
     size_t raw_n;
