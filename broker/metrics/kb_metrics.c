@@ -125,18 +125,19 @@ static bool series_match(const void *entry, const void *key)
     return s->ms_family == k->family && strcmp(s->ms_key, k->key) == 0;
 }
 
-/* Label values joined by '\x1f' (a byte no topic or group name holds). */
+/* Label values joined by '\x1f' (a byte no topic or group name holds);
+ * "" for the family's unlabelled series (values NULL). */
 static char *join_values(const kb_metric_family *f, const char *const *values)
 {
-    size_t len = 1;
-    for (size_t i = 0; i < f->n_labels; i++) {
+    size_t len = 1, n = values != NULL ? f->n_labels : 0;
+    for (size_t i = 0; i < n; i++) {
         len += strlen(values[i]) + 1;
     }
     char *key = malloc(len), *w = key;
-    for (size_t i = 0; key != NULL && i < f->n_labels; i++) {
-        size_t n = strlen(values[i]);
-        memcpy(w, values[i], n);
-        w += n;
+    for (size_t i = 0; key != NULL && i < n; i++) {
+        size_t vlen = strlen(values[i]);
+        memcpy(w, values[i], vlen);
+        w += vlen;
         *w++ = '\x1f';
     }
     if (key != NULL) {
@@ -175,7 +176,7 @@ static char *format_labels(const kb_metric_family *f, const char *const *values)
 {
     grow_buf b = {0};
     kb_prom_out o = {to_grow_buf, &b, true};
-    kb_prom_labels(&o, f->n_labels, f->labels, values);
+    kb_prom_labels(&o, values != NULL ? f->n_labels : 0, f->labels, values);
     if (b.failed) {
         free(b.p);
         return NULL;
@@ -259,6 +260,11 @@ size_t kb_metrics_series_count(const kb_metrics *m)
 uint64_t kb_metrics_dropped(const kb_metrics *m)
 {
     return m->dropped;
+}
+
+size_t kb_metrics_max_series(const kb_metrics *m)
+{
+    return m->max_series;
 }
 
 static const char *type_name(kb_metric_type t)

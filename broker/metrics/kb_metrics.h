@@ -75,6 +75,8 @@ kb_metric_family *kb_metrics_family(kb_metrics *m, const char *name, const char 
                                     size_t n_bounds);
 
 /* The series with these label values (n_labels of them), made if new;
+ * values NULL is the family's series without labels (an all-topics total
+ * beside the per-topic series, as Kafka's JMX exporter writes them).
  * NULL past the cap (counted) or out of memory. */
 kb_metric_series *kb_metric_get(kb_metric_family *f, const char *const *values);
 /* Removes every series of f (for gauges rebuilt at each scrape). */
@@ -98,6 +100,7 @@ void kb_metric_observe(kb_metric_series *s, double v);
 
 size_t kb_metrics_series_count(const kb_metrics *m);
 uint64_t kb_metrics_dropped(const kb_metrics *m);
+size_t kb_metrics_max_series(const kb_metrics *m);
 
 /* Writes every family, then the registry's own metrics
  * (runnel_metrics_series, runnel_metrics_series_dropped_total). */
