@@ -301,6 +301,8 @@ static const kb_keydef key_defs[] = {
     KLS("runnel.log.subsystems", "all", "all|net|proto|storage|group|config|main", NOF,
         KB_KD_DERIVED),
     KI("runnel.max.partitions", "200000", 1, I32MAX, FI32(max_partitions), 0),
+    KS("runnel.metrics.listener", NULL, FSTR(metrics_listener), 0),
+    KI("runnel.metrics.max.series", "10000", 1, I32MAX, FI32(metrics_max_series), 0),
     /* Kerberos and OAUTHBEARER login settings: no such mechanism here, but
      * Kafka lets each broker change them at run time. */
     KS("sasl.kerberos.kinit.cmd", "/usr/bin/kinit", NOF, KB_KD_IGNORED | DYN_NODE),

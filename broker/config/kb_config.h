@@ -253,6 +253,8 @@ typedef struct kb_config {
     char *console_listener;      /* runnel.console.listener (""): the web console, off when empty */
     bool console_write_enable;   /* runnel.console.write.enable (false) */
     int32_t max_partitions;      /* runnel.max.partitions (200000): all topics together */
+    char *metrics_listener;      /* runnel.metrics.listener: http://host:port, NULL = off */
+    int32_t metrics_max_series;  /* runnel.metrics.max.series (10000) */
 
     /* every key set by a source, sorted by key (see kb_config_get_raw) */
     size_t raw_n;

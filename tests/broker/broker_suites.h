@@ -15,6 +15,7 @@ Suite *http_suite(void);
 Suite *log_suite(void);
 Suite *longpoll_suite(void);
 Suite *map_suite(void);
+Suite *metrics_suite(void);
 Suite *props_suite(void);
 Suite *pidsnap_suite(void);
 Suite *pidstate_suite(void);
