@@ -202,3 +202,60 @@ def test_console_asks_for_a_login_with_sasl_users(tmp_path_factory, browser_runn
         assert out["status"] == 200 and out["who"] == "User:alice", out
     finally:
         b.stop()
+
+
+def _basic(user, password):
+    import base64
+    return {"Authorization": "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()}
+
+
+def test_console_applies_acls_to_its_user(tmp_path_factory):
+    """With an authorizer, the console shows and reads only what its user may."""
+    require_module("confluent_kafka.admin")
+    from confluent_kafka import Producer
+    from confluent_kafka import admin as a
+
+    users = {"admin": "admin-secret", "alice": "alice-secret"}
+    props = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+             "super.users": "User:admin;User:ANONYMOUS"}  # ANONYMOUS: the PLAINTEXT listener
+    b = _start(tmp_path_factory, "console-acl", props, cls=SaslPlainRunnel, users=users)
+    try:
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for t in ("acl-open", "acl-secret"):
+            p.produce(t, value=b"v")
+        assert p.flush(30) == 0
+        admin = a.AdminClient({"bootstrap.servers": b.bootstrap})
+        acls = [a.AclBinding(a.ResourceType.TOPIC, "acl-open", a.ResourcePatternType.LITERAL,
+                             "User:alice", "*", op, a.AclPermissionType.ALLOW)
+                for op in (a.AclOperation.DESCRIBE, a.AclOperation.READ)]
+        for f in admin.create_acls(acls).values():
+            f.result(timeout=30)
+        alice, boss = _basic("alice", "alice-secret"), _basic("admin", "admin-secret")
+        status, body = _get(b.console_url + "api/topics", alice)
+        assert status == 200 and [t["name"] for t in body["topics"]] == ["acl-open"]
+        status, body = _get(b.console_url + "api/topics", boss)
+        assert {"acl-open", "acl-secret"} <= {t["name"] for t in body["topics"]}
+        assert _get(b.console_url + "api/topics/acl-secret/records?partition=0", alice)[0] == 404
+        status, body = _get(b.console_url + "api/topics/acl-open/records?partition=0", alice)
+        assert status == 200 and len(body["records"]) == 1
+        assert _get(b.console_url + "api/topics/acl-secret/records?partition=0", boss)[0] == 200
+    finally:
+        b.stop()
+
+
+def test_console_refuses_bad_paths_and_methods(readonly):
+    import http.client
+    host, port = "127.0.0.1", int(readonly.console_url.rsplit(":", 1)[1].strip("/"))
+    for method, path, want in [("GET", "/../../etc/passwd", (400, 404)),
+                               ("GET", "/%2e%2e/%2e%2e/etc/passwd", (400, 404)),
+                               ("GET", "/nope.html", (404,)),
+                               ("PUT", "/api/topics", (403, 405)),
+                               ("DELETE", "/api/groups/" + GROUP, (403, 405)),
+                               ("BREW", "/", (400, 405, 501))]:
+        c = http.client.HTTPConnection(host, port, timeout=10)
+        c.request(method, path)
+        r = c.getresponse()
+        assert r.status in want, (method, path, r.status)
+        assert b"root:" not in r.read()
+        c.close()
+    assert _get(readonly.console_url + "api/topics")[0] == 200  # still serving
