@@ -259,3 +259,34 @@ def test_console_refuses_bad_paths_and_methods(readonly):
         assert b"root:" not in r.read()
         c.close()
     assert _get(readonly.console_url + "api/topics")[0] == 200  # still serving
+
+
+def test_console_shows_a_live_consumer_group_and_refuses_its_reset(writable):
+    """A KIP-848 consumer with a member: members and assignment shown; the
+    reset is refused (409) while it is not empty, as Kafka's tool requires."""
+    from confluent_kafka import Consumer
+
+    group = "console-live"
+    c = Consumer({"bootstrap.servers": writable.bootstrap, "group.id": group,
+                  "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    try:
+        c.subscribe([TOPIC])
+        m = None
+        for _ in range(60):
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                break
+        assert m is not None and m.error() is None
+        c.commit(message=m, asynchronous=False)
+        status, g = _get(writable.console_url + "api/groups/" + group)
+        assert status == 200 and g["type"] == "consumer" and g["empty"] is False, g
+        assert [a["topic"] for a in g["members"][0]["assignment"]] == [TOPIC]
+        assert g["members"][0]["assignment"][0]["partitions"] == [0]
+        assert [o["committed"] for o in g["offsets"]] == [m.offset() + 1]
+        token = _get(writable.console_url + "api/session")[1]["csrfToken"]
+        status, body = _get(writable.console_url + "api/groups/%s/reset?to=earliest" % group,
+                            {"X-Runnel-Csrf": token}, method="POST")
+        assert status == 409 and "members" in body["error"]
+    finally:
+        c.close()
