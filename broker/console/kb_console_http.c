@@ -39,7 +39,7 @@ static void on_request(const kb_http_request *req, kb_http_response *resp, void 
         snprintf(name, sizeof(name), "%.*s", (int)(colon - extra), extra);
         kb_http_resp_header(resp, name, colon + 2);
     }
-    if (out.body != NULL && strcmp(req->method_name, "HEAD") != 0)
+    if (out.body != NULL) /* for HEAD too: the server sends its length, not the bytes */
         kb_http_resp_append(resp, out.body, out.body_len);
     if (!out.body_static)
         free(out.body);
