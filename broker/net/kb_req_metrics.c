@@ -303,12 +303,12 @@ static void count_fetch(kb_req_metrics *rm, const kb_req *req)
     }
 }
 
-static void record_throttle(kb_req_metrics *rm, const kb_req *req, int64_t throttle_ms)
+static void record_throttle(kb_req_metrics *rm, kb_req *req, int64_t throttle_ms)
 {
     const char *principal = req->conn->principal;
     const char *user = strncmp(principal, "User:", 5) == 0 ? principal + 5 : principal;
     const char *v[] = {req->quota == KB_REQ_QUOTA_PRODUCE ? "Produce" : "Fetch", user,
-                       kb_req_cstr((kb_req *)req, req->client_id)};
+                       kb_req_cstr(req, req->client_id)};
     kb_metric_set(kb_metric_get(rm->throttle_fam, v), (double)throttle_ms);
 }
 

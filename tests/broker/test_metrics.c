@@ -83,6 +83,7 @@ START_TEST(test_metrics_counter_and_gauge_text)
     kb_metric_family *g = kb_metrics_family(m, "x_up", "Up", KB_METRIC_GAUGE, 0, NULL, NULL, 0);
     ck_assert_ptr_eq(kb_metrics_family(m, "x_up", "Up", KB_METRIC_GAUGE, 0, NULL, NULL, 0), g);
     const char *t1[] = {"t\"1"};
+    kb_metric_add(kb_metric_get(c, NULL), 7); /* the family's unlabelled total */
     kb_metric_series *s = kb_metric_get(c, t1);
     ck_assert_ptr_eq(kb_metric_get(c, t1), s);
     kb_metric_add(s, 10);
@@ -90,13 +91,14 @@ START_TEST(test_metrics_counter_and_gauge_text)
     kb_metric_set(kb_metric_get(g, NULL), 1);
     ck_assert_str_eq(written(m), "# HELP x_bytes_total Bytes in\\nand \\\\ out\n"
                                  "# TYPE x_bytes_total counter\n"
+                                 "x_bytes_total 7\n"
                                  "x_bytes_total{topic=\"t\\\"1\"} 15\n"
                                  "# HELP x_up Up\n"
                                  "# TYPE x_up gauge\n"
                                  "x_up 1\n"
                                  "# HELP runnel_metrics_series Metric series held (all families)\n"
                                  "# TYPE runnel_metrics_series gauge\n"
-                                 "runnel_metrics_series 2\n"
+                                 "runnel_metrics_series 3\n"
                                  "# HELP runnel_metrics_series_dropped_total Series not made "
                                  "because runnel.metrics.max.series was reached\n"
                                  "# TYPE runnel_metrics_series_dropped_total counter\n"
