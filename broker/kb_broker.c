@@ -9,6 +9,7 @@
 
 #include "kb_acl.h"
 #include "kb_admin.h"
+#include "kb_console.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
 #include "kb_log.h"
@@ -17,6 +18,7 @@
 #include "kb_partition_log.h"
 #include "kb_req.h"
 #include "kb_scram_store.h"
+#include "kb_observe.h"
 #include "kb_server.h"
 #include "kb_txn_coord.h"
 #include "kb_topics.h"
@@ -88,9 +90,13 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
         return e;
     if ((e = kb_acl_open(cfg, cfg->log_dirs.v[0], &b->acl, err, errlen)) != KP_ERR_NONE)
         return e;
+    if ((e = kb_observe_start(b, err, errlen)) != KP_ERR_NONE)
+        return e;
     b->dispatch = kb_dispatch;
     e = kb_server_start(b, &b->server, err, errlen);
     if (e != KP_ERR_NONE)
+        return e;
+    if ((e = kb_console_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"broker started\" node_id=%d cluster_id=%s topics=%zu",
            b->node_id, b->cluster_id, kb_topics_count(b->topics));
@@ -104,6 +110,8 @@ kp_err kb_broker_run(kb_broker *b)
 
 void kb_broker_stop(kb_broker *b)
 {
+    kb_console_stop(b);
+    kb_observe_stop(b);
     kb_server_stop(b->server);
     b->server = NULL;
     kb_scram_store_free(b->scram);

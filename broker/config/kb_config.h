@@ -256,7 +256,11 @@ typedef struct kb_config {
     kb_flush_mode flush_acks_all; /* runnel.flush.acks.all (fsync) */
     bool fetch_zerocopy;         /* runnel.fetch.zerocopy (true) */
     bool advertise_dialled;      /* runnel.advertise.dialled.address (false) */
+    char *console_listener;      /* runnel.console.listener (""): the web console, off when empty */
+    bool console_write_enable;   /* runnel.console.write.enable (false) */
     int32_t max_partitions;      /* runnel.max.partitions (200000): all topics together */
+    char *metrics_listener;      /* runnel.metrics.listener: http://host:port, NULL = off */
+    int32_t metrics_max_series;  /* runnel.metrics.max.series (10000) */
     int32_t lag_window_commits;  /* runnel.lag.window.commits (10) */
     int64_t lag_window_min_stop_ms; /* runnel.lag.window.min.stop.ms (60000) */
     int64_t lag_check_interval_ms;  /* runnel.lag.check.interval.ms (5000) */

@@ -43,6 +43,10 @@ typedef struct kb_dynconf kb_dynconf;
 typedef struct kb_group_conf kb_group_conf;
 typedef struct kb_quotas kb_quotas;
 typedef struct kb_acl_store kb_acl_store;
+typedef struct kb_metrics kb_metrics;
+typedef struct kb_req_metrics kb_req_metrics;
+typedef struct kb_observe kb_observe;
+typedef struct kb_console kb_console;
 
 /* Where a whole request frame goes (kb_dispatch, api/kb_dispatch.h). */
 typedef void kb_frame_fn(kb_conn *c, const uint8_t *frame, size_t len);
@@ -63,6 +67,11 @@ typedef struct kb_broker {
     kb_group_conf *gconf;     /* group configs (kb_group_conf.h) */
     kb_quotas *quotas;   /* client quotas (kb_quota.h) */
     kb_acl_store *acl;   /* ACLs; NULL without an authorizer (kb_acl.h, kb_authz.h) */
+    /* metrics: all NULL unless runnel.metrics.listener is set (kb_observe.h) */
+    kb_metrics *metrics;         /* the registry (kb_metrics.h) */
+    kb_req_metrics *req_metrics; /* what the finish step counts (kb_req_metrics.h) */
+    kb_observe *observe;         /* the /metrics endpoint (kb_observe.h) */
+    kb_console *console;         /* the web console; NULL when off (kb_console.h) */
     char cluster_id[64];
     int32_t node_id;
     int signal_fd;

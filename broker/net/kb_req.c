@@ -9,6 +9,7 @@
 #include "kb_conn.h"
 #include "kb_log.h"
 #include "kb_quota.h"
+#include "kb_req_metrics.h"
 
 kp_str kb_req_str(kb_req *req, const char *s)
 {
@@ -206,6 +207,7 @@ void kb_req_finish(kb_req *req)
 {
     kb_conn *c = req->conn;
     KB_DCHECK(!kb_timer_armed(&req->delay));
+    bool parked = req->on_cancel != NULL;
     req->on_cancel = NULL; /* finishing ends any parking */
     int64_t mute_ms = 0;
     if (!req->policy_done) {
@@ -217,6 +219,7 @@ void kb_req_finish(kb_req *req)
         mute_ms = req->throttle_ms;
     }
     account(req, req->throttle_ms);
+    kb_req_metrics_finish(req, parked, req->throttle_ms);
     send_response(req);
     kb_conn_request_done(c, mute_ms);
 }

@@ -351,6 +351,16 @@ kp_err kb_server_start(kb_broker *b, kb_server **out, char *err, size_t errlen)
     return KP_ERR_NONE;
 }
 
+size_t kb_server_conn_count(const kb_server *srv, size_t listener_index)
+{
+    size_t n = 0;
+    const kb_listener *l = srv->listeners[listener_index].cfg;
+    for (const kb_conn *c = srv->live; c != NULL; c = c->next) {
+        n += c->listener == l;
+    }
+    return n;
+}
+
 uint16_t kb_server_port(const kb_server *srv, size_t listener_index)
 {
     return listener_index < srv->nlisteners ? srv->listeners[listener_index].port : 0;

@@ -33,6 +33,8 @@ void kb_server_retire(kb_server *srv, kb_conn *c);
  * listener at listener_index (a socketpair() in the unit tests); takes fd.
  * NULL (fd closed) on failure. */
 kb_conn *kb_server_adopt(kb_server *srv, size_t listener_index, int fd, const char *peer);
+/* The open connections accepted on a listener (index into cfg->listeners). */
+size_t kb_server_conn_count(const kb_server *srv, size_t listener_index);
 /* The port a listener is bound to (index into cfg->listeners). */
 uint16_t kb_server_port(const kb_server *srv, size_t listener_index);
 
