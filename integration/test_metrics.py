@@ -143,6 +143,12 @@ def test_prometheus_sees_stopped_group_lag(broker, prometheus, topic_name):
     wait_prom(prometheus, "kafka_consumergroup_lag" + labels, 30.0)
     wait_prom(prometheus, "kafka_consumergroup_current_offset" + labels, 20.0)
     wait_prom(prometheus, 'kafka_consumergroup_members{consumergroup="%s"}' % group, 0.0)
+    _, text = http_get(METRICS_PORT)
+    assert sample(text, 'kafka_server_brokertopicmetrics_bytesout_total{topic="%s"}' % topic) > 0
+    assert sample(text, 'kafka_server_brokertopicmetrics_totalfetchrequests_total'
+                        '{topic="%s"}' % topic) >= 1
+    assert sample(text, 'kafka_server_socket_server_metrics_connection_count'
+                        '{listener="PLAINTEXT"}') >= 0
 
 
 # --- hostile input on the HTTP listener ------------------------------------

@@ -246,6 +246,26 @@ START_TEST(test_http_server_keep_alive_and_errors)
 }
 END_TEST
 
+START_TEST(test_http_url_split)
+{
+    char host[64];
+    uint16_t port;
+    ck_assert(kb_http_url_split("http://127.0.0.1:9644", host, sizeof host, &port));
+    ck_assert_str_eq(host, "127.0.0.1");
+    ck_assert_uint_eq(port, 9644);
+    ck_assert(kb_http_url_split("http://[::1]:0", host, sizeof host, &port));
+    ck_assert_str_eq(host, "::1");
+    ck_assert_uint_eq(port, 0);
+    ck_assert(kb_http_url_split("http://:80/", host, sizeof host, &port));
+    ck_assert_str_eq(host, "");
+    ck_assert(!kb_http_url_split("https://h:1", host, sizeof host, &port));
+    ck_assert(!kb_http_url_split("http://h", host, sizeof host, &port));
+    ck_assert(!kb_http_url_split("http://h:70000", host, sizeof host, &port));
+    ck_assert(!kb_http_url_split("http://h:1x", host, sizeof host, &port));
+    ck_assert(!kb_http_url_split("http://a/b:1", host, sizeof host, &port));
+}
+END_TEST
+
 static int64_t fake_now;
 static int64_t fake_clock(void *arg)
 {
@@ -298,6 +318,7 @@ Suite *http_suite(void)
     TCase *ts = tcase_create("server");
     tcase_add_test(ts, test_http_server_keep_alive_and_errors);
     tcase_add_test(ts, test_http_server_head_deadline);
+    tcase_add_test(ts, test_http_url_split);
     suite_add_tcase(s, ts);
     return s;
 }
