@@ -43,6 +43,7 @@ typedef struct kb_dynconf kb_dynconf;
 typedef struct kb_group_conf kb_group_conf;
 typedef struct kb_quotas kb_quotas;
 typedef struct kb_acl_store kb_acl_store;
+typedef struct kb_cluster kb_cluster;
 
 /* Where a whole request frame goes (kb_dispatch, api/kb_dispatch.h). */
 typedef void kb_frame_fn(kb_conn *c, const uint8_t *frame, size_t len);
@@ -63,6 +64,7 @@ typedef struct kb_broker {
     kb_group_conf *gconf;     /* group configs (kb_group_conf.h) */
     kb_quotas *quotas;   /* client quotas (kb_quota.h) */
     kb_acl_store *acl;   /* ACLs; NULL without an authorizer (kb_acl.h, kb_authz.h) */
+    kb_cluster *cluster; /* cluster mode; NULL without process.roles (kb_cluster.h) */
     char cluster_id[64];
     int32_t node_id;
     int signal_fd;
