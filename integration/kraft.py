@@ -28,7 +28,10 @@ CONTROLLER_JVM_OPTS = [
     "-XX:TieredStopAtLevel=1",
     "-Djava.awt.headless=true",
     "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+    # the controller's decisions about brokers (registered, fenced, unfenced)
+    "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.controller=info",
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 ]
 TOOL_JVM_OPTS = ["-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx128m",
                  "-Dorg.slf4j.simpleLogger.defaultLogLevel=error"]

@@ -18,6 +18,7 @@
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 5000
 #define MAX_DIRS 64
+#define FENCED_HEARTBEAT_MS 100
 
 /* The feature ranges Runnel registers with: Kafka 4.4's levels, so a
  * controller formatted at 4.4's defaults accepts it. The records of these
@@ -56,6 +57,7 @@ struct kb_cluster {
     int backoff_ms;
     int attempts;
     bool failed;
+    bool refusing; /* asking the controllers' cluster id before stopping */
     kb_timer timer;
     kb_meta_record_fn *apply;
     void *apply_arg;
@@ -141,8 +143,9 @@ static void inconsistent_cluster(void *arg, kp_err err, const char *addr)
     kb_cluster *c = arg;
     (void)err;
     (void)addr;
-    if (c->failed)
+    if (c->failed || c->refusing)
         return;
+    c->refusing = true;
     kp_describe_cluster_req rq = {false, 2}; /* endpoint type 2: controllers */
     if (!kb_ctrl_conn_is_open(c->conn) ||
         kb_ctrl_conn_send(c->conn, KP_API_DESCRIBE_CLUSTER, 1, encode_describe, &rq, on_describe,
@@ -336,10 +339,18 @@ static void heartbeat_answered(kb_cluster *c, const kp_broker_heartbeat_resp *rs
         KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"%s\" broker_epoch=%lld metadata_offset=%lld",
                rs->is_fenced ? "fenced by the controller" : "unfenced: serving in the cluster",
                (long long)c->broker_epoch, (long long)kb_meta_fetch_next_offset(c->mf) - 1);
+    if (c->attempts > 0) {
+        char addr[300];
+        KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"heartbeats answered again\" controller=%s "
+               "after_attempts=%d", kb_quorum_addr(c->target, addr, sizeof addr), c->attempts);
+    }
     c->fenced = rs->is_fenced;
     c->backoff_ms = BACKOFF_MIN_MS;
     c->attempts = 0;
-    arm(c, c->cfg->broker_heartbeat_interval_ms);
+    /* Fenced while catching up with the registration record: ask again soon,
+     * as Kafka's broker does while starting. */
+    int next = c->cfg->broker_heartbeat_interval_ms;
+    arm(c, c->fenced && next > FENCED_HEARTBEAT_MS ? FENCED_HEARTBEAT_MS : next);
 }
 
 static void on_heartbeat(void *arg, kp_reader *body)
