@@ -44,7 +44,8 @@ struct kb_cluster {
     kb_quorum q;
     kb_meta_fetch *mf;
     kb_ctrl_conn *conn;
-    const kb_ctrl_node *target;
+    int target; /* index of the node conn talks to (kb_quorum), -1: none */
+    int answered_by; /* the node that answered the last heartbeat */
     kb_meta_props ids;
     kp_uuid dir_ids[MAX_DIRS];
     size_t ndirs;
@@ -166,22 +167,22 @@ static void retry_later(kb_cluster *c, const char *why)
     char addr[300];
     c->attempts++;
     KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"%s; retrying\" controller=%s attempt=%d retry_ms=%d",
-           why, c->target ? kb_quorum_addr(c->target, addr, sizeof addr) : "none", c->attempts,
+           why, kb_quorum_addr(&c->q, c->target, addr, sizeof addr), c->attempts,
            c->backoff_ms);
     kb_quorum_forget_leader(&c->q);
     kb_ctrl_conn_close(c->conn);
-    c->target = NULL;
+    c->target = -1;
     arm(c, c->backoff_ms);
     c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
 }
 
 static bool ensure_conn(kb_cluster *c)
 {
-    const kb_ctrl_node *want = kb_quorum_pick(&c->q);
+    int want = kb_quorum_pick(&c->q);
     if (kb_ctrl_conn_is_open(c->conn) && want == c->target)
         return true;
     c->target = want;
-    return kb_ctrl_conn_open(c->conn, want->host, want->port) == KP_ERR_NONE;
+    return kb_ctrl_conn_open(c->conn, c->q.v[want].host, c->q.v[want].port) == KP_ERR_NONE;
 }
 
 static void fill_listeners(kb_cluster *c, kp_broker_registration_req *rq,
@@ -280,11 +281,13 @@ static void registered(kb_cluster *c, int64_t epoch)
 {
     c->broker_epoch = epoch;
     c->prev_epoch = epoch;
+    c->answered_by = c->target;
     c->backoff_ms = BACKOFF_MIN_MS;
     c->attempts = 0;
     char addr[300];
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"registered with the controller\" broker_epoch=%lld "
-           "controller=%s", (long long)epoch, kb_quorum_addr(c->target, addr, sizeof addr));
+           "controller=%s", (long long)epoch,
+           kb_quorum_addr(&c->q, c->target, addr, sizeof addr));
     arm(c, 0); /* the first heartbeat at once */
 }
 
@@ -339,11 +342,13 @@ static void heartbeat_answered(kb_cluster *c, const kp_broker_heartbeat_resp *rs
         KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"%s\" broker_epoch=%lld metadata_offset=%lld",
                rs->is_fenced ? "fenced by the controller" : "unfenced: serving in the cluster",
                (long long)c->broker_epoch, (long long)kb_meta_fetch_next_offset(c->mf) - 1);
-    if (c->attempts > 0) {
+    if (c->attempts > 0 || c->target != c->answered_by) {
         char addr[300];
-        KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"heartbeats answered again\" controller=%s "
-               "after_attempts=%d", kb_quorum_addr(c->target, addr, sizeof addr), c->attempts);
+        KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"heartbeats answered\" controller=%s "
+               "failed_attempts=%d", kb_quorum_addr(&c->q, c->target, addr, sizeof addr),
+               c->attempts);
     }
+    c->answered_by = c->target;
     c->fenced = rs->is_fenced;
     c->backoff_ms = BACKOFF_MIN_MS;
     c->attempts = 0;
@@ -383,6 +388,7 @@ static kp_err start_fetch(kb_cluster *c, char *err, size_t errlen)
         .node_id = c->cfg->node_id,
         .cluster_id = c->ids.cluster_id,
         .directory_id = c->dir_ids[c->ndirs - 1], /* metadata.log.dir's, or the first dir's */
+        .work = c->b->work,
         .max_wait_ms = 500,
         .on_record = on_record,
         .arg = c,
@@ -405,6 +411,8 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
     *out = c;
     c->b = b;
     c->cfg = b->cfg;
+    c->target = -1;
+    c->answered_by = -1;
     c->broker_epoch = -1;
     c->prev_epoch = -1;
     c->fenced = true;
@@ -421,7 +429,7 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
     c->ndirs = kb_meta_props_dirs(c->cfg, dirs, MAX_DIRS);
     char client_id[64];
     snprintf(client_id, sizeof(client_id), "runnel-broker-%d", c->cfg->node_id);
-    c->conn = kb_ctrl_conn_new(b->loop, client_id);
+    c->conn = kb_ctrl_conn_new(b->loop, b->work, client_id);
     if (c->conn == NULL)
         return KP_ERR__NOMEM;
     if ((e = start_fetch(c, err, errlen)) != KP_ERR_NONE)

@@ -10,10 +10,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "kb_work.h"
 #include "kp_batch.h"
 #include "kp_msg.h"
 
 #define MAX_IN_FLIGHT 16
+
+/* A host name resolved on a helper thread (getaddrinfo may block). */
+typedef struct resolve_job {
+    kb_ctrl_conn *conn; /* NULL once the connection gave up on it */
+    char host[256];
+    uint16_t port;
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    bool ok;
+} resolve_job;
 
 typedef struct pending {
     int32_t corr;
@@ -23,6 +34,8 @@ typedef struct pending {
 
 struct kb_ctrl_conn {
     kb_loop *loop;
+    kb_work *work;       /* resolves names; NULL: addresses only */
+    resolve_job *job;    /* the name being resolved, or NULL */
     char *client_id;
     int fd;
     bool connected;
@@ -38,7 +51,7 @@ struct kb_ctrl_conn {
     int nfailed;
 };
 
-kb_ctrl_conn *kb_ctrl_conn_new(kb_loop *loop, const char *client_id)
+kb_ctrl_conn *kb_ctrl_conn_new(kb_loop *loop, kb_work *work, const char *client_id)
 {
     kb_ctrl_conn *c = calloc(1, sizeof(*c));
     if (c == NULL)
@@ -49,6 +62,7 @@ kb_ctrl_conn *kb_ctrl_conn_new(kb_loop *loop, const char *client_id)
         return NULL;
     }
     c->loop = loop;
+    c->work = work;
     c->fd = -1;
     c->next_corr = 1;
     kp_writer_init(&c->out, 4096);
@@ -70,6 +84,9 @@ static void run_failed(kb_loop *loop, void *arg)
 
 static void drop_socket(kb_ctrl_conn *c)
 {
+    if (c->job != NULL)
+        c->job->conn = NULL; /* its done() frees it */
+    c->job = NULL;
     if (c->fd >= 0) {
         kb_loop_del_fd(c->loop, c->fd);
         close(c->fd);
@@ -108,7 +125,7 @@ void kb_ctrl_conn_free(kb_ctrl_conn *c)
 
 bool kb_ctrl_conn_is_open(const kb_ctrl_conn *c)
 {
-    return c->fd >= 0;
+    return c->fd >= 0 || c->job != NULL;
 }
 
 int kb_ctrl_conn_in_flight(const kb_ctrl_conn *c)
@@ -219,40 +236,29 @@ static void on_io(kb_loop *loop, int fd, unsigned events, void *arg)
         kb_loop_mod_fd(loop, c->fd, wanted_events(c));
 }
 
-static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *sl)
+static bool resolve(const char *host, uint16_t port, int flags, struct sockaddr_storage *ss,
+                    socklen_t *sl)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = flags}, *res = NULL;
     char service[8];
     snprintf(service, sizeof(service), "%u", port);
     if (getaddrinfo(host, service, &hints, &res) != 0 || res == NULL)
-        return -1;
+        return false;
     memcpy(ss, res->ai_addr, res->ai_addrlen);
     *sl = res->ai_addrlen;
     freeaddrinfo(res);
-    return 0;
+    return true;
 }
 
-kp_err kb_ctrl_conn_open(kb_ctrl_conn *c, const char *host, uint16_t port)
+static kp_err connect_to(kb_ctrl_conn *c, const struct sockaddr_storage *ss, socklen_t sl)
 {
-    kb_ctrl_conn_close(c);
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    /* Controllers are named by address in the quorum settings; a name is
-     * resolved here once per connect (the loop waits for it, as Kafka's
-     * client does in its poll). */
-    if (resolve(host, port, &ss, &sl) != 0)
-        return KP_ERR__INVAL;
-    c->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    c->fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
         return KP_ERR__IO;
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (connect(c->fd, (struct sockaddr *)&ss, sl) != 0 && errno != EINPROGRESS) {
-        close(c->fd);
-        c->fd = -1;
-        return KP_ERR__IO;
-    }
-    if (kb_loop_add_fd(c->loop, c->fd, KB_EV_READ | KB_EV_WRITE, on_io, c) != KP_ERR_NONE) {
+    if ((connect(c->fd, (const struct sockaddr *)ss, sl) != 0 && errno != EINPROGRESS) ||
+        kb_loop_add_fd(c->loop, c->fd, KB_EV_READ | KB_EV_WRITE, on_io, c) != KP_ERR_NONE) {
         close(c->fd);
         c->fd = -1;
         return KP_ERR__IO;
@@ -260,10 +266,58 @@ kp_err kb_ctrl_conn_open(kb_ctrl_conn *c, const char *host, uint16_t port)
     return KP_ERR_NONE;
 }
 
+static void resolve_on_helper(void *arg)
+{
+    resolve_job *j = arg;
+    j->ok = resolve(j->host, j->port, 0, &j->ss, &j->sl);
+}
+
+static void resolved(void *arg)
+{
+    resolve_job *j = arg;
+    kb_ctrl_conn *c = j->conn;
+    if (c != NULL) {
+        c->job = NULL;
+        if (!j->ok || connect_to(c, &j->ss, j->sl) != KP_ERR_NONE)
+            kb_ctrl_conn_close(c); /* queued requests fail */
+    }
+    free(j);
+}
+
+/* A name (not an address literal): resolved on a helper thread, requests
+ * queued meanwhile. */
+static kp_err resolve_later(kb_ctrl_conn *c, const char *host, uint16_t port)
+{
+    if (c->work == NULL || strlen(host) >= sizeof(c->job->host))
+        return KP_ERR__INVAL;
+    resolve_job *j = calloc(1, sizeof(*j));
+    if (j == NULL)
+        return KP_ERR__NOMEM;
+    j->conn = c;
+    snprintf(j->host, sizeof(j->host), "%s", host);
+    j->port = port;
+    if (kb_work_post(c->work, resolve_on_helper, resolved, j) != KP_ERR_NONE) {
+        free(j);
+        return KP_ERR__IO;
+    }
+    c->job = j;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_ctrl_conn_open(kb_ctrl_conn *c, const char *host, uint16_t port)
+{
+    kb_ctrl_conn_close(c);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (resolve(host, port, AI_NUMERICHOST, &ss, &sl))
+        return connect_to(c, &ss, sl);
+    return resolve_later(c, host, port);
+}
+
 kp_err kb_ctrl_conn_send(kb_ctrl_conn *c, int16_t api_key, int16_t version, kb_ctrl_encode_fn *enc,
                          const void *msg, kb_ctrl_resp_fn *cb, void *arg)
 {
-    if (c->fd < 0 || c->qlen == MAX_IN_FLIGHT)
+    if (!kb_ctrl_conn_is_open(c) || c->qlen == MAX_IN_FLIGHT)
         return KP_ERR__INVAL;
     kp_request_header h = {api_key, version, c->next_corr, kp_str_from(c->client_id)};
     size_t start = c->out.len;
@@ -279,6 +333,7 @@ kp_err kb_ctrl_conn_send(kb_ctrl_conn *c, int16_t api_key, int16_t version, kb_c
         kb_ctrl_conn_close(c);
         return KP_ERR_NONE; /* the callback reports the failure */
     }
-    kb_loop_mod_fd(c->loop, c->fd, wanted_events(c));
+    if (c->fd >= 0)
+        kb_loop_mod_fd(c->loop, c->fd, wanted_events(c));
     return KP_ERR_NONE;
 }

@@ -5,8 +5,9 @@
  * callbacks by correlation id.
  *
  * Invariants:
- *   1. Nothing blocks: connect, writes and reads are non-blocking; bytes that
- *      do not fit the socket wait in the output buffer for KB_EV_WRITE.
+ *   1. Nothing blocks: connect, writes and reads are non-blocking, names are
+ *      resolved on a helper thread; bytes that do not fit the socket (or
+ *      are sent before it connected) wait in the output buffer.
  *   2. Every request sent gets exactly one callback: with the response body
  *      (a reader positioned after the response header), or with body NULL
  *      when the connection fails or is closed first.
@@ -16,9 +17,9 @@
  * Ownership: the caller owns the kb_ctrl_conn (kb_ctrl_conn_free); the body
  * handed to a callback lives until the callback returns.
  * Threading: the loop's thread only.
- * Errors: kb_ctrl_conn_open returns KP_ERR__INVAL for an address that is not
- * an IPv4/IPv6 literal or a resolvable name, KP_ERR__IO when the socket
- * cannot be made; a refused connect shows as failed callbacks.
+ * Errors: kb_ctrl_conn_open returns KP_ERR__INVAL for a name without a
+ * helper pool, KP_ERR__IO when the socket cannot be made; a refused connect
+ * or an unresolvable name shows as failed callbacks.
  */
 #ifndef KB_CTRL_CONN_H
 #define KB_CTRL_CONN_H
@@ -26,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kb_context.h"
 #include "kb_loop.h"
 #include "kp_types.h"
 
@@ -38,8 +40,10 @@ typedef void kb_ctrl_resp_fn(void *arg, kp_reader *body);
 /* Writes a request body with the codec's encode function. */
 typedef void kb_ctrl_encode_fn(kp_writer *w, const void *msg, int16_t version);
 
-kb_ctrl_conn *kb_ctrl_conn_new(kb_loop *loop, const char *client_id);
-/* Starts connecting to host:port; any earlier connection is closed first. */
+/* work resolves host names off the loop (NULL: address literals only). */
+kb_ctrl_conn *kb_ctrl_conn_new(kb_loop *loop, kb_work *work, const char *client_id);
+/* Starts connecting to host:port (a name is resolved on a helper thread
+ * first); any earlier connection is closed first. */
 kp_err kb_ctrl_conn_open(kb_ctrl_conn *c, const char *host, uint16_t port);
 /* True once open was called and no failure closed the connection since. */
 bool kb_ctrl_conn_is_open(const kb_ctrl_conn *c);

@@ -18,7 +18,7 @@ struct kb_meta_fetch {
     kb_quorum *q;
     kb_meta_fetch_opts o;
     kb_ctrl_conn *conn;
-    const kb_ctrl_node *target; /* the node conn talks to, NULL: none */
+    int target; /* index of the node conn talks to (kb_quorum), -1: none */
     kb_meta_pos pos;
     int64_t high_watermark;
     int64_t records;
@@ -42,7 +42,7 @@ kb_meta_fetch *kb_meta_fetch_new(kb_loop *loop, kb_quorum *q, const kb_meta_fetc
         return NULL;
     char client_id[64];
     snprintf(client_id, sizeof(client_id), "raft-observer-%d", o->node_id);
-    f->conn = kb_ctrl_conn_new(loop, client_id);
+    f->conn = kb_ctrl_conn_new(loop, o->work, client_id);
     if (f->conn == NULL) {
         free(f);
         return NULL;
@@ -52,6 +52,7 @@ kb_meta_fetch *kb_meta_fetch_new(kb_loop *loop, kb_quorum *q, const kb_meta_fetc
     f->o = *o;
     f->pos.last_epoch = 0; /* Kafka's for an empty log; the leader refuses -1 */
     f->high_watermark = -1;
+    f->target = -1;
     kb_timer_init(&f->retry, on_retry, f);
     return f;
 }
@@ -100,13 +101,13 @@ static void on_fetch(void *arg, kp_reader *body);
 /* Connects to the leader (or the next controller) unless already there. */
 static bool ensure_conn(kb_meta_fetch *f)
 {
-    const kb_ctrl_node *want = kb_quorum_pick(f->q);
+    int want = kb_quorum_pick(f->q);
     if (kb_ctrl_conn_is_open(f->conn) && want == f->target)
         return true;
     f->target = want;
-    if (kb_ctrl_conn_open(f->conn, want->host, want->port) == KP_ERR_NONE)
+    if (kb_ctrl_conn_open(f->conn, f->q->v[want].host, f->q->v[want].port) == KP_ERR_NONE)
         return true;
-    f->target = NULL;
+    f->target = -1;
     return false;
 }
 
@@ -243,7 +244,7 @@ static void on_fetch(void *arg, kp_reader *body)
     kp_arena_fini(&a);
     if (e == KP_ERR_INCONSISTENT_CLUSTER_ID) {
         char addr[300];
-        f->o.on_fatal(f->o.arg, e, f->target ? kb_quorum_addr(f->target, addr, sizeof addr) : "?");
+        f->o.on_fatal(f->o.arg, e, kb_quorum_addr(f->q, f->target, addr, sizeof addr));
         return;
     }
     if (e == KP_ERR_NONE) {

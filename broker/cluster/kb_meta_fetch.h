@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kb_context.h"
 #include "kb_loop.h"
 #include "kb_meta_batches.h"
 #include "kb_quorum.h"
@@ -36,6 +37,7 @@ typedef struct kb_meta_fetch_opts {
     int32_t node_id;
     const char *cluster_id;
     kp_uuid directory_id; /* the metadata log dir's */
+    kb_work *work;        /* resolves controller names (kb_ctrl_conn) */
     int32_t max_wait_ms;
     kb_meta_record_fn *on_record;
     void *arg;

@@ -91,13 +91,11 @@ void kb_quorum_fini(kb_quorum *q)
     q->n = q->cap = 0;
 }
 
-const kb_ctrl_node *kb_quorum_pick(kb_quorum *q)
+int kb_quorum_pick(kb_quorum *q)
 {
     if (q->leader >= 0)
-        return &q->v[q->leader];
-    const kb_ctrl_node *node = &q->v[q->rotate % q->n];
-    q->rotate++;
-    return node;
+        return q->leader;
+    return (int)(q->rotate++ % q->n);
 }
 
 static int find_id(const kb_quorum *q, int32_t id)
@@ -133,8 +131,11 @@ void kb_quorum_forget_leader(kb_quorum *q)
     q->leader = -1;
 }
 
-const char *kb_quorum_addr(const kb_ctrl_node *n, char *buf, size_t len)
+const char *kb_quorum_addr(const kb_quorum *q, int i, char *buf, size_t len)
 {
+    if (i < 0 || (size_t)i >= q->n)
+        return "none";
+    const kb_ctrl_node *n = &q->v[i];
     snprintf(buf, len, strchr(n->host, ':') ? "[%s]:%u" : "%s:%u", n->host, n->port);
     return buf;
 }

@@ -38,14 +38,15 @@ typedef struct kb_quorum {
 
 kp_err kb_quorum_parse(const kb_config *cfg, kb_quorum *q, char *err, size_t errlen);
 void kb_quorum_fini(kb_quorum *q);
-/* The leader if known, else the next node in turn. */
-const kb_ctrl_node *kb_quorum_pick(kb_quorum *q);
+/* The index of the leader if known, else of the next node in turn. Nodes
+ * are named by index: kb_quorum_learn may move the array. */
+int kb_quorum_pick(kb_quorum *q);
 /* A Fetch response named leader id at epoch, at host:port if given (host
  * NULL: look it up among the voters). Returns true when the leader changed. */
 bool kb_quorum_learn(kb_quorum *q, int32_t id, int32_t epoch, const char *host, int32_t port);
 /* The node in use failed: forget the leader so the next pick rotates. */
 void kb_quorum_forget_leader(kb_quorum *q);
-/* "host:port" of a node, for log lines. */
-const char *kb_quorum_addr(const kb_ctrl_node *n, char *buf, size_t len);
+/* "host:port" of node i, "none" for -1, for log lines. */
+const char *kb_quorum_addr(const kb_quorum *q, int i, char *buf, size_t len);
 
 #endif
