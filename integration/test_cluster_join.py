@@ -138,6 +138,17 @@ def start_joined(b, quorum, timeout=60):
     return t_reg, time.monotonic() - t0
 
 
+def join_as_observer(b, quorum, label):
+    """Starts b, notes the time to unfenced, checks it observes the metadata
+    log, and stops it (clean exit asserted)."""
+    try:
+        _, t_unf = start_joined(b, quorum)
+        note(label, t_unf)
+        assert observer_row(quorum)["Status"] == "Observer", quorum.replication()
+    finally:
+        b.stop()
+
+
 def test_register_unfence_heartbeat(quorum1, tmp_path):
     b = ClusterBroker(tmp_path / "b1", quorum1)
     b.format(quorum1.cluster_id)
@@ -169,12 +180,7 @@ def test_bootstrap_servers_by_name(quorum1, tmp_path):
                       extra={"controller.quorum.voters": "",
                              "controller.quorum.bootstrap.servers": "localhost:%d" % port})
     b.format(quorum1.cluster_id)
-    try:
-        _, t_unf = start_joined(b, quorum1)
-        note("unfenced after start (bootstrap servers by name)", t_unf)
-        assert observer_row(quorum1)["Status"] == "Observer"
-    finally:
-        b.stop()
+    join_as_observer(b, quorum1, "unfenced after start (bootstrap servers by name)")
 
 
 def test_kill9_fenced_then_rejoins(quorum1, tmp_path):
@@ -185,12 +191,7 @@ def test_kill9_fenced_then_rejoins(quorum1, tmp_path):
     t_fenced = wait_for("fenced after kill -9", lambda: count(quorum1, FENCED) >= 1, 30)
     note("fenced after kill -9 (broker.session.timeout.ms=9000)", t_fenced)
     assert t_fenced < 9.0 + 3.0
-    try:
-        _, t_unf = start_joined(b, quorum1)
-        note("unfenced again after restart", t_unf)
-        assert observer_row(quorum1)["Status"] == "Observer"
-    finally:
-        b.stop()
+    join_as_observer(b, quorum1, "unfenced again after restart")
 
 
 def test_wrong_cluster_id_refuses_to_start(quorum1, tmp_path):

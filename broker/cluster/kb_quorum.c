@@ -111,7 +111,8 @@ bool kb_quorum_learn(kb_quorum *q, int32_t id, int32_t epoch, const char *host, 
     if (id < 0 || epoch < q->leader_epoch)
         return false;
     int i = find_id(q, id);
-    if (i < 0 && host != NULL && port > 0 && port <= 65535 && strlen(host) < sizeof(q->v[0].host)) {
+    if (i < 0 && host != NULL && port > 0 && port <= 65535 && strlen(host) < sizeof(q->v[0].host) &&
+        q->n < KB_QUORUM_MAX_NODES) {
         kb_ctrl_node *node = append(q);
         if (node == NULL)
             return false;

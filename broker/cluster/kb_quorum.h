@@ -22,6 +22,10 @@
 #include "kb_config.h"
 #include "kp_err.h"
 
+/* Leaders learned from responses beyond the configured nodes stop here (a
+ * hostile controller cannot grow the list without bound). */
+#define KB_QUORUM_MAX_NODES 64
+
 typedef struct kb_ctrl_node {
     int32_t id; /* -1: a bootstrap address */
     char host[256];
