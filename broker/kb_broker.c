@@ -10,6 +10,7 @@
 #include "kb_acl.h"
 #include "kb_admin.h"
 #include "kb_console.h"
+#include "kb_cluster.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
 #include "kb_log.h"
@@ -67,7 +68,10 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
         snprintf(err, errlen, "cannot set up signal handling: %s", strerror(errno));
         return KP_ERR__IO;
     }
-    kp_err e = kb_topics_open(cfg, &b->topics, err, errlen);
+    kp_err e;
+    if (kb_cluster_enabled(cfg) && (e = kb_cluster_check(cfg, err, errlen)) != KP_ERR_NONE)
+        return e; /* before kb_topics_open, which would write a meta.properties */
+    e = kb_topics_open(cfg, &b->topics, err, errlen);
     if (e != KP_ERR_NONE)
         return e;
     snprintf(b->cluster_id, sizeof(b->cluster_id), "%.63s", kb_topics_cluster_id(b->topics));
@@ -96,6 +100,8 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
     e = kb_server_start(b, &b->server, err, errlen);
     if (e != KP_ERR_NONE)
         return e;
+    if (kb_cluster_enabled(cfg) && (e = kb_cluster_start(b, &b->cluster, err, errlen)) != KP_ERR_NONE)
+        return e;
     if ((e = kb_console_start(b, err, errlen)) != KP_ERR_NONE)
         return e;
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"broker started\" node_id=%d cluster_id=%s topics=%zu",
@@ -105,13 +111,16 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
 
 kp_err kb_broker_run(kb_broker *b)
 {
-    return kb_loop_run(b->loop);
+    kp_err e = kb_loop_run(b->loop);
+    return e == KP_ERR_NONE && kb_cluster_failed(b->cluster) ? KP_ERR__INVAL : e;
 }
 
 void kb_broker_stop(kb_broker *b)
 {
     kb_console_stop(b);
     kb_observe_stop(b);
+    kb_cluster_stop(b->cluster);
+    b->cluster = NULL;
     kb_server_stop(b->server);
     b->server = NULL;
     kb_scram_store_free(b->scram);

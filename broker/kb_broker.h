@@ -26,7 +26,8 @@
 #include "kp_types.h"
 
 kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t errlen);
-/* Runs the loop until SIGTERM or SIGINT. */
+/* Runs the loop until SIGTERM or SIGINT; KP_ERR__INVAL when cluster mode
+ * stopped it for a fatal condition (already logged, e.g. a wrong cluster id). */
 kp_err kb_broker_run(kb_broker *b);
 void kb_broker_stop(kb_broker *b);
 

@@ -1,10 +1,12 @@
-/* runnel: a Kafka-compatible broker. Usage: runnel [server.properties] [--override k=v ...] */
+/* runnel: a Kafka-compatible broker. Usage: runnel [server.properties] [--override k=v ...]
+ *        runnel format -t CLUSTER_ID -c server.properties   (cluster mode, docs/cluster.md) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kb_broker.h"
+#include "kb_meta_props.h"
 #include "kb_config_doc.h"
 #include "kb_config.h"
 #include "kb_log.h"
@@ -58,10 +60,53 @@ static void print_ready_line(const kb_broker *b)
     fflush(stderr);
 }
 
+/* runnel format -t ID -c FILE [--override k=v ...]: meta.properties in every
+ * log dir and metadata.log.dir, as `kafka-storage format` writes them. */
+static int format_main(int argc, char **argv)
+{
+    const char *cluster_id = NULL, *props = NULL;
+    char *cargv[64] = {argv[0]};
+    int cargc = 1;
+    for (int i = 2; i < argc && cargc < 62; i++) {
+        bool has_value = i + 1 < argc;
+        if (has_value && (!strcmp(argv[i], "-t") || !strcmp(argv[i], "--cluster-id")))
+            cluster_id = argv[++i];
+        else if (has_value && (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")))
+            props = argv[++i];
+        else
+            cargv[cargc++] = argv[i];
+    }
+    if (cluster_id == NULL || props == NULL) {
+        fprintf(stderr, "usage: runnel format -t CLUSTER_ID -c server.properties\n");
+        return 2;
+    }
+    memmove(cargv + 2, cargv + 1, (size_t)(cargc - 1) * sizeof(char *));
+    cargv[1] = (char *)props;
+    cargc++;
+    char err[512] = "";
+    kb_config *cfg = NULL;
+    if (kb_config_load(cargc, cargv, environ, &cfg, err, sizeof(err)) != KP_ERR_NONE) {
+        fprintf(stderr, "runnel format: %s\n", err);
+        return 2;
+    }
+    int rc = 0;
+    if (kb_meta_props_format(cfg, cluster_id, err, sizeof(err)) != KP_ERR_NONE) {
+        fprintf(stderr, "runnel format: %s\n", err);
+        rc = 1;
+    } else {
+        printf("Formatted %s for cluster %s (node.id %d)\n", cfg->log_dirs.v[0], cluster_id,
+               cfg->node_id);
+    }
+    kb_config_free(cfg);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     char err[512] = "";
     kb_config *cfg = NULL;
+    if (argc >= 2 && strcmp(argv[1], "format") == 0)
+        return format_main(argc, argv);
     if (kb_config_load(argc, argv, environ, &cfg, err, sizeof(err)) != KP_ERR_NONE) {
         fprintf(stderr, "runnel: %s; fix it in the properties file or on the command line "
                         "(runnel --help lists the keys)\n",
@@ -89,10 +134,10 @@ int main(int argc, char **argv)
         rc = 1;
     } else {
         print_ready_line(&broker);
-        if (kb_broker_run(&broker) != KP_ERR_NONE) {
+        kp_err re = kb_broker_run(&broker);
+        if (re != KP_ERR_NONE && re != KP_ERR__INVAL) /* INVAL: cluster mode logged why */
             KB_LOG(KB_LL_ERROR, KB_SUB_MAIN, "msg=\"event loop failed\"");
-            rc = 1;
-        }
+        rc = re != KP_ERR_NONE ? 1 : 0;
     }
     kb_broker_stop(&broker);
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"stopped\" exit=%d", rc);

@@ -166,6 +166,8 @@ static void trim(const char **s, size_t *n)
 /* Kafka's dynamic broker keys: cluster-wide and per broker, or per broker only. */
 #define DYN      KB_KD_DYNAMIC
 #define DYN_NODE (KB_KD_DYNAMIC | KB_KD_PER_BROKER)
+/* Ignored on a single node, used in cluster mode. */
+#define CLU      (KB_KD_IGNORED | KB_KD_CLUSTER)
 
 static const kb_keydef key_defs[] = {
     KS("advertised.listeners", NULL, NOF, KB_KD_DERIVED),
@@ -174,8 +176,10 @@ static const kb_keydef key_defs[] = {
     KB("auto.create.topics.enable", "true", FBOOL(auto_create_topics_enable), 0),
     KB("auto.leader.rebalance.enable", "true", NOF, KB_KD_IGNORED),
     KI("background.threads", "10", 1, I32MAX, NOF, KB_KD_IGNORED | DYN),
+    KI("broker.heartbeat.interval.ms", "2000", 1, I32MAX, FI32(broker_heartbeat_interval_ms), CLU),
     KI("broker.id", "-1", -1, I32MAX, NOF, KB_KD_DERIVED),
-    KS("broker.rack", NULL, NOF, KB_KD_IGNORED),
+    KS("broker.rack", NULL, FSTR(broker_rack), CLU),
+    KI("broker.session.timeout.ms", "9000", 1, I32MAX, FI32(broker_session_timeout_ms), CLU),
     KS("cluster.id", NULL, FSTR(cluster_id), 0),
     KI("compression.gzip.level", "-1", -1, 9, NOF, DYN),
     KI("compression.lz4.level", "9", 1, 17, NOF, DYN),
@@ -185,10 +189,10 @@ static const kb_keydef key_defs[] = {
     KL("connections.max.idle.ms", "600000", -1, I64MAX, FI64(connections_max_idle_ms), 0),
     KB("controlled.shutdown.enable", "true", NOF, KB_KD_IGNORED),
     KLS("controller.listener.names", "", NULL, FLIST(controller_listener_names), 0),
-    KLS("controller.quorum.bootstrap.servers", "", NULL, NOF, KB_KD_IGNORED),
+    KLS("controller.quorum.bootstrap.servers", "", NULL, FLIST(quorum_bootstrap_servers), CLU),
     KI("controller.quorum.election.timeout.ms", "1000", 0, I32MAX, NOF, KB_KD_IGNORED),
     KI("controller.quorum.fetch.timeout.ms", "2000", 0, I32MAX, NOF, KB_KD_IGNORED),
-    KLS("controller.quorum.voters", "", NULL, NOF, KB_KD_IGNORED),
+    KLS("controller.quorum.voters", "", NULL, FLIST(quorum_voters), CLU),
     KI("default.replication.factor", "1", 1, I32MAX, FI32(default_replication_factor), 0),
     KB("delete.topic.enable", "true", FBOOL(delete_topic_enable), 0),
     KL("follower.replication.throttled.rate", LONG_MAX_S, 0, I64MAX, NOF, KB_KD_IGNORED | DYN),
@@ -211,7 +215,7 @@ static const kb_keydef key_defs[] = {
     KI("group.max.session.timeout.ms", "1800000", 1, I32MAX, FI32(group_max_session_timeout_ms), 0),
     KI("group.max.size", "2147483647", 1, I32MAX, FI32(group_max_size), 0),
     KI("group.min.session.timeout.ms", "6000", 1, I32MAX, FI32(group_min_session_timeout_ms), 0),
-    KS("inter.broker.listener.name", NULL, NOF, KB_KD_IGNORED),
+    KS("inter.broker.listener.name", NULL, FSTR(inter_broker_listener_name), CLU),
     KI("leader.imbalance.check.interval.seconds", "300", 1, I32MAX, NOF, KB_KD_IGNORED),
     KI("leader.imbalance.per.broker.percentage", "10", 0, I32MAX, NOF, KB_KD_IGNORED),
     KL("leader.replication.throttled.rate", LONG_MAX_S, 0, I64MAX, NOF, KB_KD_IGNORED | DYN),
@@ -270,7 +274,7 @@ static const kb_keydef key_defs[] = {
     KI("max.connections.per.ip", "2147483647", 0, I32MAX, FI32(max_connections_per_ip), DYN),
     KS("max.connections.per.ip.overrides", "", NOF, KB_KD_IGNORED | DYN),
     KI("message.max.bytes", "1048588", 0, I32MAX, FI32(message_max_bytes), DYN),
-    KS("metadata.log.dir", NULL, NOF, KB_KD_IGNORED),
+    KS("metadata.log.dir", NULL, FSTR(metadata_log_dir), CLU),
     KI("min.insync.replicas", "1", 1, I32MAX, FI32(min_insync_replicas), DYN),
     KI("node.id", "-1", -1, I32MAX, NOF, KB_KD_DERIVED),
     KI("num.io.threads", "8", 1, I32MAX, NOF, KB_KD_IGNORED | DYN),
@@ -284,7 +288,7 @@ static const kb_keydef key_defs[] = {
     KI("offsets.topic.replication.factor", "3", 1, 32767, FI32(offsets_topic_replication_factor),
        KB_KD_IGNORED),
     KS("principal.builder.class", NULL, NOF, 0),
-    KLS("process.roles", "", "broker|controller", FLIST(process_roles), KB_KD_IGNORED),
+    KLS("process.roles", "", "broker|controller", FLIST(process_roles), CLU),
     KI("producer.id.expiration.ms", "86400000", 1, I32MAX, NOF, KB_KD_IGNORED | DYN),
     KI("quota.window.num", "11", 1, I32MAX, NOF, 0),
     KI("quota.window.size.seconds", "1", 1, I32MAX, NOF, 0),
@@ -659,6 +663,11 @@ static kp_err parse_known(load_ctx *lc)
     return KP_ERR_NONE;
 }
 
+bool kb_config_cluster_mode(const kb_config *cfg)
+{
+    return cfg->process_roles.n == 1 && strcmp(cfg->process_roles.v[0], "broker") == 0;
+}
+
 /* Fills unknown_keys and ignored_keys from the keys that were set. */
 static kp_err classify_keys(load_ctx *lc)
 {
@@ -673,6 +682,9 @@ static kp_err classify_keys(load_ctx *lc)
     for (size_t i = 0; i < cfg->raw_n; i++) {
         char *key = cfg->raw[i].ce_key;
         const kb_keydef *kd = find_key_def(key);
+        bool used = kd != NULL && (kd->flags & KB_KD_CLUSTER) && kb_config_cluster_mode(cfg);
+        if (used)
+            continue;
         if (kd != NULL ? (kd->flags & KB_KD_IGNORED) != 0 : has_prefix_in(key, ignored_prefixes, np))
             cfg->ignored_keys.v[cfg->ignored_keys.n++] = key;
         else if (kd == NULL && !has_prefix_in(key, known_prefixes, nk))

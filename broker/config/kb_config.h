@@ -41,7 +41,8 @@
  * Key classes: keys in the table (kb_config.c) are typed and range-checked,
  * including those that do not apply to a single node (num.*.threads,
  * replication factors, zookeeper.*, controller.quorum.*, replica.*,
- * process.roles, ...), which are reported in ignored_keys. ssl.*, sasl.* and
+ * process.roles, ...), which are reported in ignored_keys; in cluster mode
+ * (kb_config_cluster_mode) the keys cluster mode uses (KB_KD_CLUSTER) are not. ssl.*, sasl.* and
  * listener.name.* are kept as strings for the security work. Any other key
  * is accepted and reported in unknown_keys.
  *
@@ -180,6 +181,15 @@ typedef struct kb_config {
     kb_listener_list listeners;
     kb_listener_list advertised_listeners;
     kb_strlist controller_listener_names;
+
+    /* cluster mode (process.roles=broker; kb_cluster.h) */
+    kb_strlist quorum_bootstrap_servers; /* controller.quorum.bootstrap.servers: host:port */
+    kb_strlist quorum_voters;            /* controller.quorum.voters: id@host:port */
+    char *inter_broker_listener_name;    /* NULL: security.inter.broker.protocol's */
+    char *broker_rack;                   /* NULL: no rack */
+    char *metadata_log_dir;              /* NULL: the first log dir */
+    int32_t broker_heartbeat_interval_ms;
+    int32_t broker_session_timeout_ms;
 
     /* requests and connections */
     int32_t message_max_bytes;
@@ -351,5 +361,9 @@ const char *kb_security_protocol_name(kb_security_protocol p);
 
 /* "unset", "default", "file", "env", "override". */
 const char *kb_config_source_name(kb_config_source src);
+
+/* Cluster mode: process.roles is exactly `broker` (kb_cluster.h). A combined
+ * broker,controller (Kafka's stock single-node file) stays a single node. */
+bool kb_config_cluster_mode(const kb_config *cfg);
 
 #endif

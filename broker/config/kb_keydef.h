@@ -47,6 +47,7 @@ enum kb_key_flags {
     KB_KD_EXACT_CASE = 1u << 3, /* choices matched case-sensitively (Kafka's ValidString) */
     KB_KD_DYNAMIC = 1u << 4,    /* changeable at run time (IncrementalAlterConfigs, kb_dynconf) */
     KB_KD_PER_BROKER = 1u << 5, /* dynamic for one broker only, never as the cluster default */
+    KB_KD_CLUSTER = 1u << 6,    /* with KB_KD_IGNORED: used in cluster mode (kb_cluster.h) */
 };
 
 #define KB_KD_NO_FIELD SIZE_MAX

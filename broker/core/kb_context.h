@@ -47,6 +47,7 @@ typedef struct kb_metrics kb_metrics;
 typedef struct kb_req_metrics kb_req_metrics;
 typedef struct kb_observe kb_observe;
 typedef struct kb_console kb_console;
+typedef struct kb_cluster kb_cluster;
 
 /* Where a whole request frame goes (kb_dispatch, api/kb_dispatch.h). */
 typedef void kb_frame_fn(kb_conn *c, const uint8_t *frame, size_t len);
@@ -72,6 +73,7 @@ typedef struct kb_broker {
     kb_req_metrics *req_metrics; /* what the finish step counts (kb_req_metrics.h) */
     kb_observe *observe;         /* the /metrics endpoint (kb_observe.h) */
     kb_console *console;         /* the web console; NULL when off (kb_console.h) */
+    kb_cluster *cluster; /* cluster mode; NULL without process.roles (kb_cluster.h) */
     char cluster_id[64];
     int32_t node_id;
     int signal_fd;

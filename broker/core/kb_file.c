@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int fsync_dir(const char *dir)
@@ -106,4 +108,19 @@ void kb_value_unescape(char *v)
         }
     }
     *o = '\0';
+}
+
+int kb_file_mkdirs(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(path, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }

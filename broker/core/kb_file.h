@@ -21,6 +21,8 @@
 
 #include "kp_types.h"
 
+/* mkdir -p with mode 0755; 0, or -1 with errno. */
+int kb_file_mkdirs(const char *dir);
 kp_err kb_file_write_atomic(const char *dir, const char *name, const char *data, size_t len);
 /* Calls line(arg, text) for each line of dir/name (newline cut off) until
  * it returns an error; a missing file is empty. KP_ERR__IO on read errors. */

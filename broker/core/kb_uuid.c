@@ -26,6 +26,38 @@ void kb_uuid_format(const kp_uuid *u, char out[23])
     out[o] = '\0';
 }
 
+static int b64_value(char ch)
+{
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0' + 52;
+    return ch == '-' ? 62 : ch == '_' ? 63 : -1;
+}
+
+bool kb_uuid_parse(const char *s, kp_uuid *u)
+{
+    if (strlen(s) != 22)
+        return false;
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t o = 0;
+    for (size_t i = 0; i < 22; i++) {
+        int v = b64_value(s[i]);
+        if (v < 0)
+            return false;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            u->b[o++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return (acc & ((1u << bits) - 1)) == 0; /* the 4 spare bits are zero */
+}
+
 void kb_uuid_random(kp_uuid *u)
 {
     do {

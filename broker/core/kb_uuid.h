@@ -16,6 +16,8 @@
 
 /* Formats a uuid the way Kafka prints one (base64url, no padding). */
 void kb_uuid_format(const kp_uuid *u, char out[23]);
+/* The reverse: 22 base64url characters (Kafka's form); false for anything else. */
+bool kb_uuid_parse(const char *s, kp_uuid *u);
 /* A random (version 4) uuid as Kafka's Uuid.randomUuid() makes one: never
  * zero and never formatted with a leading '-'. */
 void kb_uuid_random(kp_uuid *u);

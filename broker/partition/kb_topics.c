@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kb_file.h"
 #include "kb_log.h"
 #include "kb_map.h"
 #include "kb_partition_dirs.h"
@@ -778,22 +779,6 @@ static kp_err meta_load_or_create(kb_topics *ts, char *err, size_t errlen)
     return KP_ERR_NONE;
 }
 
-/* mkdir -p */
-static int make_dirs(const char *dir)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 kp_err kb_topics_open(const kb_config *cfg, kb_topics **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -803,7 +788,7 @@ kp_err kb_topics_open(const kb_config *cfg, kb_topics **out, char *err, size_t e
     }
     for (size_t i = 0; i < cfg->log_dirs.n; i++) {
         const char *d = cfg->log_dirs.v[i];
-        if (make_dirs(d) != 0 || access(d, W_OK) != 0) {
+        if (kb_file_mkdirs(d) != 0 || access(d, W_OK) != 0) {
             snprintf(err, errlen,
                      "config: log.dirs=%s: expected a writable directory: %s; make it "
                      "writable for this user or choose another (--override log.dirs=DIR)",

@@ -14,8 +14,9 @@ SCHEMA_DIR holds messages/ (requests, responses, headers, data) and records/
 
 Generated code only sequences calls into kp_types.c, which holds all byte-level
 logic. The generator uses the standard library only, fails on any key or type
-it does not know, skips APIs not served by a broker listener, and copies no
-descriptive text from the definitions. Output is deterministic.
+it does not know, skips APIs neither served by a broker listener nor sent by
+a broker to the controller, and copies no descriptive text from the
+definitions. Output is deterministic.
 """
 
 import json
@@ -162,6 +163,10 @@ class Field:
         elif isinstance(self.default, (int, float)):
             self.default = str(self.default)
         self.tag = raw.get("tag")
+        if isinstance(self.tag, str):  # BrokerHeartbeat writes "tag": "0"
+            if not self.tag.isdigit():
+                fail("%s.%s: tag %r is not a number" % (msg.name, self.name, self.tag))
+            self.tag = int(self.tag)
         self.tagged = Versions(raw.get("taggedVersions", "none"))
         if (self.tag is None) != self.tagged.empty():
             fail("%s.%s: tag and taggedVersions go together" % (msg.name, self.name))
@@ -763,8 +768,14 @@ def load_messages(schema_dir):
     return msgs
 
 
+# APIs a broker sends to the KRaft controller (cluster mode): their requests are
+# encoded and their responses decoded by the broker, never served by it.
+SENT_TO_CONTROLLER = {62, 63}  # BrokerRegistration, BrokerHeartbeat
+
+
 def served(m):
-    return m.kind in ("header", "data") or "broker" in m.listeners
+    return (m.kind in ("header", "data") or "broker" in m.listeners
+            or m.api_key in SENT_TO_CONTROLLER)
 
 
 def write_file(out_dir, name, text):

@@ -68,6 +68,8 @@ enum kp_api_key {
     KP_API_UPDATE_FEATURES = 57,
     KP_API_DESCRIBE_CLUSTER = 60,
     KP_API_DESCRIBE_PRODUCERS = 61,
+    KP_API_BROKER_REGISTRATION = 62,
+    KP_API_BROKER_HEARTBEAT = 63,
     KP_API_UNREGISTER_BROKER = 64,
     KP_API_DESCRIBE_TRANSACTIONS = 65,
     KP_API_LIST_TRANSACTIONS = 66,
@@ -518,6 +520,82 @@ void kp_api_versions_resp_defaults(kp_api_versions_resp *p);
 kp_err kp_api_versions_resp_decode(kp_reader *r, kp_arena *a, kp_api_versions_resp *p, int16_t v);
 void kp_api_versions_resp_encode(kp_writer *w, const kp_api_versions_resp *p, int16_t v);
 size_t kp_api_versions_resp_size(const kp_api_versions_resp *p, int16_t v);
+
+typedef struct kp_broker_heartbeat_req kp_broker_heartbeat_req;
+struct kp_broker_heartbeat_req {
+    int32_t broker_id;
+    int64_t broker_epoch;
+    int64_t current_metadata_offset;
+    bool want_fence;
+    bool want_shut_down;
+    struct { int32_t n; kp_uuid *v; } offline_log_dirs;
+};
+
+void kp_broker_heartbeat_req_defaults(kp_broker_heartbeat_req *p);
+kp_err kp_broker_heartbeat_req_decode(kp_reader *r, kp_arena *a, kp_broker_heartbeat_req *p, int16_t v);
+void kp_broker_heartbeat_req_encode(kp_writer *w, const kp_broker_heartbeat_req *p, int16_t v);
+size_t kp_broker_heartbeat_req_size(const kp_broker_heartbeat_req *p, int16_t v);
+
+typedef struct kp_broker_heartbeat_resp kp_broker_heartbeat_resp;
+struct kp_broker_heartbeat_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    bool is_caught_up;
+    bool is_fenced;
+    bool should_shut_down;
+};
+
+void kp_broker_heartbeat_resp_defaults(kp_broker_heartbeat_resp *p);
+kp_err kp_broker_heartbeat_resp_decode(kp_reader *r, kp_arena *a, kp_broker_heartbeat_resp *p, int16_t v);
+void kp_broker_heartbeat_resp_encode(kp_writer *w, const kp_broker_heartbeat_resp *p, int16_t v);
+size_t kp_broker_heartbeat_resp_size(const kp_broker_heartbeat_resp *p, int16_t v);
+
+typedef struct kp_broker_registration_req_listener kp_broker_registration_req_listener;
+typedef struct kp_broker_registration_req_feature kp_broker_registration_req_feature;
+typedef struct kp_broker_registration_req kp_broker_registration_req;
+struct kp_broker_registration_req_listener {
+    kp_str name;
+    kp_str host;
+    uint16_t port;
+    int16_t security_protocol;
+};
+
+struct kp_broker_registration_req_feature {
+    kp_str name;
+    int16_t min_supported_version;
+    int16_t max_supported_version;
+};
+
+struct kp_broker_registration_req {
+    int32_t broker_id;
+    kp_str cluster_id;
+    kp_uuid incarnation_id;
+    struct { int32_t n; kp_broker_registration_req_listener *v; } listeners;
+    struct { int32_t n; kp_broker_registration_req_feature *v; } features;
+    kp_str rack;
+    bool is_migrating_zk_broker;
+    struct { int32_t n; kp_uuid *v; } log_dirs;
+    int64_t previous_broker_epoch;
+};
+
+void kp_broker_registration_req_listener_defaults(kp_broker_registration_req_listener *p);
+void kp_broker_registration_req_feature_defaults(kp_broker_registration_req_feature *p);
+void kp_broker_registration_req_defaults(kp_broker_registration_req *p);
+kp_err kp_broker_registration_req_decode(kp_reader *r, kp_arena *a, kp_broker_registration_req *p, int16_t v);
+void kp_broker_registration_req_encode(kp_writer *w, const kp_broker_registration_req *p, int16_t v);
+size_t kp_broker_registration_req_size(const kp_broker_registration_req *p, int16_t v);
+
+typedef struct kp_broker_registration_resp kp_broker_registration_resp;
+struct kp_broker_registration_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    int64_t broker_epoch;
+};
+
+void kp_broker_registration_resp_defaults(kp_broker_registration_resp *p);
+kp_err kp_broker_registration_resp_decode(kp_reader *r, kp_arena *a, kp_broker_registration_resp *p, int16_t v);
+void kp_broker_registration_resp_encode(kp_writer *w, const kp_broker_registration_resp *p, int16_t v);
+size_t kp_broker_registration_resp_size(const kp_broker_registration_resp *p, int16_t v);
 
 typedef struct kp_consumer_group_describe_req kp_consumer_group_describe_req;
 struct kp_consumer_group_describe_req {

@@ -782,6 +782,116 @@ void kp_api_versions_resp_fill(kp_api_versions_resp *p, kp_arena *a, int16_t v, 
     }
 }
 
+void kp_broker_heartbeat_req_fill(kp_broker_heartbeat_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_broker_heartbeat_req_defaults(p);
+    p->broker_id = (int32_t)kp_fill_next(seed);
+    p->broker_epoch = (int64_t)kp_fill_next(seed);
+    p->current_metadata_offset = (int64_t)kp_fill_next(seed);
+    p->want_fence = (kp_fill_next(seed) & 1) != 0;
+    p->want_shut_down = (kp_fill_next(seed) & 1) != 0;
+    if (v >= 1) {
+        p->offline_log_dirs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->offline_log_dirs.v = kp_arena_calloc(a, (size_t)p->offline_log_dirs.n + 1, sizeof(*p->offline_log_dirs.v));
+        for (int32_t i = 0; i < p->offline_log_dirs.n; i++) {
+            p->offline_log_dirs.v[i] = kp_fill_uuid(seed);
+        }
+    }
+}
+
+void kp_broker_heartbeat_resp_fill(kp_broker_heartbeat_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_broker_heartbeat_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->is_caught_up = (kp_fill_next(seed) & 1) != 0;
+    p->is_fenced = (kp_fill_next(seed) & 1) != 0;
+    p->should_shut_down = (kp_fill_next(seed) & 1) != 0;
+}
+
+void kp_broker_registration_req_listener_fill(kp_broker_registration_req_listener *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_broker_registration_req_listener_defaults(p);
+    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->port = (uint16_t)kp_fill_next(seed);
+    p->security_protocol = (int16_t)kp_fill_next(seed);
+}
+
+void kp_broker_registration_req_feature_fill(kp_broker_registration_req_feature *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_broker_registration_req_feature_defaults(p);
+    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->min_supported_version = (int16_t)kp_fill_next(seed);
+    p->max_supported_version = (int16_t)kp_fill_next(seed);
+}
+
+void kp_broker_registration_req_fill(kp_broker_registration_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_broker_registration_req_defaults(p);
+    p->broker_id = (int32_t)kp_fill_next(seed);
+    p->cluster_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->incarnation_id = kp_fill_uuid(seed);
+    p->listeners.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->listeners.v = kp_arena_calloc(a, (size_t)p->listeners.n + 1, sizeof(*p->listeners.v));
+    for (int32_t i = 0; i < p->listeners.n; i++) {
+        kp_broker_registration_req_listener_fill(&p->listeners.v[i], a, v, seed, depth + 1);
+    }
+    p->features.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->features.v = kp_arena_calloc(a, (size_t)p->features.n + 1, sizeof(*p->features.v));
+    for (int32_t i = 0; i < p->features.n; i++) {
+        kp_broker_registration_req_feature_fill(&p->features.v[i], a, v, seed, depth + 1);
+    }
+    p->rack = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->rack = KP_STR_NULL;
+    if (v >= 1) {
+        p->is_migrating_zk_broker = (kp_fill_next(seed) & 1) != 0;
+    }
+    if (v >= 2) {
+        p->log_dirs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->log_dirs.v = kp_arena_calloc(a, (size_t)p->log_dirs.n + 1, sizeof(*p->log_dirs.v));
+        for (int32_t i = 0; i < p->log_dirs.n; i++) {
+            p->log_dirs.v[i] = kp_fill_uuid(seed);
+        }
+    }
+    if (v >= 3) {
+        p->previous_broker_epoch = (int64_t)kp_fill_next(seed);
+    }
+}
+
+void kp_broker_registration_resp_fill(kp_broker_registration_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_broker_registration_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->broker_epoch = (int64_t)kp_fill_next(seed);
+}
+
 void kp_consumer_group_describe_req_fill(kp_consumer_group_describe_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -7615,6 +7725,16 @@ static void kp_describe_producers_req_fill_any(void *p, kp_arena *a, int16_t v, 
     kp_describe_producers_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_broker_registration_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_broker_registration_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_broker_heartbeat_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_broker_heartbeat_req_fill(p, a, v, seed, 0);
+}
+
 static void kp_unregister_broker_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_unregister_broker_req_fill(p, a, v, seed, 0);
@@ -7822,6 +7942,10 @@ kp_fill_fn kp_fill_request(int key)
         return kp_describe_cluster_req_fill_any;
     case 61:
         return kp_describe_producers_req_fill_any;
+    case 62:
+        return kp_broker_registration_req_fill_any;
+    case 63:
+        return kp_broker_heartbeat_req_fill_any;
     case 64:
         return kp_unregister_broker_req_fill_any;
     case 65:
@@ -8127,6 +8251,16 @@ static void kp_describe_producers_resp_fill_any(void *p, kp_arena *a, int16_t v,
     kp_describe_producers_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_broker_registration_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_broker_registration_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_broker_heartbeat_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_broker_heartbeat_resp_fill(p, a, v, seed, 0);
+}
+
 static void kp_unregister_broker_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_unregister_broker_resp_fill(p, a, v, seed, 0);
@@ -8334,6 +8468,10 @@ kp_fill_fn kp_fill_response(int key)
         return kp_describe_cluster_resp_fill_any;
     case 61:
         return kp_describe_producers_resp_fill_any;
+    case 62:
+        return kp_broker_registration_resp_fill_any;
+    case 63:
+        return kp_broker_heartbeat_resp_fill_any;
     case 64:
         return kp_unregister_broker_resp_fill_any;
     case 65:

@@ -61,6 +61,12 @@ void kp_api_versions_resp_api_version_fill(kp_api_versions_resp_api_version *p, 
 void kp_api_versions_resp_supported_feature_key_fill(kp_api_versions_resp_supported_feature_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_api_versions_resp_finalized_feature_key_fill(kp_api_versions_resp_finalized_feature_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_api_versions_resp_fill(kp_api_versions_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_broker_heartbeat_req_fill(kp_broker_heartbeat_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_broker_heartbeat_resp_fill(kp_broker_heartbeat_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_broker_registration_req_listener_fill(kp_broker_registration_req_listener *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_broker_registration_req_feature_fill(kp_broker_registration_req_feature *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_broker_registration_req_fill(kp_broker_registration_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_broker_registration_resp_fill(kp_broker_registration_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_consumer_group_describe_req_fill(kp_consumer_group_describe_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_consumer_group_describe_resp_topic_partitions_fill(kp_consumer_group_describe_resp_topic_partitions *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_consumer_group_describe_resp_assignment_fill(kp_consumer_group_describe_resp_assignment *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);

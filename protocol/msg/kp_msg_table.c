@@ -1562,6 +1562,66 @@ static void kp_describe_producers_resp_defaults_any(void *p)
     kp_describe_producers_resp_defaults(p);
 }
 
+static kp_err kp_broker_registration_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_broker_registration_req_decode(r, a, p, v);
+}
+
+static void kp_broker_registration_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_broker_registration_req_encode(w, p, v);
+}
+
+static void kp_broker_registration_req_defaults_any(void *p)
+{
+    kp_broker_registration_req_defaults(p);
+}
+
+static kp_err kp_broker_registration_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_broker_registration_resp_decode(r, a, p, v);
+}
+
+static void kp_broker_registration_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_broker_registration_resp_encode(w, p, v);
+}
+
+static void kp_broker_registration_resp_defaults_any(void *p)
+{
+    kp_broker_registration_resp_defaults(p);
+}
+
+static kp_err kp_broker_heartbeat_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_broker_heartbeat_req_decode(r, a, p, v);
+}
+
+static void kp_broker_heartbeat_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_broker_heartbeat_req_encode(w, p, v);
+}
+
+static void kp_broker_heartbeat_req_defaults_any(void *p)
+{
+    kp_broker_heartbeat_req_defaults(p);
+}
+
+static kp_err kp_broker_heartbeat_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_broker_heartbeat_resp_decode(r, a, p, v);
+}
+
+static void kp_broker_heartbeat_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_broker_heartbeat_resp_encode(w, p, v);
+}
+
+static void kp_broker_heartbeat_resp_defaults_any(void *p)
+{
+    kp_broker_heartbeat_resp_defaults(p);
+}
+
 static kp_err kp_unregister_broker_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_unregister_broker_req_decode(r, a, p, v);
@@ -2319,6 +2379,12 @@ static const kp_api_info api_table[] = {
     {61, "DescribeProducers", 0, 0, 0, false,
      {sizeof(kp_describe_producers_req), kp_describe_producers_req_decode_any, kp_describe_producers_req_encode_any, kp_describe_producers_req_defaults_any},
      {sizeof(kp_describe_producers_resp), kp_describe_producers_resp_decode_any, kp_describe_producers_resp_encode_any, kp_describe_producers_resp_defaults_any}},
+    {62, "BrokerRegistration", 0, 4, 0, false,
+     {sizeof(kp_broker_registration_req), kp_broker_registration_req_decode_any, kp_broker_registration_req_encode_any, kp_broker_registration_req_defaults_any},
+     {sizeof(kp_broker_registration_resp), kp_broker_registration_resp_decode_any, kp_broker_registration_resp_encode_any, kp_broker_registration_resp_defaults_any}},
+    {63, "BrokerHeartbeat", 0, 1, 0, false,
+     {sizeof(kp_broker_heartbeat_req), kp_broker_heartbeat_req_decode_any, kp_broker_heartbeat_req_encode_any, kp_broker_heartbeat_req_defaults_any},
+     {sizeof(kp_broker_heartbeat_resp), kp_broker_heartbeat_resp_decode_any, kp_broker_heartbeat_resp_encode_any, kp_broker_heartbeat_resp_defaults_any}},
     {64, "UnregisterBroker", 0, 0, 0, false,
      {sizeof(kp_unregister_broker_req), kp_unregister_broker_req_decode_any, kp_unregister_broker_req_encode_any, kp_unregister_broker_req_defaults_any},
      {sizeof(kp_unregister_broker_resp), kp_unregister_broker_resp_decode_any, kp_unregister_broker_resp_encode_any, kp_unregister_broker_resp_defaults_any}},

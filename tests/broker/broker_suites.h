@@ -7,6 +7,7 @@
 Suite *acl_suite(void);
 Suite *admin_suite(void);
 Suite *cgroup_suite(void);
+Suite *cluster_suite(void);
 Suite *config_suite(void);
 Suite *conn_suite(void);
 Suite *console_suite(void);
