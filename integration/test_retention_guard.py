@@ -24,9 +24,11 @@ import uuid
 
 import pytest
 
+import urllib.request
+
 import procs
 from conftest import require_module
-from procs import wait_until
+from procs import free_port, wait_until
 from runnel_broker import RunnelBroker, runnel_bin
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
@@ -60,9 +62,24 @@ def start(tmp_path_factory, name, **extra):
     return RunnelBroker(base / "data", binary=runnel_bin(), overrides=props)
 
 
+WARN_METRICS_PORT = free_port()
+
+
 @pytest.fixture(scope="module")
 def warn_broker(tmp_path_factory):
-    yield from procs.serving(start(tmp_path_factory, "guard_warn"))
+    yield from procs.serving(start(tmp_path_factory, "guard_warn", **{
+        "runnel.metrics.listener": "http://127.0.0.1:%d" % WARN_METRICS_PORT}))
+
+
+def metric(name_and_labels):
+    """One sample of the warn broker's /metrics, or None."""
+    url = "http://127.0.0.1:%d/metrics" % WARN_METRICS_PORT
+    with urllib.request.urlopen(url, timeout=5) as r:
+        text = r.read().decode()
+    for line in text.splitlines():
+        if line.startswith(name_and_labels + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +174,9 @@ def test_warn_names_the_group_and_its_loss(ck, warn_broker):
     assert sum(int(r) for _, _, r, _ in lines) == low - COMMITTED, (lines, low)
     assert int(lines[-1][1]) == low
     assert high == RECORDS
+    assert metric("runnel_retention_guard_warnings_total") >= len(lines)
+    assert metric("runnel_retention_guard_records_lost_total") >= low - COMMITTED
+    assert metric("runnel_retention_guard_holds_total") == 0
 
 
 def test_hold_keeps_unread_data_until_the_bound(ck, hold_broker):
@@ -261,12 +281,20 @@ def test_lag_status_stops_and_resumes(ck, warn_broker):
     changes = status_changes(b, group, topic)
     stopped = [x for x in changes if x[1] == "STOPPED"][0]
     assert int(stopped[2]) > 0 and int(stopped[3]) >= 0, changes
+    labels = '{consumergroup="%s",topic="%s",partition="0"}' % (group, topic)
+    assert metric("runnel_consumergroup_partition_status" + labels) == 3.0  # STOPPED
+    assert metric('runnel_consumergroup_status{consumergroup="%s"}' % group) == 2.0  # ERROR
+    assert metric("runnel_consumergroup_lag_seconds" + labels) > 0
+    assert metric('kafka_consumergroup_lag_sum{consumergroup="%s"}' % group) == \
+        metric("kafka_consumergroup_lag" + labels) > 0
     c = ck.Consumer(conf)
     c.subscribe([topic])
     try:
         consume(c, 20.0, until_caught_up=True)
         wait_until(lambda: status_changes(b, group, topic)[-1][1] == "OK", 10, interval=0.2,
                    what="lag status back to OK")
+        assert metric("runnel_consumergroup_partition_status" + labels) == 0.0
+        assert metric('runnel_consumergroup_status{consumergroup="%s"}' % group) == 0.0
     finally:
         c.close()
     seq = [new for _, new, _, _ in status_changes(b, group, topic)]
