@@ -143,6 +143,12 @@ def test_console_browse_and_reset_with_writes(writable, browser_runner):
     assert by_offset[1]["kind"] == "text" and '"order": 42' in by_offset[1]["value"]
     assert by_offset[2] == {"offset": 2, "kind": "hex", "value": "00 ff 01 80"}
     assert out["groupLag"] == 4  # 6 records, 2 committed
+    # columns: topic, partition, committed, high watermark, lag, lag time, status, committed at
+    row = out["offsetRow"]
+    assert row[2:5] == ["2", "6", "4"], row
+    assert row[5].endswith(" s") or row[5].endswith(" ms") or row[5].endswith(" min"), row
+    assert row[6] in ("OK", "WARNING", "STALL", "STOPPED"), row
+    assert out["groupStatus"] in ("OK", "WARNING", "ERROR"), out["groupStatus"]
     assert out["lagPoints"] >= 2 and out["lagLine"].startswith("M")
     assert out["reset"]["error"] is False, out["reset"]
     assert "Reset 1 partition" in out["reset"]["text"]

@@ -17,6 +17,7 @@ partition goes to STOPPED (the group's status ERROR); it resumes, catches up
 and goes back to OK. The status changes are read from the broker's log lines
 (msg="lag status" ... change=A->B)."""
 
+import json
 import re
 import threading
 import time
@@ -30,6 +31,7 @@ import procs
 from conftest import require_module
 from procs import free_port, wait_until
 from runnel_broker import RunnelBroker, runnel_bin
+from test_console import browser_runner  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -63,12 +65,14 @@ def start(tmp_path_factory, name, **extra):
 
 
 WARN_METRICS_PORT = free_port()
+WARN_CONSOLE_URL = "http://127.0.0.1:%d/" % free_port()
 
 
 @pytest.fixture(scope="module")
 def warn_broker(tmp_path_factory):
     yield from procs.serving(start(tmp_path_factory, "guard_warn", **{
-        "runnel.metrics.listener": "http://127.0.0.1:%d" % WARN_METRICS_PORT}))
+        "runnel.metrics.listener": "http://127.0.0.1:%d" % WARN_METRICS_PORT,
+        "runnel.console.listener": WARN_CONSOLE_URL.rstrip("/")}))
 
 
 def metric(name_and_labels):
@@ -162,7 +166,7 @@ def loss_lines(b, group, topic):
     return pat.findall(log_text(b))
 
 
-def test_warn_names_the_group_and_its_loss(ck, warn_broker):
+def test_warn_names_the_group_and_its_loss(ck, warn_broker, browser_runner):
     b = warn_broker
     topic, group = setup_stopped_group(ck, b)
     wait_until(lambda: watermarks(ck, b, topic)[0] > COMMITTED, 20, interval=0.2,
@@ -177,6 +181,16 @@ def test_warn_names_the_group_and_its_loss(ck, warn_broker):
     assert metric("runnel_retention_guard_warnings_total") >= len(lines)
     assert metric("runnel_retention_guard_records_lost_total") >= low - COMMITTED
     assert metric("runnel_retention_guard_holds_total") == 0
+    with urllib.request.urlopen(WARN_CONSOLE_URL + "api/session", timeout=5) as r:
+        seen = json.loads(r.read())["retentionGuard"]
+    assert seen["mode"] == "warn" and seen["warnings"] >= len(lines), seen
+    out = browser_runner("banner", url=WARN_CONSOLE_URL, prefix="guard-")
+    assert out["pageErrors"] == []
+    m = re.match(r"Retention deleted (\d+) record\(s\) that consumer groups had not read "
+                 r"\((\d+) time\(s\) since start, runnel.retention.guard=warn\)", out["banner"])
+    # retention goes on deleting meanwhile: the page's figures can only be higher
+    assert m and int(m.group(1)) >= seen["recordsLost"] and int(m.group(2)) >= seen["warnings"], \
+        out["banner"]
 
 
 def test_hold_keeps_unread_data_until_the_bound(ck, hold_broker):

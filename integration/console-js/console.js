@@ -73,6 +73,8 @@ async function browse(page, args) {
   out.lagPoints = await page.$$eval("#lag-chart circle", c => c.length);
   out.lagLine = await page.$eval("#lag-chart path.line", p => p.getAttribute("d"));
   out.groupLag = Number(await page.textContent("#group-lag"));
+  out.groupStatus = await page.textContent("#group-status");
+  out.offsetRow = await page.$eval("#offsets-table tbody tr", r => [...r.querySelectorAll("td")].map(c => c.textContent));
   out.screenshots.push(await shot(page, args, "group.png"));
 
   await page.selectOption("#reset-to", "earliest");
@@ -134,7 +136,15 @@ async function login(page, args) {
   return out;
 }
 
-const SCENARIOS = { browse, csrf, login };
+// The retention guard's banner, shown on every page once retention deleted
+// records a group had not read.
+async function banner(page, args) {
+  await page.goto(args.url + "#/groups");
+  await page.waitForSelector("#guard-banner:not([hidden])", { timeout: 15000 });
+  return { banner: await page.textContent("#guard-banner"), screenshots: [await shot(page, args, "guard.png")] };
+}
+
+const SCENARIOS = { browse, csrf, login, banner };
 
 async function main() {
   const [name, json] = process.argv.slice(2);
