@@ -1,5 +1,7 @@
-// Drives Runnel's web console in Debian's chromium with playwright-core, for
-// integration/test_console.py. usage: node console.js SCENARIO 'JSON ARGS'
+// Drives Runnel's web console in Debian's chromium with playwright-core, or
+// in Debian's firefox-esr with puppeteer-core (WebDriver BiDi) when args
+// say browser "firefox", for integration/test_console.py.
+// usage: node console.js SCENARIO 'JSON ARGS'
 // Prints one JSON line with what the page showed; exits 1 on a failure.
 "use strict";
 
@@ -7,8 +9,45 @@ const path = require("path");
 const { chromium } = require("playwright-core");
 
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const FIREFOX = process.env.FIREFOX || "/usr/bin/firefox-esr";
+
+// The few page calls the scenarios make, on puppeteer's page, with
+// playwright's signatures.
+function puppeteerPage(page) {
+  return {
+    goto: url => page.goto(url),
+    waitForSelector: (sel, opts) => page.waitForSelector(sel, opts),
+    $$eval: (sel, fn) => page.$$eval(sel, fn),
+    $eval: (sel, fn) => page.$eval(sel, fn),
+    click: sel => page.click(sel),
+    screenshot: opts => page.screenshot(opts),
+    evaluate: fn => page.evaluate(fn),
+    textContent: sel => page.$eval(sel, e => e.textContent),
+    selectOption: (sel, value) => page.select(sel, value),
+    waitForFunction: (fn, arg, opts) => page.waitForFunction(fn, opts || {}, arg),
+    waitForTimeout: ms => new Promise(resolve => setTimeout(resolve, ms)),
+  };
+}
+
+async function withFirefox(args, fn) {
+  const puppeteer = require("puppeteer-core");
+  const browser = await puppeteer.launch({ browser: "firefox", executablePath: FIREFOX, headless: true });
+  try {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    const errors = [];
+    page.on("pageerror", e => errors.push(String(e)));
+    const out = await fn(puppeteerPage(page));
+    out.pageErrors = errors;
+    out.browser = await browser.version();
+    return out;
+  } finally {
+    await browser.close();
+  }
+}
 
 async function withPage(args, fn) {
+  if (args.browser === "firefox") return withFirefox(args, fn);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ["--no-sandbox", "--disable-dev-shm-usage"],
