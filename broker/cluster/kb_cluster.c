@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_cluster_act.h"
 #include "kb_ctrl_conn.h"
 #include "kb_log.h"
 #include "kb_meta_fetch.h"
@@ -62,6 +63,7 @@ struct kb_cluster {
     bool refusing; /* asking the controllers' cluster id before stopping */
     kb_timer timer;
     kb_meta_image image;
+    kb_cluster_act *act;
     kb_meta_record_fn *apply;
     void *apply_arg;
     int64_t control_records;
@@ -125,11 +127,6 @@ static void on_record(void *arg, const kb_meta_record *rec)
 const kb_meta_image *kb_cluster_image(const kb_cluster *c)
 {
     return c != NULL ? &c->image : NULL;
-}
-
-void kb_cluster_set_image_listener(kb_cluster *c, kb_mi_listener *fn, void *arg)
-{
-    kb_meta_image_set_listener(&c->image, fn, arg);
 }
 
 void kb_cluster_set_apply(kb_cluster *c, kb_meta_record_fn *fn, void *arg)
@@ -453,6 +450,9 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
     c->fenced = true;
     c->backoff_ms = BACKOFF_MIN_MS;
     kb_meta_image_init(&c->image);
+    c->act = kb_cluster_act_new(b, &c->image, b->cfg->node_id);
+    if (c->act == NULL)
+        return KP_ERR__NOMEM;
     kb_cluster_set_apply(c, NULL, NULL);
     kb_timer_init(&c->timer, on_tick, c);
     kb_uuid_random(&c->incarnation);
@@ -484,6 +484,7 @@ void kb_cluster_stop(kb_cluster *c)
     kb_meta_fetch_free(c->mf);
     kb_ctrl_conn_free(c->conn);
     kb_quorum_fini(&c->q);
+    kb_cluster_act_free(c->act);
     kb_meta_image_fini(&c->image);
     free(c);
 }

@@ -20,7 +20,8 @@
  *      the apply hook hears it; a record of an unknown type or a newer
  *      version, or one that does not decode or names a topic the image
  *      lacks, stops the broker with one ERROR line naming the record, its
- *      type, version and offset (never a silent skip).
+ *      type, version and offset (never a silent skip). The image's
+ *      changes reach this broker's topics through kb_cluster_act.
  * Ownership: kb_cluster_start allocates, kb_cluster_stop frees; borrows the
  * broker and its config.
  * Threading: the loop's thread only.
@@ -52,8 +53,6 @@ void kb_cluster_set_apply(kb_cluster *c, kb_meta_record_fn *fn, void *arg);
 /* The cluster as the metadata applied so far describes it (NULL for NULL);
  * valid until kb_cluster_stop. */
 const kb_meta_image *kb_cluster_image(const kb_cluster *c);
-/* Who hears the image's partition and topic changes (kb_cluster_act). */
-void kb_cluster_set_image_listener(kb_cluster *c, kb_mi_listener *fn, void *arg);
 /* True after a fatal condition stopped the loop. */
 bool kb_cluster_failed(const kb_cluster *c);
 
