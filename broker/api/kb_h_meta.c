@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_group_coord.h"
@@ -182,9 +183,68 @@ static int32_t cluster_operations(const kb_req *req)
     return kb_authz_ops(req, KB_RES_CLUSTER, KP_STR_LIT(KB_ACL_CLUSTER_NAME));
 }
 
+/* One requested topic in cluster mode: the image's, by id or by name;
+ * none is created here (auto-creation goes through the controller). */
+static kp_err cluster_topic_one(kb_req *req, const kb_meta_image *img,
+                                const kp_metadata_req_metadata_request_topic *want,
+                                kp_metadata_resp_metadata_response_topic *out)
+{
+    bool by_id = want->name.len < 0 || (want->name.len == 0 && !kp_uuid_is_zero(&want->topic_id));
+    const kb_mi_topic *t = by_id ? kb_meta_image_topic_by_id(img, want->topic_id)
+                                 : kb_meta_image_topic(img, want->name);
+    out->name = want->name;
+    out->topic_id = want->topic_id;
+    bool allowed = t != NULL ? kb_authz_topic(req, KB_OP_DESCRIBE, t->name)
+                             : by_id || kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, want->name);
+    if (!allowed)
+        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    else if (t == NULL)
+        out->error_code = by_id ? KP_ERR_UNKNOWN_TOPIC_ID : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    else
+        return kb_cv_metadata_topic(req, img, t, out);
+    return KP_ERR_NONE;
+}
+
+/* Metadata in cluster mode: the cluster as the image describes it. */
+static kp_err cluster_metadata(kb_req *req, const kb_meta_image *img, const kp_metadata_req *rq,
+                               kp_metadata_resp *rs)
+{
+    kp_err e = kb_cv_metadata_brokers(req, img, rs);
+    if (e != KP_ERR_NONE)
+        return e;
+    rs->cluster_id = kb_req_str(req, req->broker->cluster_id);
+    if (rq->include_cluster_authorized_operations)
+        rs->cluster_authorized_operations = cluster_operations(req);
+    bool all = rq->topics.n < 0 || (req->api_version == 0 && rq->topics.n == 0);
+    int32_t n = all ? img->topics.n : rq->topics.n;
+    if (!KB_ARRAY_ALLOC(req, rs->topics, n))
+        return KP_ERR__NOMEM;
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++) {
+        kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[k];
+        kp_metadata_resp_metadata_response_topic_defaults(out);
+        const kb_mi_topic *t = all ? img->topics.v[i] : NULL;
+        if (t != NULL && !kb_authz_topic(req, KB_OP_DESCRIBE, t->name))
+            continue;
+        e = t != NULL ? kb_cv_metadata_topic(req, img, t, out)
+                      : cluster_topic_one(req, img, &rq->topics.v[i], out);
+        if (e != KP_ERR_NONE)
+            return e;
+        k++;
+        if (rq->include_topic_authorized_operations &&
+            out->error_code != KP_ERR_TOPIC_AUTHORIZATION_FAILED)
+            out->topic_authorized_operations = kb_authz_ops(req, KB_RES_TOPIC, out->name);
+    }
+    rs->topics.n = k;
+    return KP_ERR_NONE;
+}
+
 kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *rs)
 {
     kb_broker *b = req->broker;
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img != NULL)
+        return cluster_metadata(req, img, rq, rs);
     if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
         return KP_ERR__NOMEM;
     rs->brokers.v[0].node_id = b->node_id;
@@ -238,6 +298,9 @@ kp_err kb_h_describe_cluster(kb_req *req, const kp_describe_cluster_req *rq,
     rs->controller_id = b->node_id;
     if (rq->include_cluster_authorized_operations)
         rs->cluster_authorized_operations = cluster_operations(req);
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img != NULL)
+        return kb_cv_describe_cluster_brokers(req, img, rs);
     if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
         return KP_ERR__NOMEM;
     rs->brokers.v[0].broker_id = b->node_id;
