@@ -341,3 +341,11 @@ def test_kill9_leaders_none_then_back_with_data(cluster3):
     note("restart -> its partitions led again", time.monotonic() - t0)
     got = read_python(cluster3[2].bootstrap, TOPIC, theirs, 10)
     assert sorted(got) == sorted("before-%d-%d" % (p, i) for p in theirs for i in range(5))
+
+
+def test_api_versions_finalized_features_from_the_controller(cluster3):
+    """ApiVersions v3+ answers the levels the controller's FeatureLevelRecords
+    finalized (metadata.version at least, as the quorum was formatted)."""
+    import cgwire
+    feats = cgwire.finalized_features(cluster3[1].host, cluster3[1].port)
+    assert feats.get("metadata.version", (0, 0))[0] >= 7, feats

@@ -29,6 +29,30 @@ static bool software_string_ok(kp_str s)
     return true;
 }
 
+/* Cluster mode: the levels the FeatureLevelRecords finalized (level 0 is
+ * no feature), their epoch the offset of the last record applied, as a
+ * Kafka broker's metadata cache answers. */
+static kp_err cluster_finalized_features(kb_req *req, const kb_meta_image *img,
+                                         kp_api_versions_resp *rs)
+{
+    int32_t n = 0;
+    for (int i = 0; i < img->features.n; i++)
+        n += img->features.v[i].level > 0 ? 1 : 0;
+    if (!KB_ARRAY_ALLOC(req, rs->finalized_features, n))
+        return KP_ERR__NOMEM;
+    int32_t k = 0;
+    for (int i = 0; i < img->features.n; i++) {
+        const kb_mi_feature *f = &img->features.v[i];
+        if (f->level <= 0)
+            continue;
+        rs->finalized_features.v[k].name = kp_str_from(f->name);
+        rs->finalized_features.v[k].min_version_level = f->level;
+        rs->finalized_features.v[k++].max_version_level = f->level;
+    }
+    rs->finalized_features_epoch = img->applied_offset;
+    return KP_ERR_NONE;
+}
+
 /* The features Kafka 4.1 finalizes that Runnel serves: group.version 1 (the
  * KIP-848 consumer protocol). Like Kafka (KIP-1022), a v3 request is not
  * told of supported ranges starting at 0, which its clients cannot parse. */
@@ -43,6 +67,9 @@ static kp_err api_versions_features(kb_req *req, kp_api_versions_resp *rs)
         rs->supported_features.v[0].min_version = 0;
         rs->supported_features.v[0].max_version = 1;
     }
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img != NULL)
+        return cluster_finalized_features(req, img, rs);
     if (!KB_ARRAY_ALLOC(req, rs->finalized_features, 1))
         return KP_ERR__NOMEM;
     rs->finalized_features_epoch = 1;
