@@ -108,6 +108,14 @@ def registry_line(b, topic):
     return None
 
 
+def wait_unfenced(brokers):
+    """Until every broker is unfenced: the controller places replicas only
+    on unfenced brokers."""
+    for b in brokers.values():
+        wait_for("broker %d unfenced" % b.node,
+                 lambda b=b: "unfenced: serving in the cluster" in b.log_text(), 30)
+
+
 def stop_all(brokers):
     for b in brokers.values():
         b.stop()
@@ -116,9 +124,7 @@ def stop_all(brokers):
 def test_topic_from_controller_reaches_hosting_brokers(quorum1, tmp_path):
     brokers = start_brokers(quorum1, tmp_path)
     try:
-        for b in brokers.values():
-            wait_for("broker %d caught up" % b.node,
-                     lambda b=b: "unfenced: serving in the cluster" in b.log_text(), 30)
+        wait_unfenced(brokers)
         t0 = time.monotonic()
         controller_topics(quorum1, "create", "orders", 6, 1)
         wait_for("every broker holds the topic",
@@ -171,9 +177,7 @@ def metadata_leaders(b, topic):
 def cluster3(quorum1, tmp_path):
     brokers = start_brokers(quorum1, tmp_path)
     try:
-        for b in brokers.values():
-            wait_for("broker %d caught up" % b.node,
-                     lambda b=b: "unfenced: serving in the cluster" in b.log_text(), 30)
+        wait_unfenced(brokers)
         controller_topics(quorum1, "create", TOPIC, PARTS, 1)
         t0 = time.monotonic()
         wait_for("6 leaders in every broker's Metadata",

@@ -184,23 +184,18 @@ static int64_t fetch_fill(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs
     return st->max_bytes - budget;
 }
 
-/* KIP-951: the endpoints of the leaders NOT_LEADER_OR_FOLLOWER names. */
-static kp_err leader_endpoints(kb_req *req, kp_fetch_resp *rs)
+/* KIP-951: the endpoints of the leaders NOT_LEADER_OR_FOLLOWER names
+ * (nparts: the partitions asked for). */
+static kp_err leader_endpoints(kb_req *req, kp_fetch_resp *rs, int32_t nparts)
 {
-    int32_t n = 0;
-    for (int32_t i = 0; i < rs->responses.n; i++)
-        n += rs->responses.v[i].partitions.n;
-    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)n + 1, sizeof(*ids));
-    if (ids == NULL)
-        return KP_ERR__NOMEM;
-    int32_t k = 0;
-    for (int32_t i = 0; i < rs->responses.n; i++)
+    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)nparts + 1, sizeof(*ids)), k = 0;
+    for (int32_t i = 0; ids != NULL && i < rs->responses.n; i++)
         for (int32_t j = 0; j < rs->responses.v[i].partitions.n; j++)
             if (rs->responses.v[i].partitions.v[j].error_code == KP_ERR_NOT_LEADER_OR_FOLLOWER)
                 ids[k++] = rs->responses.v[i].partitions.v[j].current_leader.leader_id;
     kb_cv_node *nodes;
     int32_t nn;
-    if (kb_cv_nodes(req, ids, k, &nodes, &nn) != KP_ERR_NONE ||
+    if (ids == NULL || kb_cv_nodes(req, ids, k, &nodes, &nn) != KP_ERR_NONE ||
         !KB_ARRAY_ALLOC(req, rs->node_endpoints, nn))
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < nn; i++)
@@ -333,7 +328,8 @@ kp_err kb_h_fetch(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs)
     st->min_bytes = rq->min_bytes < st->max_bytes ? rq->min_bytes : st->max_bytes;
     bool errors;
     int64_t bytes = fetch_fill(req, rq, rs, st, &errors);
-    if (bytes >= 0 && errors && req->api_version >= 16 && leader_endpoints(req, rs) != KP_ERR_NONE)
+    if (bytes >= 0 && errors && req->api_version >= 16 &&
+        leader_endpoints(req, rs, n) != KP_ERR_NONE)
         bytes = -1;
     if (bytes < 0) {
         state_free(st);

@@ -232,37 +232,41 @@ static kp_err cluster_topic_one(kb_req *req, const kb_meta_image *img,
     return KP_ERR_NONE;
 }
 
-/* Metadata in cluster mode: the cluster as the image describes it. */
-static kp_err cluster_metadata(kb_req *req, const kb_meta_image *img, const kp_metadata_req *rq,
-                               kp_metadata_resp *rs)
+/* The i-th topic of a listing of all (all) or the i-th requested; *listed
+ * false when a listing of all leaves it out (the principal may not
+ * DESCRIBE it). Cluster mode (img): the image's topics. */
+static kp_err metadata_topic(kb_req *req, const kb_meta_image *img, const kp_metadata_req *rq,
+                             bool all, int32_t i, kp_metadata_resp_metadata_response_topic *out,
+                             bool *listed)
 {
-    kp_err e = kb_cv_metadata_brokers(req, img, rs);
-    if (e != KP_ERR_NONE)
-        return e;
-    rs->cluster_id = kb_req_str(req, req->broker->cluster_id);
-    if (rq->include_cluster_authorized_operations)
-        rs->cluster_authorized_operations = cluster_operations(req);
-    bool all = rq->topics.n < 0 || (req->api_version == 0 && rq->topics.n == 0);
-    int32_t n = all ? img->topics.n : rq->topics.n;
-    if (!KB_ARRAY_ALLOC(req, rs->topics, n))
-        return KP_ERR__NOMEM;
-    int32_t k = 0;
-    for (int32_t i = 0; i < n; i++) {
-        kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[k];
-        kp_metadata_resp_metadata_response_topic_defaults(out);
+    if (img != NULL) {
         const kb_mi_topic *t = all ? img->topics.v[i] : NULL;
-        if (t != NULL && !kb_authz_topic(req, KB_OP_DESCRIBE, t->name))
-            continue;
-        e = t != NULL ? kb_cv_metadata_topic(req, img, t, out)
-                      : cluster_topic_one(req, img, &rq->topics.v[i], out);
-        if (e != KP_ERR_NONE)
-            return e;
-        k++;
-        if (rq->include_topic_authorized_operations &&
-            out->error_code != KP_ERR_TOPIC_AUTHORIZATION_FAILED)
-            out->topic_authorized_operations = kb_authz_ops(req, KB_RES_TOPIC, out->name);
+        *listed = t == NULL || kb_authz_topic(req, KB_OP_DESCRIBE, t->name);
+        if (!*listed)
+            return KP_ERR_NONE;
+        return t != NULL ? kb_cv_metadata_topic(req, img, t, out)
+                         : cluster_topic_one(req, img, &rq->topics.v[i], out);
     }
-    rs->topics.n = k;
+    const kb_topic *t = all ? kb_topics_at(req->broker->topics, (size_t)i) : NULL;
+    *listed = t == NULL || kb_authz_topic(req, KB_OP_DESCRIBE, t->name);
+    if (!*listed)
+        return KP_ERR_NONE;
+    return t != NULL ? describe_topic(req, rq, t, out)
+                     : metadata_one(req, rq, &rq->topics.v[i], out);
+}
+
+/* The brokers: this one alone, or in cluster mode every live one. */
+static kp_err metadata_brokers(kb_req *req, const kb_meta_image *img, kp_metadata_resp *rs)
+{
+    if (img != NULL)
+        return kb_cv_metadata_brokers(req, img, rs);
+    kb_broker *b = req->broker;
+    if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
+        return KP_ERR__NOMEM;
+    rs->brokers.v[0].node_id = b->node_id;
+    rs->brokers.v[0].rack = KP_STR_NULL;
+    kb_server_advertised(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
+    rs->controller_id = b->node_id;
     return KP_ERR_NONE;
 }
 
@@ -270,35 +274,28 @@ kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *r
 {
     kb_broker *b = req->broker;
     const kb_meta_image *img = kb_cv_image(req);
-    if (img != NULL)
-        return cluster_metadata(req, img, rq, rs);
-    if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
-        return KP_ERR__NOMEM;
-    rs->brokers.v[0].node_id = b->node_id;
-    rs->brokers.v[0].rack = KP_STR_NULL;
-    kb_server_advertised(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
+    kp_err e = metadata_brokers(req, img, rs);
+    if (e != KP_ERR_NONE)
+        return e;
     rs->cluster_id = kb_req_str(req, b->cluster_id);
-    rs->controller_id = b->node_id;
     if (rq->include_cluster_authorized_operations)
         rs->cluster_authorized_operations = cluster_operations(req);
 
     /* v0: an empty list means every topic; v1+: null means every topic. */
     bool all = rq->topics.n < 0 || (req->api_version == 0 && rq->topics.n == 0);
-    size_t n = all ? kb_topics_count(b->topics) : (size_t)rq->topics.n;
+    int32_t n = !all ? rq->topics.n : img != NULL ? img->topics.n
+                                                  : (int32_t)kb_topics_count(b->topics);
     if (!KB_ARRAY_ALLOC(req, rs->topics, n))
         return KP_ERR__NOMEM;
     int32_t k = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n; i++) {
         kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[k];
         kp_metadata_resp_metadata_response_topic_defaults(out);
-        const kb_topic *t = all ? kb_topics_at(b->topics, i) : NULL;
-        /* Listing every topic leaves out those the principal may not DESCRIBE. */
-        if (t != NULL && !kb_authz_topic(req, KB_OP_DESCRIBE, t->name))
-            continue;
-        kp_err e = t != NULL ? describe_topic(req, rq, t, out)
-                             : metadata_one(req, rq, &rq->topics.v[i], out);
-        if (e != KP_ERR_NONE)
+        bool listed;
+        if ((e = metadata_topic(req, img, rq, all, i, out, &listed)) != KP_ERR_NONE)
             return e;
+        if (!listed)
+            continue;
         k++;
         /* Every operation the principal may do, error or not (as Kafka), but
          * nothing for a topic it may not see. */

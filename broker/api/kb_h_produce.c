@@ -408,17 +408,12 @@ static void on_validate_cancel(kb_req *req)
 
 /* ---- the handler -------------------------------------------------------- */
 
-/* KIP-951: the endpoints of the leaders NOT_LEADER_OR_FOLLOWER names. */
-static kp_err leader_endpoints(kb_req *req, kp_produce_resp *rs)
+/* KIP-951: the endpoints of the leaders NOT_LEADER_OR_FOLLOWER names
+ * (nparts: the partitions of the request). */
+static kp_err leader_endpoints(kb_req *req, kp_produce_resp *rs, int32_t nparts)
 {
-    int32_t n = 0;
-    for (int32_t i = 0; i < rs->responses.n; i++)
-        n += rs->responses.v[i].partition_responses.n;
-    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)n + 1, sizeof(*ids));
-    if (ids == NULL)
-        return KP_ERR__NOMEM;
-    int32_t k = 0;
-    for (int32_t i = 0; i < rs->responses.n; i++)
+    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)nparts + 1, sizeof(*ids)), k = 0;
+    for (int32_t i = 0; ids != NULL && i < rs->responses.n; i++)
         for (int32_t j = 0; j < rs->responses.v[i].partition_responses.n; j++) {
             const part_resp *pr = &rs->responses.v[i].partition_responses.v[j];
             if (pr->error_code == KP_ERR_NOT_LEADER_OR_FOLLOWER)
@@ -426,12 +421,12 @@ static kp_err leader_endpoints(kb_req *req, kp_produce_resp *rs)
         }
     kb_cv_node *nodes;
     int32_t nn;
-    if (kb_cv_nodes(req, ids, k, &nodes, &nn) != KP_ERR_NONE ||
+    if (ids == NULL || kb_cv_nodes(req, ids, k, &nodes, &nn) != KP_ERR_NONE ||
         !KB_ARRAY_ALLOC(req, rs->node_endpoints, nn))
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < nn; i++)
-        rs->node_endpoints.v[i] = (kp_produce_resp_node_endpoint){nodes[i].node_id, nodes[i].host,
-                                                                  nodes[i].port, nodes[i].rack};
+        rs->node_endpoints.v[i] = (kp_produce_resp_node_endpoint){
+            nodes[i].node_id, nodes[i].host, nodes[i].port, nodes[i].rack};
     return KP_ERR_NONE;
 }
 
@@ -536,7 +531,7 @@ static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produc
             part_init(req, t, terr, acks_ok, &td->partition_data.v[j], p);
         }
     }
-    if (req->api_version >= 10 && leader_endpoints(req, rs) != KP_ERR_NONE) {
+    if (req->api_version >= 10 && leader_endpoints(req, rs, st->nparts) != KP_ERR_NONE) {
         state_free(st);
         return NULL;
     }
