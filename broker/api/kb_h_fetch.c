@@ -188,7 +188,8 @@ static int64_t fetch_fill(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs
  * (nparts: the partitions asked for). */
 static kp_err leader_endpoints(kb_req *req, kp_fetch_resp *rs, int32_t nparts)
 {
-    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)nparts + 1, sizeof(*ids)), k = 0;
+    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)nparts + 1, sizeof(*ids));
+    int32_t k = 0;
     for (int32_t i = 0; ids != NULL && i < rs->responses.n; i++)
         for (int32_t j = 0; j < rs->responses.v[i].partitions.n; j++)
             if (rs->responses.v[i].partitions.v[j].error_code == KP_ERR_NOT_LEADER_OR_FOLLOWER)

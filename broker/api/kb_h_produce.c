@@ -412,7 +412,8 @@ static void on_validate_cancel(kb_req *req)
  * (nparts: the partitions of the request). */
 static kp_err leader_endpoints(kb_req *req, kp_produce_resp *rs, int32_t nparts)
 {
-    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)nparts + 1, sizeof(*ids)), k = 0;
+    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)nparts + 1, sizeof(*ids));
+    int32_t k = 0;
     for (int32_t i = 0; ids != NULL && i < rs->responses.n; i++)
         for (int32_t j = 0; j < rs->responses.v[i].partition_responses.n; j++) {
             const part_resp *pr = &rs->responses.v[i].partition_responses.v[j];
