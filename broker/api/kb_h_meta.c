@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_group_coord.h"
@@ -28,6 +29,30 @@ static bool software_string_ok(kp_str s)
     return true;
 }
 
+/* Cluster mode: the levels the FeatureLevelRecords finalized (level 0 is
+ * no feature), their epoch the offset of the last record applied, as a
+ * Kafka broker's metadata cache answers. */
+static kp_err cluster_finalized_features(kb_req *req, const kb_meta_image *img,
+                                         kp_api_versions_resp *rs)
+{
+    int32_t n = 0;
+    for (int i = 0; i < img->features.n; i++)
+        n += img->features.v[i].level > 0 ? 1 : 0;
+    if (!KB_ARRAY_ALLOC(req, rs->finalized_features, n))
+        return KP_ERR__NOMEM;
+    int32_t k = 0;
+    for (int i = 0; i < img->features.n; i++) {
+        const kb_mi_feature *f = &img->features.v[i];
+        if (f->level <= 0)
+            continue;
+        rs->finalized_features.v[k].name = kp_str_from(f->name);
+        rs->finalized_features.v[k].min_version_level = f->level;
+        rs->finalized_features.v[k++].max_version_level = f->level;
+    }
+    rs->finalized_features_epoch = img->applied_offset;
+    return KP_ERR_NONE;
+}
+
 /* The features Kafka 4.1 finalizes that Runnel serves: group.version 1 (the
  * KIP-848 consumer protocol). Like Kafka (KIP-1022), a v3 request is not
  * told of supported ranges starting at 0, which its clients cannot parse. */
@@ -42,6 +67,9 @@ static kp_err api_versions_features(kb_req *req, kp_api_versions_resp *rs)
         rs->supported_features.v[0].min_version = 0;
         rs->supported_features.v[0].max_version = 1;
     }
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img != NULL)
+        return cluster_finalized_features(req, img, rs);
     if (!KB_ARRAY_ALLOC(req, rs->finalized_features, 1))
         return KP_ERR__NOMEM;
     rs->finalized_features_epoch = 1;
@@ -182,36 +210,92 @@ static int32_t cluster_operations(const kb_req *req)
     return kb_authz_ops(req, KB_RES_CLUSTER, KP_STR_LIT(KB_ACL_CLUSTER_NAME));
 }
 
-kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *rs)
+/* One requested topic in cluster mode: the image's, by id or by name;
+ * none is created here (auto-creation goes through the controller). */
+static kp_err cluster_topic_one(kb_req *req, const kb_meta_image *img,
+                                const kp_metadata_req_metadata_request_topic *want,
+                                kp_metadata_resp_metadata_response_topic *out)
 {
+    bool by_id = want->name.len < 0 || (want->name.len == 0 && !kp_uuid_is_zero(&want->topic_id));
+    const kb_mi_topic *t = by_id ? kb_meta_image_topic_by_id(img, want->topic_id)
+                                 : kb_meta_image_topic(img, want->name);
+    out->name = want->name;
+    out->topic_id = want->topic_id;
+    bool allowed = t != NULL ? kb_authz_topic(req, KB_OP_DESCRIBE, t->name)
+                             : by_id || kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, want->name);
+    if (!allowed)
+        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    else if (t == NULL)
+        out->error_code = by_id ? KP_ERR_UNKNOWN_TOPIC_ID : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    else
+        return kb_cv_metadata_topic(req, img, t, out);
+    return KP_ERR_NONE;
+}
+
+/* The i-th topic of a listing of all (all) or the i-th requested; *listed
+ * false when a listing of all leaves it out (the principal may not
+ * DESCRIBE it). Cluster mode (img): the image's topics. */
+static kp_err metadata_topic(kb_req *req, const kb_meta_image *img, const kp_metadata_req *rq,
+                             bool all, int32_t i, kp_metadata_resp_metadata_response_topic *out,
+                             bool *listed)
+{
+    if (img != NULL) {
+        const kb_mi_topic *t = all ? img->topics.v[i] : NULL;
+        *listed = t == NULL || kb_authz_topic(req, KB_OP_DESCRIBE, t->name);
+        if (!*listed)
+            return KP_ERR_NONE;
+        return t != NULL ? kb_cv_metadata_topic(req, img, t, out)
+                         : cluster_topic_one(req, img, &rq->topics.v[i], out);
+    }
+    const kb_topic *t = all ? kb_topics_at(req->broker->topics, (size_t)i) : NULL;
+    *listed = t == NULL || kb_authz_topic(req, KB_OP_DESCRIBE, t->name);
+    if (!*listed)
+        return KP_ERR_NONE;
+    return t != NULL ? describe_topic(req, rq, t, out)
+                     : metadata_one(req, rq, &rq->topics.v[i], out);
+}
+
+/* The brokers: this one alone, or in cluster mode every live one. */
+static kp_err metadata_brokers(kb_req *req, const kb_meta_image *img, kp_metadata_resp *rs)
+{
+    if (img != NULL)
+        return kb_cv_metadata_brokers(req, img, rs);
     kb_broker *b = req->broker;
     if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
         return KP_ERR__NOMEM;
     rs->brokers.v[0].node_id = b->node_id;
     rs->brokers.v[0].rack = KP_STR_NULL;
     kb_server_advertised(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
-    rs->cluster_id = kb_req_str(req, b->cluster_id);
     rs->controller_id = b->node_id;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *rs)
+{
+    kb_broker *b = req->broker;
+    const kb_meta_image *img = kb_cv_image(req);
+    kp_err e = metadata_brokers(req, img, rs);
+    if (e != KP_ERR_NONE)
+        return e;
+    rs->cluster_id = kb_req_str(req, b->cluster_id);
     if (rq->include_cluster_authorized_operations)
         rs->cluster_authorized_operations = cluster_operations(req);
 
     /* v0: an empty list means every topic; v1+: null means every topic. */
     bool all = rq->topics.n < 0 || (req->api_version == 0 && rq->topics.n == 0);
-    size_t n = all ? kb_topics_count(b->topics) : (size_t)rq->topics.n;
+    int32_t n = !all ? rq->topics.n : img != NULL ? img->topics.n
+                                                  : (int32_t)kb_topics_count(b->topics);
     if (!KB_ARRAY_ALLOC(req, rs->topics, n))
         return KP_ERR__NOMEM;
     int32_t k = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n; i++) {
         kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[k];
         kp_metadata_resp_metadata_response_topic_defaults(out);
-        const kb_topic *t = all ? kb_topics_at(b->topics, i) : NULL;
-        /* Listing every topic leaves out those the principal may not DESCRIBE. */
-        if (t != NULL && !kb_authz_topic(req, KB_OP_DESCRIBE, t->name))
-            continue;
-        kp_err e = t != NULL ? describe_topic(req, rq, t, out)
-                             : metadata_one(req, rq, &rq->topics.v[i], out);
-        if (e != KP_ERR_NONE)
+        bool listed;
+        if ((e = metadata_topic(req, img, rq, all, i, out, &listed)) != KP_ERR_NONE)
             return e;
+        if (!listed)
+            continue;
         k++;
         /* Every operation the principal may do, error or not (as Kafka), but
          * nothing for a topic it may not see. */
@@ -238,6 +322,9 @@ kp_err kb_h_describe_cluster(kb_req *req, const kp_describe_cluster_req *rq,
     rs->controller_id = b->node_id;
     if (rq->include_cluster_authorized_operations)
         rs->cluster_authorized_operations = cluster_operations(req);
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img != NULL)
+        return kb_cv_describe_cluster_brokers(req, img, rs);
     if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
         return KP_ERR__NOMEM;
     rs->brokers.v[0].broker_id = b->node_id;

@@ -17,6 +17,7 @@ Suite *lag_status_suite(void);
 Suite *log_suite(void);
 Suite *longpoll_suite(void);
 Suite *map_suite(void);
+Suite *meta_image_suite(void);
 Suite *metrics_suite(void);
 Suite *props_suite(void);
 Suite *pidsnap_suite(void);
