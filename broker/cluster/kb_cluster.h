@@ -30,6 +30,7 @@
 
 #include "kb_config.h"
 #include "kb_context.h"
+#include "kb_forward.h"
 #include "kb_meta_batches.h"
 
 typedef struct kb_cluster kb_cluster;
@@ -43,6 +44,8 @@ void kb_cluster_stop(kb_cluster *c);
 /* Every metadata record, in offset order (a later metadata image applies
  * them); the default counts and logs. */
 void kb_cluster_set_apply(kb_cluster *c, kb_meta_record_fn *fn, void *arg);
+/* Where admin requests go to the controller (kb_forward.h); NULL for c NULL. */
+kb_forward *kb_cluster_forwarder(kb_cluster *c);
 /* True after a fatal condition stopped the loop. */
 bool kb_cluster_failed(const kb_cluster *c);
 

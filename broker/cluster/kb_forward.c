@@ -1,0 +1,364 @@
+#include "kb_forward.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb_conn.h"
+#include "kb_ctrl_conn.h"
+#include "kb_forward_errors.h"
+#include "kb_log.h"
+#include "kp_msg.h"
+
+#define ENVELOPE_API_KEY 58
+#define ENVELOPE_VERSION 0
+#define RETRY_BACKOFF_MS 100 /* Kafka's retry.backoff.ms */
+#define TICK_MS 100
+#define RESOURCE_BROKER_LOGGER 8
+#define PRINCIPAL_MAX 600
+
+/* One forwarded request. It stays allocated while the controller
+ * connection owes it a callback (sent), even after its client is gone. */
+typedef struct fwd_item {
+    struct fwd_item *next, *prev;
+    kb_forward *f;
+    kb_req *req; /* NULL once answered or cancelled */
+    kp_slice frame;
+    uint8_t principal[PRINCIPAL_MAX];
+    size_t principal_len;
+    uint8_t addr[16];
+    int32_t addr_len;
+    int64_t deadline_ms;
+    int64_t retry_at_ms;
+    bool sent;
+} fwd_item;
+
+struct kb_forward {
+    kb_loop *loop;
+    kb_quorum *q;
+    kb_ctrl_conn *conn;
+    int target; /* the node conn talks to, -1: none */
+    fwd_item *head, *tail;
+    size_t n;
+    kb_timer tick;
+};
+
+static void pump(kb_forward *f);
+
+/* ---- which requests ------------------------------------------------------ */
+
+static bool all_broker_logger(const int8_t *types, size_t stride, int32_t n)
+{
+    if (n <= 0)
+        return false;
+    for (int32_t i = 0; i < n; i++)
+        if (*(const int8_t *)((const uint8_t *)types + (size_t)i * stride) != RESOURCE_BROKER_LOGGER)
+            return false;
+    return true;
+}
+
+bool kb_forward_wants(int16_t api_key, const void *request)
+{
+    switch (api_key) {
+    case KP_API_CREATE_TOPICS:
+    case KP_API_DELETE_TOPICS:
+    case KP_API_CREATE_PARTITIONS:
+    case KP_API_CREATE_ACLS:
+    case KP_API_DELETE_ACLS:
+    case KP_API_ALTER_USER_SCRAM_CREDENTIALS:
+    case KP_API_ALTER_CLIENT_QUOTAS:
+    case KP_API_ELECT_LEADERS:
+    case KP_API_ALTER_PARTITION_REASSIGNMENTS:
+        return true;
+    case KP_API_ALTER_CONFIGS: {
+        const kp_alter_configs_req *rq = request;
+        return rq->resources.n <= 0 ||
+               !all_broker_logger(&rq->resources.v[0].resource_type, sizeof(*rq->resources.v),
+                                  rq->resources.n);
+    }
+    case KP_API_INCREMENTAL_ALTER_CONFIGS: {
+        const kp_incremental_alter_configs_req *rq = request;
+        return rq->resources.n <= 0 ||
+               !all_broker_logger(&rq->resources.v[0].resource_type, sizeof(*rq->resources.v),
+                                  rq->resources.n);
+    }
+    default:
+        return false;
+    }
+}
+
+/* ---- the envelope --------------------------------------------------------- */
+
+/* DefaultPrincipalData v0 with its version prefix, from "Type:Name". */
+static size_t serialize_principal(const char *principal, uint8_t *out, size_t cap)
+{
+    const char *colon = strchr(principal, ':');
+    kp_default_principal_data p;
+    kp_default_principal_data_defaults(&p);
+    char type[64];
+    snprintf(type, sizeof type, "%.*s", colon ? (int)(colon - principal) : 4,
+             colon ? principal : "User");
+    p.type = kp_str_from(type);
+    p.name = kp_str_from(colon ? colon + 1 : principal);
+    p.token_authenticated = false;
+    kp_writer w;
+    kp_writer_init(&w, 128);
+    kp_write_i16(&w, 0);
+    kp_default_principal_data_encode(&w, &p, 0);
+    size_t n = w.err == KP_ERR_NONE && w.len <= cap ? w.len : 0;
+    if (n > 0)
+        memcpy(out, w.buf, n);
+    kp_writer_fini(&w);
+    return n;
+}
+
+/* The client's address as InetAddress.getAddress gives it: 4 or 16 bytes. */
+static int32_t client_address(const char *peer, uint8_t out[16])
+{
+    char host[64];
+    const char *colon = strrchr(peer, ':');
+    snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - peer) : (int)strlen(peer), peer);
+    if (inet_pton(AF_INET, host, out) == 1)
+        return 4;
+    if (inet_pton(AF_INET6, host, out) == 1)
+        return 16;
+    return 0;
+}
+
+static void encode_envelope(kp_writer *w, const void *msg, int16_t version)
+{
+    const fwd_item *it = msg;
+    (void)version;
+    kp_write_bytes(w, true, it->frame);
+    kp_write_bytes(w, true, (kp_slice){it->principal, (int32_t)it->principal_len});
+    kp_write_bytes(w, true, (kp_slice){it->addr, it->addr_len});
+    kp_write_uvarint(w, 0); /* no tagged fields */
+}
+
+/* ---- items ---------------------------------------------------------------- */
+
+static void unlink_item(kb_forward *f, fwd_item *it)
+{
+    if (it->prev)
+        it->prev->next = it->next;
+    else
+        f->head = it->next;
+    if (it->next)
+        it->next->prev = it->prev;
+    else
+        f->tail = it->prev;
+    f->n--;
+    free(it);
+}
+
+/* Takes the request away from the item: it is answered or closed now. */
+static kb_req *detach(fwd_item *it)
+{
+    kb_req *req = it->req;
+    it->req = NULL;
+    req->on_cancel = NULL;
+    req->park_state = NULL;
+    if (!it->sent)
+        unlink_item(it->f, it);
+    return req;
+}
+
+static void answer_error(fwd_item *it, int16_t code)
+{
+    kb_req *req = detach(it);
+    kb_forward_fill_error(req, code);
+    kb_req_finish(req);
+}
+
+static void on_cancel(kb_req *req)
+{
+    fwd_item *it = req->park_state;
+    if (it != NULL)
+        detach(it);
+}
+
+/* ---- the controller's answer ---------------------------------------------- */
+
+/* Decodes the response header and body the controller wrapped; false when
+ * they do not parse or answer another request. */
+static bool decode_inner(kb_req *req, kp_slice data)
+{
+    uint8_t *copy = kp_arena_alloc(&req->arena, (size_t)data.len + 1);
+    if (copy == NULL)
+        return false;
+    memcpy(copy, data.p, (size_t)data.len);
+    kp_reader r = kp_reader_make(copy, (size_t)data.len);
+    int32_t corr = kp_read_i32(&r);
+    if (kb_req_flexible(req->api, req->api_version))
+        kp_skip_tags(&r);
+    if (r.err != KP_ERR_NONE || corr != req->correlation_id)
+        return false;
+    return req->api->response.decode(&r, &req->arena, req->response, req->api_version) ==
+           KP_ERR_NONE;
+}
+
+static void retry(fwd_item *it, const char *why)
+{
+    kb_forward *f = it->f;
+    char addr[300];
+    KB_LOG(KB_LL_DEBUG, KB_SUB_MAIN, "msg=\"forwarding again\" why=\"%s\" controller=%s "
+           "api_key=%d", why, kb_quorum_addr(f->q, f->target, addr, sizeof addr),
+           it->req->api_key);
+    kb_quorum_forget_leader(f->q);
+    kb_ctrl_conn_close(f->conn);
+    f->target = -1;
+    it->retry_at_ms = kb_loop_now_ms(f->loop) + RETRY_BACKOFF_MS;
+}
+
+static void answered(fwd_item *it, kp_reader *body)
+{
+    kp_slice data = kp_read_bytes(body, true);
+    int16_t error = kp_read_i16(body);
+    kp_skip_tags(body);
+    if (body->err != KP_ERR_NONE)
+        return answer_error(it, KP_ERR_UNKNOWN_SERVER_ERROR);
+    if (error == KP_ERR_NOT_CONTROLLER)
+        return retry(it, "NOT_CONTROLLER");
+    if (error == KP_ERR_UNSUPPORTED_VERSION) {
+        kb_req *req = detach(it);
+        kb_conn_close(req->conn, "the controller does not support this request version");
+        return;
+    }
+    if (error != KP_ERR_NONE || data.len < 0)
+        return answer_error(it, KP_ERR_UNKNOWN_SERVER_ERROR);
+    if (!decode_inner(it->req, data)) {
+        it->req->api->response.defaults(it->req->response);
+        return answer_error(it, KP_ERR_UNKNOWN_SERVER_ERROR);
+    }
+    kb_req_finish(detach(it));
+}
+
+static void on_reply(void *arg, kp_reader *body)
+{
+    fwd_item *it = arg;
+    kb_forward *f = it->f;
+    it->sent = false;
+    if (it->req == NULL)
+        unlink_item(f, it);
+    else if (body == NULL)
+        retry(it, "controller connection lost");
+    else
+        answered(it, body);
+    pump(f);
+}
+
+/* ---- sending -------------------------------------------------------------- */
+
+static bool ensure_conn(kb_forward *f)
+{
+    if (kb_ctrl_conn_is_open(f->conn) && (f->q->leader < 0 || f->q->leader == f->target))
+        return true;
+    f->target = kb_quorum_pick(f->q);
+    return kb_ctrl_conn_open(f->conn, f->q->v[f->target].host, f->q->v[f->target].port) ==
+           KP_ERR_NONE;
+}
+
+static void expire(kb_forward *f, int64_t now)
+{
+    for (fwd_item *it = f->head, *next; it != NULL; it = next) {
+        next = it->next;
+        if (it->req != NULL && now >= it->deadline_ms) {
+            KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"forwarded request timed out\" api_key=%d "
+                   "timeout_ms=%d", it->req->api_key, KB_FORWARD_TIMEOUT_MS);
+            answer_error(it, KP_ERR_REQUEST_TIMED_OUT);
+        }
+    }
+}
+
+static void pump(kb_forward *f)
+{
+    int64_t now = kb_loop_now_ms(f->loop);
+    expire(f, now);
+    for (fwd_item *it = f->head; it != NULL; it = it->next) {
+        if (it->sent || it->req == NULL || it->retry_at_ms > now)
+            continue;
+        if (kb_ctrl_conn_in_flight(f->conn) >= KB_FORWARD_MAX_IN_FLIGHT || !ensure_conn(f))
+            break;
+        if (kb_ctrl_conn_send(f->conn, ENVELOPE_API_KEY, ENVELOPE_VERSION, encode_envelope, it,
+                              on_reply, it) != KP_ERR_NONE)
+            break;
+        it->sent = true;
+    }
+    if (f->n > 0 && !kb_timer_armed(&f->tick))
+        kb_timer_arm(f->loop, &f->tick, TICK_MS);
+}
+
+static void on_tick(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    pump(arg);
+}
+
+kp_err kb_forward_request(kb_forward *f, kb_req *req, const uint8_t *frame, size_t len)
+{
+    fwd_item *it = f->n < KB_FORWARD_MAX_QUEUED && len <= INT32_MAX ? calloc(1, sizeof(*it)) : NULL;
+    if (it == NULL) {
+        kb_forward_fill_error(req, KP_ERR_REQUEST_TIMED_OUT);
+        kb_req_finish(req);
+        return KB_PARKED;
+    }
+    it->f = f;
+    it->req = req;
+    it->frame = (kp_slice){frame, (int32_t)len};
+    it->principal_len = serialize_principal(req->conn->principal, it->principal, PRINCIPAL_MAX);
+    it->addr_len = client_address(req->conn->peer, it->addr);
+    it->deadline_ms = kb_loop_now_ms(f->loop) + KB_FORWARD_TIMEOUT_MS;
+    it->prev = f->tail;
+    if (f->tail)
+        f->tail->next = it;
+    else
+        f->head = it;
+    f->tail = it;
+    f->n++;
+    req->park_state = it;
+    req->on_cancel = on_cancel;
+    pump(f);
+    return KB_PARKED;
+}
+
+size_t kb_forward_pending(const kb_forward *f)
+{
+    return f != NULL ? f->n : 0;
+}
+
+kb_forward *kb_forward_new(kb_loop *loop, kb_work *work, kb_quorum *q, int32_t node_id)
+{
+    kb_forward *f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return NULL;
+    char client_id[64];
+    snprintf(client_id, sizeof client_id, "runnel-broker-%d-forwarding", node_id);
+    f->conn = kb_ctrl_conn_new(loop, work, client_id);
+    if (f->conn == NULL) {
+        free(f);
+        return NULL;
+    }
+    f->loop = loop;
+    f->q = q;
+    f->target = -1;
+    kb_timer_init(&f->tick, on_tick, f);
+    return f;
+}
+
+void kb_forward_free(kb_forward *f)
+{
+    if (f == NULL)
+        return;
+    kb_timer_disarm(f->loop, &f->tick);
+    kb_ctrl_conn_free(f->conn);
+    while (f->head != NULL) {
+        fwd_item *it = f->head;
+        if (it->req != NULL) {
+            it->req->on_cancel = NULL;
+            it->req->park_state = NULL;
+        }
+        unlink_item(f, it);
+    }
+    free(f);
+}

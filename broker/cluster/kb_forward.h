@@ -1,0 +1,65 @@
+/*
+ * kb_forward: admin requests a Kafka 4 broker forwards to the active KRaft
+ * controller (ForwardingManager): the client's request bytes, header
+ * included, wrapped in an EnvelopeRequest (API 58) with the client's
+ * principal (DefaultPrincipalData, version-prefixed, as Kafka's
+ * DefaultKafkaPrincipalBuilder serializes it) and address; the
+ * EnvelopeResponse carries the controller's response header and body, which
+ * is decoded into the request's response and answered through the pipeline
+ * (kb_req_finish), so the client sees the controller's answer.
+ *
+ * Forwarded (cluster mode only): CreateTopics, DeleteTopics,
+ * CreatePartitions, AlterConfigs and IncrementalAlterConfigs (unless every
+ * resource is a BROKER_LOGGER, which the broker handles itself),
+ * CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas,
+ * ElectLeaders, AlterPartitionReassignments. The controller authorizes them
+ * with the client's principal.
+ *
+ * Invariants:
+ *   1. Nothing waits: requests go out on one non-blocking connection to the
+ *      quorum leader; at most KB_FORWARD_MAX_IN_FLIGHT are sent at a time,
+ *      the others queue (at most KB_FORWARD_MAX_QUEUED in all, beyond that
+ *      REQUEST_TIMED_OUT at once).
+ *   2. A lost connection or an envelope NOT_CONTROLLER sends the request
+ *      again (to the leader the quorum names next) until
+ *      KB_FORWARD_TIMEOUT_MS after it arrived (Kafka's retryTimeoutMs), then
+ *      the client gets the request's error response with REQUEST_TIMED_OUT.
+ *   3. Envelope UNSUPPORTED_VERSION closes the client's connection; any
+ *      other envelope error answers UNKNOWN_SERVER_ERROR (as Kafka's broker).
+ *   4. Every forwarded request ends in exactly one kb_req_finish, or in its
+ *      connection's close (on_cancel detaches it; a late answer is dropped).
+ * Ownership: kb_forward_new borrows the loop, helper pool and quorum (the
+ * cluster's, which outlive it); kb_forward_free detaches parked requests.
+ * Threading: the loop's thread only.
+ */
+#ifndef KB_FORWARD_H
+#define KB_FORWARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb_context.h"
+#include "kb_quorum.h"
+#include "kb_req.h"
+
+#define KB_FORWARD_TIMEOUT_MS 60000
+#define KB_FORWARD_MAX_IN_FLIGHT 16 /* kb_ctrl_conn's own bound */
+#define KB_FORWARD_MAX_QUEUED 4096
+
+typedef struct kb_forward kb_forward;
+
+kb_forward *kb_forward_new(kb_loop *loop, kb_work *work, kb_quorum *q, int32_t node_id);
+void kb_forward_free(kb_forward *f);
+
+/* Whether a Kafka 4.4 broker forwards this decoded request. */
+bool kb_forward_wants(int16_t api_key, const void *request);
+
+/* Forwards req (frame: the client's request header and body, valid until
+ * kb_req_finish) and answers it later; returns KB_PARKED. */
+kp_err kb_forward_request(kb_forward *f, kb_req *req, const uint8_t *frame, size_t len);
+
+/* Requests forwarded and not yet answered (queued or sent). */
+size_t kb_forward_pending(const kb_forward *f);
+
+#endif
