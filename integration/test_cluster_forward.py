@@ -24,7 +24,7 @@ import pytest
 import kraft
 import wire
 from procs import BrokerProcess
-from test_cluster_join import ClusterBroker, count, wait_for
+from test_cluster_join import ClusterBroker, count, need_jars, wait_for  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -38,13 +38,6 @@ ANSWERS = {}  # kind -> comparable answers, to compare Runnel with Kafka
 AUTHZ = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
          "super.users": "User:ANONYMOUS"}
 UNFENCED = r"request from broker %d to unfence has been granted" % NODE
-
-
-@pytest.fixture(scope="module", autouse=True)
-def need_jars():
-    if not kraft.jars_present():
-        from conftest import missing
-        missing("Kafka 4.4.0 jars in %s" % kraft.JARS_44)
 
 
 def note(name, seconds):
@@ -66,9 +59,10 @@ class KafkaBroker(BrokerProcess):
     clean_exit_codes = (0, 143)
     start_timeout = 90.0
 
-    def __init__(self, datadir, q, port):
+    def __init__(self, datadir, q, port, extra=None):
         super().__init__(datadir, port=port)
         self.q = q
+        self.extra = dict(extra or {})
         self.props_path = self.datadir.parent / (self.datadir.name + ".server.properties")
 
     def prepare(self):
@@ -80,6 +74,7 @@ class KafkaBroker(BrokerProcess):
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "PLAINTEXT", "log.dirs": str(self.datadir),
             "offsets.topic.replication.factor": "1"}, **AUTHZ)
+        props.update(self.extra)
         self.props_path.write_text("".join("%s=%s\n" % kv for kv in props.items()))
         if not (self.datadir / "meta.properties").exists():
             res = kraft.run_tool("kafka.tools.StorageTool",
@@ -91,14 +86,15 @@ class KafkaBroker(BrokerProcess):
                 + ["-cp", kraft.classpath(), "kafka.Kafka", str(self.props_path)])
 
 
-def start_broker(kind, tmp_path, q):
+def start_broker(kind, tmp_path, q, extra=None):
     """A Runnel or Kafka broker joined to q, unfenced; (broker, its address)."""
     unf = count(q, UNFENCED)
     if kind == "runnel":
-        b = ClusterBroker(tmp_path / "runnel", q, port=RUNNEL_PORT, extra={"node.id": str(NODE)})
+        b = ClusterBroker(tmp_path / "runnel", q, port=RUNNEL_PORT,
+                          extra=dict({"node.id": str(NODE)}, **(extra or {})))
         b.format(q.cluster_id)
     else:
-        b = KafkaBroker(tmp_path / "kafka", q, KAFKA_PORT)
+        b = KafkaBroker(tmp_path / "kafka", q, KAFKA_PORT, extra)
     b.start()
     wait_for("unfence", lambda: count(q, UNFENCED) > unf, 90)
     return b, "127.0.0.1:%d" % b.port
@@ -321,6 +317,73 @@ def test_forwarding_follows_a_controller_failover(tmp_path):
              time.monotonic() - t0)
         assert q.leader_id() != leader
         assert "Replayed TopicRecord for topic after-failover" in kraft_log(q)
+    finally:
+        if b is not None:
+            b.kill9()
+        q.kill()
+
+
+FIND_COORDINATOR = 10
+COORDINATOR_NOT_AVAILABLE = 15
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INTERNAL = {"offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "1",
+            "transaction.state.log.num.partitions": "2",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1", "auto.create.topics.enable": "true",
+            "num.partitions": "2", "default.replication.factor": "1"}
+
+
+def find_coordinator(bootstrap, key_type, key):
+    """FindCoordinator v4 for one key: (error code, node id)."""
+    host, port = bootstrap.split(":")
+    body = struct.pack(">b", key_type) + wire.compact_array([wire.compact_string(key)]) + b"\0"
+    with wire.connect(host, int(port)) as s:
+        r = wire.flex_call(s, FIND_COORDINATOR, 4, body, 4)
+    r.take(">i")
+    assert r.uvarint() == 2
+    assert r.string() == key
+    node, _host, _port, err = r.take(">i"), r.string(), r.take(">i"), r.take(">h")
+    return err, node
+
+
+def metadata_error(bootstrap, topic):
+    host, port = bootstrap.split(":")
+    with wire.connect(host, int(port)) as s:
+        md = wire.metadata(s, 8, [topic], 5, allow_auto_create=True)
+    (t,) = md["topics"]
+    return t["error_code"]
+
+
+@pytest.mark.parametrize("kind", ["runnel", "kafka"])
+def test_internal_and_auto_created_topics_made_by_the_controller(tmp_path, kind):
+    """FindCoordinator for a group and a transactional id, and a Metadata
+    that auto-creates, make the broker ask the controller for the topic
+    (COORDINATOR_NOT_AVAILABLE / UNKNOWN_TOPIC_OR_PARTITION meanwhile), with
+    the broker's offsets.topic.* / transaction.state.log.* / num.partitions
+    settings and the internal topics' configs, as Kafka's broker does."""
+    q = quorum(tmp_path, [19641])
+    b = None
+    try:
+        b, bootstrap = start_broker(kind, tmp_path, q, INTERNAL)
+        assert find_coordinator(bootstrap, 0, "fwd-group")[0] == COORDINATOR_NOT_AVAILABLE
+        assert find_coordinator(bootstrap, 1, "fwd-txn")[0] == COORDINATOR_NOT_AVAILABLE
+        assert metadata_error(bootstrap, "fwd-auto") == UNKNOWN_TOPIC_OR_PARTITION
+        wait_for("the controller creates the three topics",
+                 lambda: all(replayed(q, r"TopicRecord for topic %s\b" % t) for t in
+                             ("__consumer_offsets", "__transaction_state", "fwd-auto")), 30)
+        log = kraft_log(q)
+        parts = lambda t: len(re.findall(r"Replayed PartitionRecord for new partition %s-\d+ " % t,
+                                         log))
+        assert (parts("__consumer_offsets"), parts("__transaction_state"), parts("fwd-auto")) \
+            == (3, 2, 2)
+        for topic, key, value in (("__consumer_offsets", "cleanup.policy", "compact"),
+                                  ("__consumer_offsets", "compression.type", "producer"),
+                                  ("__transaction_state", "min.insync.replicas", "1"),
+                                  ("__transaction_state", "compression.type", "uncompressed"),
+                                  ("__transaction_state", "unclean.leader.election.enable",
+                                   "false")):
+            assert replayed(q, r"ConfigRecord for ConfigResource\(type=TOPIC, name='%s'\) which "
+                               r"set configuration %s to %s" % (topic, key, value)), (topic, key)
     finally:
         if b is not None:
             b.kill9()

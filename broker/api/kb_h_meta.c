@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_topics.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_group_coord.h"
@@ -152,6 +153,10 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
     }
     if (!kb_authz_create_topic(req, want->name)) {
         out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return KP_ERR_NONE;
+    }
+    if (kb_cluster_topics_auto_create(b, want->name, req)) {
+        out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION; /* the controller creates it */
         return KP_ERR_NONE;
     }
     if (kb_topics_busy(b->topics, want->name) != NULL) {

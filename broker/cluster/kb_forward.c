@@ -17,14 +17,21 @@
 #define TICK_MS 100
 #define RESOURCE_BROKER_LOGGER 8
 #define PRINCIPAL_MAX 600
+#define CREATE_TOPICS_VERSION 7
+#define CREATE_TIMEOUT_MS 30000 /* Kafka's request.timeout.ms, as its broker sends */
 
-/* One forwarded request. It stays allocated while the controller
- * connection owes it a callback (sent), even after its client is gone. */
+/* One forwarded request, or one topic creation the broker asks for. It
+ * stays allocated while the controller connection owes it a callback
+ * (sent), even after its client is gone. */
 typedef struct fwd_item {
     struct fwd_item *next, *prev;
     kb_forward *f;
-    kb_req *req; /* NULL once answered or cancelled */
-    kp_slice frame;
+    bool live;      /* still owed: its client's answer, or its topic's creation */
+    kb_req *req;    /* a client's request; NULL for a creation */
+    bool enveloped; /* sent in an Envelope (else a plain CreateTopics) */
+    kp_slice frame; /* enveloped: the request header and body; else the body */
+    uint8_t *owned; /* a creation's request bytes (frame points here) */
+    char topic[256];
     uint8_t principal[PRINCIPAL_MAX];
     size_t principal_len;
     uint8_t addr[16];
@@ -126,6 +133,13 @@ static int32_t client_address(const char *peer, uint8_t out[16])
     return 0;
 }
 
+static void encode_raw(kp_writer *w, const void *msg, int16_t version)
+{
+    const fwd_item *it = msg;
+    (void)version;
+    kp_write_raw(w, it->frame.p, (size_t)it->frame.len);
+}
+
 static void encode_envelope(kp_writer *w, const void *msg, int16_t version)
 {
     const fwd_item *it = msg;
@@ -149,18 +163,26 @@ static void unlink_item(kb_forward *f, fwd_item *it)
     else
         f->tail = it->prev;
     f->n--;
+    free(it->owned);
     free(it);
+}
+
+/* The item owes nothing more; freed now unless a callback is due. */
+static void settle(fwd_item *it)
+{
+    it->live = false;
+    it->req = NULL;
+    if (!it->sent)
+        unlink_item(it->f, it);
 }
 
 /* Takes the request away from the item: it is answered or closed now. */
 static kb_req *detach(fwd_item *it)
 {
     kb_req *req = it->req;
-    it->req = NULL;
     req->on_cancel = NULL;
     req->park_state = NULL;
-    if (!it->sent)
-        unlink_item(it->f, it);
+    settle(it);
     return req;
 }
 
@@ -204,7 +226,7 @@ static void retry(fwd_item *it, const char *why)
     char addr[300];
     KB_LOG(KB_LL_DEBUG, KB_SUB_MAIN, "msg=\"forwarding again\" why=\"%s\" controller=%s "
            "api_key=%d", why, kb_quorum_addr(f->q, f->target, addr, sizeof addr),
-           it->req->api_key);
+           it->req != NULL ? it->req->api_key : KP_API_CREATE_TOPICS);
     kb_quorum_forget_leader(f->q);
     kb_ctrl_conn_close(f->conn);
     f->target = -1;
@@ -234,15 +256,63 @@ static void answered(fwd_item *it, kp_reader *body)
     kb_req_finish(detach(it));
 }
 
+/* ---- topics the broker creates (AutoTopicCreationManager) ---------------- */
+
+static void creation_result(fwd_item *it, kp_reader *r)
+{
+    kp_arena a;
+    kp_arena_init(&a);
+    kp_create_topics_resp rs;
+    bool one = kp_create_topics_resp_decode(r, &a, &rs, CREATE_TOPICS_VERSION) == KP_ERR_NONE &&
+               rs.topics.n == 1;
+    int16_t code = one ? rs.topics.v[0].error_code : KP_ERR_UNKNOWN_SERVER_ERROR;
+    kp_str why = one ? rs.topics.v[0].error_message : KP_STR_NULL;
+    if (code == KP_ERR_NOT_CONTROLLER) {
+        kp_arena_fini(&a);
+        return retry(it, "NOT_CONTROLLER");
+    }
+    if (code == KP_ERR_NONE)
+        KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"topic created by the controller\" topic=%s",
+               it->topic);
+    else
+        KB_LOG(code == KP_ERR_TOPIC_ALREADY_EXISTS ? KB_LL_DEBUG : KB_LL_WARN, KB_SUB_MAIN,
+               "msg=\"the controller did not create the topic\" topic=%s error=%s message=\"%.*s\"",
+               it->topic, kp_err_name(code), why.len > 0 ? (int)why.len : 0,
+               why.len > 0 ? why.p : "");
+    kp_arena_fini(&a);
+    settle(it);
+}
+
+static void creation_answered(fwd_item *it, kp_reader *body)
+{
+    if (!it->enveloped)
+        return creation_result(it, body);
+    kp_slice data = kp_read_bytes(body, true);
+    int16_t error = kp_read_i16(body);
+    if (body->err == KP_ERR_NONE && error == KP_ERR_NOT_CONTROLLER)
+        return retry(it, "NOT_CONTROLLER");
+    if (body->err != KP_ERR_NONE || error != KP_ERR_NONE || data.len < 0) {
+        KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"the controller did not create the topic\" "
+               "topic=%s error=%s", it->topic, kp_err_name(error));
+        return settle(it);
+    }
+    kp_reader r = kp_reader_make(data.p, (size_t)data.len);
+    kp_read_i32(&r); /* the client's correlation id */
+    kp_skip_tags(&r);
+    creation_result(it, &r);
+}
+
 static void on_reply(void *arg, kp_reader *body)
 {
     fwd_item *it = arg;
     kb_forward *f = it->f;
     it->sent = false;
-    if (it->req == NULL)
+    if (!it->live)
         unlink_item(f, it);
     else if (body == NULL)
         retry(it, "controller connection lost");
+    else if (it->req == NULL)
+        creation_answered(it, body);
     else
         answered(it, body);
     pump(f);
@@ -263,11 +333,15 @@ static void expire(kb_forward *f, int64_t now)
 {
     for (fwd_item *it = f->head, *next; it != NULL; it = next) {
         next = it->next;
-        if (it->req != NULL && now >= it->deadline_ms) {
-            KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"forwarded request timed out\" api_key=%d "
-                   "timeout_ms=%d", it->req->api_key, KB_FORWARD_TIMEOUT_MS);
+        if (!it->live || now < it->deadline_ms)
+            continue;
+        KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"forwarded request timed out\" api_key=%d "
+               "topic=%s timeout_ms=%d", it->req ? it->req->api_key : KP_API_CREATE_TOPICS,
+               it->req ? "-" : it->topic, KB_FORWARD_TIMEOUT_MS);
+        if (it->req != NULL)
             answer_error(it, KP_ERR_REQUEST_TIMED_OUT);
-        }
+        else
+            settle(it);
     }
 }
 
@@ -276,12 +350,15 @@ static void pump(kb_forward *f)
     int64_t now = kb_loop_now_ms(f->loop);
     expire(f, now);
     for (fwd_item *it = f->head; it != NULL; it = it->next) {
-        if (it->sent || it->req == NULL || it->retry_at_ms > now)
+        if (it->sent || !it->live || it->retry_at_ms > now)
             continue;
         if (kb_ctrl_conn_in_flight(f->conn) >= KB_FORWARD_MAX_IN_FLIGHT || !ensure_conn(f))
             break;
-        if (kb_ctrl_conn_send(f->conn, ENVELOPE_API_KEY, ENVELOPE_VERSION, encode_envelope, it,
-                              on_reply, it) != KP_ERR_NONE)
+        if ((it->enveloped ? kb_ctrl_conn_send(f->conn, ENVELOPE_API_KEY, ENVELOPE_VERSION,
+                                               encode_envelope, it, on_reply, it)
+                           : kb_ctrl_conn_send(f->conn, KP_API_CREATE_TOPICS,
+                                               CREATE_TOPICS_VERSION, encode_raw, it, on_reply,
+                                               it)) != KP_ERR_NONE)
             break;
         it->sent = true;
     }
@@ -295,19 +372,21 @@ static void on_tick(kb_loop *loop, void *arg)
     pump(arg);
 }
 
-kp_err kb_forward_request(kb_forward *f, kb_req *req, const uint8_t *frame, size_t len)
+/* A new live item at the queue's end, with the principal and address of
+ * the client of ctx if given; NULL when the queue is full. */
+static fwd_item *enqueue(kb_forward *f, const kb_req *ctx)
 {
-    fwd_item *it = f->n < KB_FORWARD_MAX_QUEUED && len <= INT32_MAX ? calloc(1, sizeof(*it)) : NULL;
-    if (it == NULL) {
-        kb_forward_fill_error(req, KP_ERR_REQUEST_TIMED_OUT);
-        kb_req_finish(req);
-        return KB_PARKED;
-    }
+    fwd_item *it = f->n < KB_FORWARD_MAX_QUEUED ? calloc(1, sizeof(*it)) : NULL;
+    if (it == NULL)
+        return NULL;
     it->f = f;
-    it->req = req;
-    it->frame = (kp_slice){frame, (int32_t)len};
-    it->principal_len = serialize_principal(req->conn->principal, it->principal, PRINCIPAL_MAX);
-    it->addr_len = client_address(req->conn->peer, it->addr);
+    it->live = true;
+    if (ctx != NULL) {
+        it->enveloped = true;
+        it->principal_len = serialize_principal(ctx->conn->principal, it->principal,
+                                                PRINCIPAL_MAX);
+        it->addr_len = client_address(ctx->conn->peer, it->addr);
+    }
     it->deadline_ms = kb_loop_now_ms(f->loop) + KB_FORWARD_TIMEOUT_MS;
     it->prev = f->tail;
     if (f->tail)
@@ -316,10 +395,74 @@ kp_err kb_forward_request(kb_forward *f, kb_req *req, const uint8_t *frame, size
         f->head = it;
     f->tail = it;
     f->n++;
+    return it;
+}
+
+kp_err kb_forward_request(kb_forward *f, kb_req *req, const uint8_t *frame, size_t len)
+{
+    fwd_item *it = len <= INT32_MAX ? enqueue(f, req) : NULL;
+    if (it == NULL) {
+        kb_forward_fill_error(req, KP_ERR_REQUEST_TIMED_OUT);
+        kb_req_finish(req);
+        return KB_PARKED;
+    }
+    it->req = req;
+    it->frame = (kp_slice){frame, (int32_t)len};
     req->park_state = it;
     req->on_cancel = on_cancel;
     pump(f);
     return KB_PARKED;
+}
+
+static bool creating(const kb_forward *f, const char *name)
+{
+    for (const fwd_item *it = f->head; it != NULL; it = it->next)
+        if (it->live && it->req == NULL && strcmp(it->topic, name) == 0)
+            return true;
+    return false;
+}
+
+/* The CreateTopics request for t, its header first when ctx is given. */
+static kp_err encode_creation(const kb_forward_topic *t, const kb_req *ctx, kp_writer *w)
+{
+    kp_create_topics_req_creatable_topic_config cs[KB_FORWARD_MAX_TOPIC_CONFIGS];
+    size_t nc = 0;
+    for (; t->configs != NULL && t->configs[2 * nc] != NULL && nc < KB_FORWARD_MAX_TOPIC_CONFIGS;
+         nc++)
+        cs[nc] = (kp_create_topics_req_creatable_topic_config){
+            kp_str_from(t->configs[2 * nc]), kp_str_from(t->configs[2 * nc + 1])};
+    kp_create_topics_req_creatable_topic topic = {
+        kp_str_from(t->name), t->partitions, t->replication_factor, {0, NULL},
+        {(int32_t)nc, cs}};
+    kp_create_topics_req rq = {{1, &topic}, CREATE_TIMEOUT_MS, false};
+    if (ctx != NULL) {
+        kp_request_header h = {KP_API_CREATE_TOPICS, CREATE_TOPICS_VERSION, ctx->correlation_id,
+                               ctx->client_id};
+        kp_request_header_encode(w, &h, 2);
+    }
+    kp_create_topics_req_encode(w, &rq, CREATE_TOPICS_VERSION);
+    return w->err;
+}
+
+void kb_forward_create_topic(kb_forward *f, const kb_forward_topic *t, const kb_req *ctx)
+{
+    if (strlen(t->name) >= sizeof(((fwd_item *)0)->topic) || creating(f, t->name))
+        return;
+    kp_writer w;
+    kp_writer_init(&w, 256);
+    fwd_item *it = encode_creation(t, ctx, &w) == KP_ERR_NONE ? enqueue(f, ctx) : NULL;
+    if (it == NULL) {
+        kp_writer_fini(&w);
+        return;
+    }
+    snprintf(it->topic, sizeof it->topic, "%s", t->name);
+    it->frame.len = (int32_t)w.len;
+    it->owned = kp_writer_steal(&w);
+    it->frame.p = it->owned;
+    kp_writer_fini(&w);
+    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"asking the controller to create a topic\" topic=%s "
+           "partitions=%d replication_factor=%d", t->name, t->partitions, t->replication_factor);
+    pump(f);
 }
 
 size_t kb_forward_pending(const kb_forward *f)
@@ -354,7 +497,7 @@ void kb_forward_free(kb_forward *f)
     kb_ctrl_conn_free(f->conn);
     while (f->head != NULL) {
         fwd_item *it = f->head;
-        if (it->req != NULL) {
+        if (it->live && it->req != NULL) {
             it->req->on_cancel = NULL;
             it->req->park_state = NULL;
         }

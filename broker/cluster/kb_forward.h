@@ -26,7 +26,8 @@
  *      the client gets the request's error response with REQUEST_TIMED_OUT.
  *   3. Envelope UNSUPPORTED_VERSION closes the client's connection; any
  *      other envelope error answers UNKNOWN_SERVER_ERROR (as Kafka's broker).
- *   4. Every forwarded request ends in exactly one kb_req_finish, or in its
+ *   4. At most one creation per topic name is in flight.
+ *   5. Every forwarded request ends in exactly one kb_req_finish, or in its
  *      connection's close (on_cancel detaches it; a late answer is dropped).
  * Ownership: kb_forward_new borrows the loop, helper pool and quorum (the
  * cluster's, which outlive it); kb_forward_free detaches parked requests.
@@ -58,6 +59,24 @@ bool kb_forward_wants(int16_t api_key, const void *request);
 /* Forwards req (frame: the client's request header and body, valid until
  * kb_req_finish) and answers it later; returns KB_PARKED. */
 kp_err kb_forward_request(kb_forward *f, kb_req *req, const uint8_t *frame, size_t len);
+
+/* A topic the broker itself asks the controller for, as Kafka's
+ * AutoTopicCreationManager does: configs are key, value pairs ending with
+ * a NULL key (at most KB_FORWARD_MAX_TOPIC_CONFIGS). */
+#define KB_FORWARD_MAX_TOPIC_CONFIGS 8
+typedef struct kb_forward_topic {
+    const char *name;
+    int32_t partitions;
+    int16_t replication_factor;
+    const char *const *configs;
+} kb_forward_topic;
+
+/* Sends a CreateTopics for t unless one for that name is in flight: in an
+ * Envelope with the principal and header (client id, correlation id) of the
+ * client's request ctx (a Metadata that auto-creates), or plainly as the
+ * broker when ctx is NULL (the internal topics). The result is logged;
+ * the topic reaches the broker as metadata records. */
+void kb_forward_create_topic(kb_forward *f, const kb_forward_topic *t, const kb_req *ctx);
 
 /* Requests forwarded and not yet answered (queued or sent). */
 size_t kb_forward_pending(const kb_forward *f);
