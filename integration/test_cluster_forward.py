@@ -388,3 +388,50 @@ def test_internal_and_auto_created_topics_made_by_the_controller(tmp_path, kind)
         if b is not None:
             b.kill9()
         q.kill()
+
+
+def test_a_stalled_controller_stalls_no_other_client(tmp_path):
+    """The controller JVM is stopped (SIGSTOP): 40 CreateTopics sent to the
+    Runnel broker at once wait (16 in flight, the rest queued) while other
+    clients' Metadata requests are answered at once; after SIGCONT every
+    CreateTopics gets the controller's answer."""
+    import os
+    import signal
+    import threading
+    q = quorum(tmp_path, [19651])
+    b = None
+    try:
+        b, bootstrap = start_broker("runnel", tmp_path, q)
+        os.kill(q.controllers[0].proc.pid, signal.SIGSTOP)
+        results = {}
+
+        def create(i):
+            results[i] = create_topic_wire(bootstrap, "stalled-%d" % i, {0: [NODE]})
+
+        threads = [threading.Thread(target=create, args=(i,)) for i in range(40)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        assert not results  # all waiting for the controller
+        host, port = bootstrap.split(":")
+        worst = 0.0
+        for i in range(20):
+            t0 = time.monotonic()
+            with wire.connect(host, int(port)) as s:
+                wire.metadata(s, 8, None, 100 + i)
+            worst = max(worst, time.monotonic() - t0)
+        note("slowest Metadata while 40 forwarded requests wait", worst)
+        assert worst < 1.0
+        t0 = time.monotonic()
+        os.kill(q.controllers[0].proc.pid, signal.SIGCONT)
+        for t in threads:
+            t.join(90)
+        note("40 parked CreateTopics answered after SIGCONT", time.monotonic() - t0)
+        assert sorted(results) == list(range(40))
+        assert set(results.values()) == {(0, None)}
+    finally:
+        if b is not None:
+            b.kill9()
+        if q.controllers[0].alive():
+            os.kill(q.controllers[0].proc.pid, signal.SIGCONT)
+        q.kill()
