@@ -97,8 +97,7 @@ bool kb_forward_wants(int16_t api_key, const void *request)
 
 /* ---- the envelope --------------------------------------------------------- */
 
-/* DefaultPrincipalData v0 with its version prefix, from "Type:Name". */
-static size_t serialize_principal(const char *principal, uint8_t *out, size_t cap)
+size_t kb_forward_principal(const char *principal, uint8_t *out, size_t cap)
 {
     const char *colon = strchr(principal, ':');
     kp_default_principal_data p;
@@ -383,7 +382,7 @@ static fwd_item *enqueue(kb_forward *f, const kb_req *ctx)
     it->live = true;
     if (ctx != NULL) {
         it->enveloped = true;
-        it->principal_len = serialize_principal(ctx->conn->principal, it->principal,
+        it->principal_len = kb_forward_principal(ctx->conn->principal, it->principal,
                                                 PRINCIPAL_MAX);
         it->addr_len = client_address(ctx->conn->peer, it->addr);
     }

@@ -78,6 +78,11 @@ typedef struct kb_forward_topic {
  * the topic reaches the broker as metadata records. */
 void kb_forward_create_topic(kb_forward *f, const kb_forward_topic *t, const kb_req *ctx);
 
+/* The principal "Type:Name" as Kafka's DefaultKafkaPrincipalBuilder
+ * serializes it: an int16 version (0), then DefaultPrincipalData v0 with
+ * TokenAuthenticated false. Returns the length, 0 when it does not fit. */
+size_t kb_forward_principal(const char *principal, uint8_t *out, size_t cap);
+
 /* Requests forwarded and not yet answered (queued or sent). */
 size_t kb_forward_pending(const kb_forward *f);
 
