@@ -226,7 +226,10 @@ static void retry(fwd_item *it, const char *why)
     KB_LOG(KB_LL_DEBUG, KB_SUB_MAIN, "msg=\"forwarding again\" why=\"%s\" controller=%s "
            "api_key=%d", why, kb_quorum_addr(f->q, f->target, addr, sizeof addr),
            it->req != NULL ? it->req->api_key : KP_API_CREATE_TOPICS);
-    kb_quorum_forget_leader(f->q);
+    /* The leader the quorum named is not the active controller (any more):
+     * the next pick rotates until a Fetch response names the new one. */
+    if (strcmp(why, "NOT_CONTROLLER") == 0)
+        kb_quorum_forget_leader(f->q);
     kb_ctrl_conn_close(f->conn);
     f->target = -1;
     it->retry_at_ms = kb_loop_now_ms(f->loop) + RETRY_BACKOFF_MS;
