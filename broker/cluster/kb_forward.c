@@ -227,11 +227,14 @@ static void retry(fwd_item *it, const char *why)
            "api_key=%d", why, kb_quorum_addr(f->q, f->target, addr, sizeof addr),
            it->req != NULL ? it->req->api_key : KP_API_CREATE_TOPICS);
     /* The leader the quorum named is not the active controller (any more):
-     * the next pick rotates until a Fetch response names the new one. */
-    if (strcmp(why, "NOT_CONTROLLER") == 0)
+     * leave it; the next pick rotates until a Fetch response names the new
+     * one. A lost connection is closed already, and opened again by pump
+     * (closing here would fail what pump sent on the new one). */
+    if (strcmp(why, "NOT_CONTROLLER") == 0) {
         kb_quorum_forget_leader(f->q);
-    kb_ctrl_conn_close(f->conn);
-    f->target = -1;
+        kb_ctrl_conn_close(f->conn);
+        f->target = -1;
+    }
     it->retry_at_ms = kb_loop_now_ms(f->loop) + RETRY_BACKOFF_MS;
 }
 
