@@ -435,3 +435,29 @@ def test_a_stalled_controller_stalls_no_other_client(tmp_path):
         if q.controllers[0].alive():
             os.kill(q.controllers[0].proc.pid, signal.SIGCONT)
         q.kill()
+
+
+REQUEST_TIMED_OUT = 7
+
+
+def test_unreachable_controller_times_out_as_kafka(tmp_path):
+    """The only controller is gone: a CreateTopics sent to the Runnel broker
+    is retried for Kafka's 60 s (NodeToControllerChannelManager's
+    retryTimeoutMs for forwarding), then answered REQUEST_TIMED_OUT with a
+    null message, as Kafka's broker answers a TimeoutException."""
+    q = quorum(tmp_path, [19661])
+    b = None
+    try:
+        b, bootstrap = start_broker("runnel", tmp_path, q)
+        q.controllers[0].kill9()
+        t0 = time.monotonic()
+        assert create_topic_wire(bootstrap, "nobody-home", {0: [NODE]}) == (REQUEST_TIMED_OUT,
+                                                                          None)
+        waited = time.monotonic() - t0
+        note("CreateTopics with no controller answered REQUEST_TIMED_OUT after", waited)
+        assert 59.0 <= waited <= 66.0
+        assert "forwarded request timed out" in b.log_text()
+    finally:
+        if b is not None:
+            b.kill9()
+        q.kill()
