@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_topics.h"
 #include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
@@ -137,6 +138,22 @@ static kp_err describe_topic(kb_req *req, const kp_metadata_req *rq, const kb_to
     return describe_partitions(req, t, out);
 }
 
+
+/* Whether Metadata may create the unknown topic name (Kafka's checks, in
+ * its order): KP_ERR_NONE, or the error the topic gets instead. */
+static kp_err auto_create_check(kb_req *req, const kp_metadata_req *rq, kp_str name)
+{
+    kb_msgbuf msg;
+    kp_err e = kb_topics_check_name(name, &msg);
+    if (e != KP_ERR_NONE)
+        return e;
+    bool allowed = req->api_version < 4 || rq->allow_auto_topic_creation;
+    if (!allowed || !req->broker->cfg->auto_create_topics_enable)
+        return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (!kb_authz_create_topic(req, name))
+        return KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    return KP_ERR_NONE;
+}
 /* Looks up one requested topic, creating it when Kafka would. */
 static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
                            const kp_metadata_req_metadata_request_topic *want,
@@ -167,21 +184,12 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
     kb_topic *t = kb_topics_find(b->topics, want->name);
     if (t != NULL)
         return describe_topic(req, rq, t, out);
-    kb_msgbuf msg;
-    kp_err e = kb_topics_check_name(want->name, &msg);
+    kp_err e = auto_create_check(req, rq, want->name);
     if (e != KP_ERR_NONE) {
         out->error_code = e;
         return KP_ERR_NONE;
     }
-    bool allowed = req->api_version < 4 || rq->allow_auto_topic_creation;
-    if (!allowed || !b->cfg->auto_create_topics_enable) {
-        out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        return KP_ERR_NONE;
-    }
-    if (!kb_authz_create_topic(req, want->name)) {
-        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
-        return KP_ERR_NONE;
-    }
+    kb_msgbuf msg;
     if (kb_topics_busy(b->topics, want->name) != NULL) {
         out->error_code = KP_ERR_LEADER_NOT_AVAILABLE; /* being created or deleted: retry */
         return KP_ERR_NONE;
@@ -210,9 +218,10 @@ static int32_t cluster_operations(const kb_req *req)
     return kb_authz_ops(req, KB_RES_CLUSTER, KP_STR_LIT(KB_ACL_CLUSTER_NAME));
 }
 
-/* One requested topic in cluster mode: the image's, by id or by name;
- * none is created here (auto-creation goes through the controller). */
-static kp_err cluster_topic_one(kb_req *req, const kb_meta_image *img,
+/* One requested topic in cluster mode: the image's, by id or by name; an
+ * unknown name Metadata may create is asked of the controller
+ * (kb_cluster_topics) and answered unknown meanwhile, as Kafka does. */
+static kp_err cluster_topic_one(kb_req *req, const kb_meta_image *img, const kp_metadata_req *rq,
                                 const kp_metadata_req_metadata_request_topic *want,
                                 kp_metadata_resp_metadata_response_topic *out)
 {
@@ -223,12 +232,18 @@ static kp_err cluster_topic_one(kb_req *req, const kb_meta_image *img,
     out->topic_id = want->topic_id;
     bool allowed = t != NULL ? kb_authz_topic(req, KB_OP_DESCRIBE, t->name)
                              : by_id || kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, want->name);
-    if (!allowed)
+    if (!allowed) {
         out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
-    else if (t == NULL)
-        out->error_code = by_id ? KP_ERR_UNKNOWN_TOPIC_ID : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    else
+    } else if (t == NULL && by_id) {
+        out->error_code = KP_ERR_UNKNOWN_TOPIC_ID;
+    } else if (t == NULL) {
+        kp_err e = auto_create_check(req, rq, want->name);
+        if (e == KP_ERR_NONE)
+            kb_cluster_topics_auto_create(req->broker, want->name, req);
+        out->error_code = e != KP_ERR_NONE ? e : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    } else {
         return kb_cv_metadata_topic(req, img, t, out);
+    }
     return KP_ERR_NONE;
 }
 
@@ -245,7 +260,7 @@ static kp_err metadata_topic(kb_req *req, const kb_meta_image *img, const kp_met
         if (!*listed)
             return KP_ERR_NONE;
         return t != NULL ? kb_cv_metadata_topic(req, img, t, out)
-                         : cluster_topic_one(req, img, &rq->topics.v[i], out);
+                         : cluster_topic_one(req, img, rq, &rq->topics.v[i], out);
     }
     const kb_topic *t = all ? kb_topics_at(req->broker->topics, (size_t)i) : NULL;
     *listed = t == NULL || kb_authz_topic(req, KB_OP_DESCRIBE, t->name);

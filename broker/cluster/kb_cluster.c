@@ -46,6 +46,7 @@ struct kb_cluster {
     kb_quorum q;
     kb_meta_fetch *mf;
     kb_ctrl_conn *conn;
+    kb_forward *fwd; /* admin requests to the active controller */
     int target; /* index of the node conn talks to (kb_quorum), -1: none */
     int answered_by; /* the node that answered the last heartbeat */
     kb_meta_props ids;
@@ -133,6 +134,11 @@ void kb_cluster_set_apply(kb_cluster *c, kb_meta_record_fn *fn, void *arg)
 {
     c->apply = fn != NULL ? fn : count_record;
     c->apply_arg = fn != NULL ? arg : c;
+}
+
+kb_forward *kb_cluster_forwarder(kb_cluster *c)
+{
+    return c != NULL ? c->fwd : NULL;
 }
 
 bool kb_cluster_failed(const kb_cluster *c)
@@ -466,7 +472,8 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
     char client_id[64];
     snprintf(client_id, sizeof(client_id), "runnel-broker-%d", c->cfg->node_id);
     c->conn = kb_ctrl_conn_new(b->loop, b->work, client_id);
-    if (c->conn == NULL)
+    c->fwd = kb_forward_new(b->loop, b->work, &c->q, c->cfg->node_id);
+    if (c->conn == NULL || c->fwd == NULL)
         return KP_ERR__NOMEM;
     if ((e = start_fetch(c, err, errlen)) != KP_ERR_NONE)
         return e;
@@ -482,6 +489,7 @@ void kb_cluster_stop(kb_cluster *c)
         return;
     kb_timer_disarm(c->b->loop, &c->timer);
     kb_meta_fetch_free(c->mf);
+    kb_forward_free(c->fwd);
     kb_ctrl_conn_free(c->conn);
     kb_quorum_fini(&c->q);
     kb_cluster_act_free(c->act);

@@ -36,6 +36,7 @@
 
 #include "kb_config.h"
 #include "kb_context.h"
+#include "kb_forward.h"
 #include "kb_meta_batches.h"
 #include "kb_meta_image.h"
 
@@ -53,6 +54,8 @@ void kb_cluster_set_apply(kb_cluster *c, kb_meta_record_fn *fn, void *arg);
 /* The cluster as the metadata applied so far describes it (NULL for NULL);
  * valid until kb_cluster_stop. */
 const kb_meta_image *kb_cluster_image(const kb_cluster *c);
+/* Where admin requests go to the controller (kb_forward.h); NULL for c NULL. */
+kb_forward *kb_cluster_forwarder(kb_cluster *c);
 /* True after a fatal condition stopped the loop. */
 bool kb_cluster_failed(const kb_cluster *c);
 

@@ -11,6 +11,7 @@ Suite *cluster_suite(void);
 Suite *config_suite(void);
 Suite *conn_suite(void);
 Suite *console_suite(void);
+Suite *forward_suite(void);
 Suite *group_suite(void);
 Suite *http_suite(void);
 Suite *lag_status_suite(void);
