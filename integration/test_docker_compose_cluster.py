@@ -2,8 +2,12 @@
 Apache Kafka 4.4.0 KRaft controller (docker/controller/Dockerfile, the Maven
 Central jars on Debian's JRE) and three Runnel brokers (process.roles=broker)
 whose data volumes the image's start script formats for CLUSTER_ID. Every
-broker registers and is unfenced by the controller; a broker container
-killed and started again registers again with the data it had."""
+broker registers and is unfenced by the controller. A kcat container on the
+compose network sees the three brokers by service name; a topic auto-created
+through one broker (6 partitions, by the controller) takes keyed records from
+this machine through the published ports while a broker container is killed
+and started again, and every acknowledged record is read back through
+another broker."""
 
 import os
 import re
@@ -13,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import missing
+from conftest import missing, require_module
 from dockerutil import SETUP_HINT, free_port, require_docker, wait_healthy
 from test_docker_compose import compose_command
 
@@ -23,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FILES = ["-f", str(ROOT / "docker" / "compose-cluster.yml")]
 BROKERS = ("runnel-1", "runnel-2", "runnel-3")
 CONTROLLER_IMAGE = "runnel-kraft-controller:latest"
+KCAT_IMAGE = "runnel-test-kcat:latest"  # integration/docker/kcat.Dockerfile
+TOPIC = "cluster-orders"
+RECORDS = 600
 
 
 @pytest.fixture(params=["v1", "v2"])
@@ -48,6 +55,7 @@ def cluster(request):
         return res
 
     run.env = env
+    run.project = project
     yield run
     run("down", "-v", "-t", "5", check=False, timeout=180)
 
@@ -82,10 +90,50 @@ def test_cluster_compose_brokers_join_the_controller(cluster):
         assert "Formatted /var/lib/runnel/data for cluster MkU3OEVBNTcwNTJENDM2Qg (node.id %d)" \
             % i in text, text
         assert 'msg="unfenced: serving in the cluster"' in text, text
-    # A broker killed and started again: same volume (no second format), a new
-    # registration the controller unfences.
-    cluster("kill", "runnel-2")
-    cluster("start", "runnel-2")
-    wait_for("runnel-2 to serve again",
+    listed = kcat_in_network(cluster, "-L", "-b", "runnel-1:29092")
+    for i, name in enumerate(BROKERS, start=1):
+        assert "broker %d at %s:29092" % (i, name) in listed, listed
+    produce_through_a_broker_restart(cluster)
+    # The killed broker came back on its volume (no second format) with a new
+    # registration the controller unfenced.
+    wait_for("runnel-2 unfenced again",
              lambda: logs(cluster, "runnel-2").count('msg="unfenced: serving in the cluster"') >= 2)
     assert logs(cluster, "runnel-2").count("Formatted /var/lib/runnel/data") == 1
+    got = kcat_in_network(cluster, "-C", "-b", "runnel-3:29092", "-t", TOPIC, "-o", "beginning",
+                          "-c", str(RECORDS), "-e", "-q", "-f", "%k=%s\n").split()
+    assert sorted(got) == sorted("k%d=v%d" % (i, i) for i in range(RECORDS))
+
+
+def kcat_in_network(compose, *args):
+    """kcat in a container on the compose project's network."""
+    res = subprocess.run(["docker", "run", "--rm", "--network", compose.project + "_default",
+                          KCAT_IMAGE, *args], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, (args, res.stdout, res.stderr)
+    return res.stdout
+
+
+def produce_through_a_broker_restart(compose):
+    """RECORDS keyed records, acks=all, from this machine; runnel-2 is killed
+    a third of the way in and started again at two thirds."""
+    ck = require_module("confluent_kafka")
+    bootstrap = ",".join("localhost:%s" % compose.env["RUNNEL_PORT_%d" % i] for i in (1, 3))
+    p = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                     "message.timeout.ms": 120000, "enable.idempotence": True})
+    failed = []
+
+    def report(err, _msg):
+        if err is not None:
+            failed.append(err)
+
+    for i in range(RECORDS):
+        if i == RECORDS // 3:
+            compose("kill", "runnel-2")
+        if i == 2 * RECORDS // 3:
+            compose("start", "runnel-2")
+        p.produce(TOPIC, key=b"k%d" % i, value=b"v%d" % i, on_delivery=report)
+        p.poll(0.01)
+    assert p.flush(150) == 0, "records still unacknowledged"
+    assert not failed, failed[:5]
+    md = p.list_topics(TOPIC, timeout=30).topics[TOPIC]
+    assert len(md.partitions) == 6
+    assert {pm.leader for pm in md.partitions.values()} == {1, 2, 3}
