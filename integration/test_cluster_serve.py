@@ -22,6 +22,7 @@ import kraft
 import procs
 import wire
 from roundtrip import check_roundtrip, make_records, parse_tool_output, write_lines
+from test_cluster_forward import find_coordinator
 from test_cluster_join import ClusterBroker, need_jars, wait_for  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
@@ -353,3 +354,55 @@ def test_api_versions_finalized_features_from_the_controller(cluster3):
     import cgwire
     feats = cgwire.finalized_features(cluster3[1].host, cluster3[1].port)
     assert feats.get("metadata.version", (0, 0))[0] >= 7, feats
+
+
+def consume_in_group(ck, bootstraps, group, want, timeout=60.0):
+    """Members of group, one per bootstrap broker, read and commit (sync)
+    until want records were read between them; returns the values."""
+    members = [ck.Consumer({"bootstrap.servers": bs, "group.id": group,
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+               for bs in bootstraps]
+    got = []
+    try:
+        for c in members:
+            c.subscribe([TOPIC])
+        deadline = time.monotonic() + timeout
+        while len(got) < want and time.monotonic() < deadline:
+            for c in members:
+                m = c.poll(0.2)
+                if m is not None and m.error() is None:
+                    got.append(m.value().decode())
+                    c.commit(message=m, asynchronous=False)
+    finally:
+        for c in members:
+            c.close()
+    return got
+
+
+def test_consumer_group_of_three_commits_and_resumes(cluster3):
+    """FindCoordinator names the leader of the group's __consumer_offsets
+    partition (created by the controller on first use), whichever broker is
+    asked; three members share the partitions, commit, and a later member
+    resumes after what they committed."""
+    ck = pytest.importorskip("confluent_kafka")
+    bootstraps = [b.bootstrap for b in cluster3.values()]
+    p = ck.Producer({"bootstrap.servers": bootstraps[0], "acks": "all"})
+
+    def produce(tag, n):
+        for part in range(PARTS):
+            for i in range(n):
+                p.produce(TOPIC, value=b"%s-%d-%d" % (tag.encode(), part, i), partition=part)
+        assert p.flush(30) == 0
+
+    produce("g1", 10)
+    t0 = time.monotonic()
+    got = consume_in_group(ck, bootstraps, "three", PARTS * 10)
+    note("group of 3: first 60 records read and committed", time.monotonic() - t0)
+    assert sorted(got) == sorted("g1-%d-%d" % (q, i) for q in range(PARTS) for i in range(10))
+    coords = {find_coordinator(b.bootstrap, 0, "three") for b in cluster3.values()}
+    assert len(coords) == 1, coords  # every broker names the same coordinator
+    (err, node), = coords
+    assert err == 0 and node in cluster3, coords
+    produce("g2", 5)
+    got = consume_in_group(ck, bootstraps[2:], "three", PARTS * 5)
+    assert sorted(got) == sorted("g2-%d-%d" % (q, i) for q in range(PARTS) for i in range(5))

@@ -9,6 +9,7 @@
 
 #include "kb_authz.h"
 #include "kb_cluster_topics.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_consumer_group.h"
@@ -112,6 +113,23 @@ static const char *coordinator_error_message(kp_err err)
     }
 }
 
+/* Cluster mode: the coordinator of key is the leader of its partition of
+ * the internal topic (the same hash Kafka uses), wherever it is; *node -1
+ * when that partition has no live leader yet. */
+static void cluster_coordinator(kb_req *req, const kb_meta_image *img, const char *topic,
+                                kp_str key, int32_t *node, kp_str *host, int32_t *port)
+{
+    const kb_mi_topic *t = kb_meta_image_topic(img, kp_str_from(topic));
+    *node = -1;
+    if (t == NULL || t->n_parts <= 0)
+        return;
+    const kb_mi_partition *p = &t->parts[kb_offsets_partition_for(key, t->n_parts)];
+    int32_t leader = p->present ? kb_cv_leader(req, img, p) : -1;
+    kp_str rack;
+    if (leader >= 0 && kb_cv_endpoint(req, img, leader, host, port, &rack))
+        *node = leader;
+}
+
 /* error_message is NULL from v4 on: Kafka leaves each coordinator's message
  * empty there, whatever the error, where v1-v3 describe the error (or say
  * NONE). */
@@ -130,6 +148,20 @@ static void find_one(kb_req *req, int8_t key_type, kp_str key, kp_str *host, int
     else if (kb_cluster_topics_internal_pending(req->broker, KB_TXN_COORD_STATE_TOPIC) ||
              kb_txn_coord_state_topic(req->broker, &(kb_topic *){NULL}) != KP_ERR_NONE)
         err = KP_ERR_COORDINATOR_NOT_AVAILABLE; /* Kafka creates it here too */
+    const kb_meta_image *img = kb_cv_image(req);
+    if (err == KP_ERR_NONE && img != NULL) {
+        cluster_coordinator(req, img, key_type == 0 ? KB_GROUP_COORD_OFFSETS_TOPIC
+                                                    : KB_TXN_COORD_STATE_TOPIC,
+                            key, node, host, port);
+        if (*node < 0)
+            err = KP_ERR_COORDINATOR_NOT_AVAILABLE;
+        else if (*node != req->broker->node_id) {
+            *error_code = KP_ERR_NONE;
+            if (error_message != NULL)
+                *error_message = KP_STR_LIT("NONE");
+            return;
+        }
+    }
     *error_code = err;
     if (err != KP_ERR_NONE) {
         *node = -1;
