@@ -51,12 +51,30 @@ static kp_err api_versions_features(kb_req *req, kp_api_versions_resp *rs)
     return KP_ERR_NONE;
 }
 
+/* As Kafka 4.4's ApiVersionsRequest.isValid: v5 sends a cluster id and a
+ * node id together or neither; v3+ names its software. */
+static bool api_versions_valid(const kb_req *req, const kp_api_versions_req *rq)
+{
+    if (req->api_version >= 5 && (rq->cluster_id.len >= 0) != (rq->node_id != -1))
+        return false;
+    return req->api_version < 3 || (software_string_ok(rq->client_software_name) &&
+                                     software_string_ok(rq->client_software_version));
+}
+
+/* KIP-1242: a v5 client that names another cluster or node than this
+ * broker holds stale metadata and must rebootstrap. */
+static bool api_versions_stale_client(const kb_req *req, const kp_api_versions_req *rq)
+{
+    return req->api_version >= 5 && rq->cluster_id.len >= 0 &&
+           (!kp_str_eq_c(rq->cluster_id, req->broker->cluster_id) ||
+            rq->node_id != req->broker->node_id);
+}
+
 kp_err kb_h_api_versions(kb_req *req, const kp_api_versions_req *rq, kp_api_versions_resp *rs)
 {
-    if (req->api_version >= 3 &&
-        (!software_string_ok(rq->client_software_name) ||
-         !software_string_ok(rq->client_software_version))) {
-        rs->error_code = KP_ERR_INVALID_REQUEST;
+    if (!api_versions_valid(req, rq) || api_versions_stale_client(req, rq)) {
+        rs->error_code = api_versions_valid(req, rq) ? KP_ERR_REBOOTSTRAP_REQUIRED
+                                                     : KP_ERR_INVALID_REQUEST;
         return KP_ERR_NONE;
     }
     int n = 0;
