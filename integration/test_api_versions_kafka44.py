@@ -26,6 +26,7 @@ DELIBERATE = {
     0: ((0, 12), "Produce v13 names topics by ID, which Runnel's produce path does not resolve"),
     8: ((2, 9), "OffsetCommit v10 names topics by ID (KIP-848), not built"),
     9: ((1, 9), "OffsetFetch v10 names topics by ID (KIP-848), not built"),
+    15: ((0, 5), "DescribeGroups v6 (GROUP_ID_NOT_FOUND, KIP-1043) not yet matched to Kafka"),
     26: ((0, 4), "EndTxn v5 bumps the epoch at every end (transactions v2), not built"),
     28: ((0, 4), "TxnOffsetCommit v5 (transactions v2) and v6 (topic IDs), not built"),
     45: ((0, 0), "AlterPartitionReassignments v1: AllowReplicationFactorChange not honoured"),
@@ -125,3 +126,26 @@ def test_apis_runnel_does_not_serve_are_the_listed_ones(kafka44, runnel):
     absent = {k: NOT_SERVED_YET.get(k, "?") for k in kafka44["apis"] if k not in runnel["apis"]}
     assert absent == NOT_SERVED_YET
     assert set(runnel["apis"]) <= set(kafka44["apis"])
+
+
+# feature: (Runnel's supported range, Runnel's finalized level or None, why).
+DELIBERATE_FEATURES = {
+    "transaction.version": ((0, 0), None, "transactions v2 (KIP-890 part 2) not built: a client "
+                            "seeing level 2 would skip AddPartitionsToTxn"),
+    "share.version": ((0, 0), None, "share groups (KIP-932) not served yet"),
+    "streams.version": ((0, 0), None, "streams groups (KIP-1071) not served yet"),
+}
+
+
+def test_features_as_a_single_kafka_44_node(kafka44, runnel):
+    assert set(runnel["supported"]) == set(kafka44["supported"])
+    for name, rng in kafka44["supported"].items():
+        fin = kafka44["finalized"].get(name)
+        want_rng, want_fin = rng, fin
+        if name in DELIBERATE_FEATURES:
+            want_rng, level, _ = DELIBERATE_FEATURES[name]
+            want_fin = None if level is None else (level, level)
+            assert (want_rng, want_fin) != (rng, fin), "no longer a difference: " + name
+        assert runnel["supported"][name] == want_rng, name
+        assert runnel["finalized"].get(name) == want_fin, name
+    assert set(runnel["finalized"]) <= set(kafka44["finalized"])

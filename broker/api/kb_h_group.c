@@ -423,19 +423,6 @@ static kp_err describe_members(kb_req *req, const kb_group *g,
     return KP_ERR_NONE;
 }
 
-/* KIP-1043: from v6 an absent or non-classic group is GROUP_ID_NOT_FOUND
- * (still in state Dead); older versions answer NONE. */
-static void not_a_classic_group(kb_req *req, const kb_group *g,
-                                kp_describe_groups_resp_described_group *out)
-{
-    if (req->api_version < 6)
-        return;
-    out->error_code = KP_ERR_GROUP_ID_NOT_FOUND;
-    out->error_message = kp_str_from(kp_arena_printf(
-        &req->arena, g == NULL ? "Group %.*s not found." : "Group %.*s is not a classic group.",
-        (int)out->group_id.len, out->group_id.p));
-}
-
 kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
                             kp_describe_groups_resp *rs)
 {
@@ -461,10 +448,8 @@ kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
             continue;
         }
         const kb_group *g = kb_groups_find(gs, rq->groups.v[i]);
-        if (g == NULL || g->cg != NULL) { /* Kafka describes a consumer group as Dead */
-            not_a_classic_group(req, g, out);
+        if (g == NULL || g->cg != NULL) /* Kafka describes a consumer group as Dead */
             continue;
-        }
         out->group_state = kb_req_str(req, kb_group_state_name(g->state));
         out->protocol_type = kb_req_str(req, g->protocol_type != NULL ? g->protocol_type : "");
         out->protocol_data = kb_req_str(req, g->protocol_name != NULL ? g->protocol_name : "");
