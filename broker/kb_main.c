@@ -60,8 +60,10 @@ static void print_ready_line(const kb_broker *b)
     fflush(stderr);
 }
 
-/* runnel format -t ID -c FILE [--override k=v ...]: meta.properties in every
- * log dir and metadata.log.dir, as `kafka-storage format` writes them. */
+/* runnel format -t ID [-c FILE] [--override k=v ...]: meta.properties in
+ * every log dir and metadata.log.dir, as `kafka-storage format` writes them.
+ * Without -c the configuration is the environment's and the overrides, as
+ * for the broker without a file (the container images use that). */
 static int format_main(int argc, char **argv)
 {
     const char *cluster_id = NULL, *props = NULL;
@@ -76,13 +78,15 @@ static int format_main(int argc, char **argv)
         else
             cargv[cargc++] = argv[i];
     }
-    if (cluster_id == NULL || props == NULL) {
-        fprintf(stderr, "usage: runnel format -t CLUSTER_ID -c server.properties\n");
+    if (cluster_id == NULL) {
+        fprintf(stderr, "usage: runnel format -t CLUSTER_ID [-c server.properties]\n");
         return 2;
     }
-    memmove(cargv + 2, cargv + 1, (size_t)(cargc - 1) * sizeof(char *));
-    cargv[1] = (char *)props;
-    cargc++;
+    if (props != NULL) {
+        memmove(cargv + 2, cargv + 1, (size_t)(cargc - 1) * sizeof(char *));
+        cargv[1] = (char *)props;
+        cargc++;
+    }
     char err[512] = "";
     kb_config *cfg = NULL;
     if (kb_config_load(cargc, cargv, environ, &cfg, err, sizeof(err)) != KP_ERR_NONE) {

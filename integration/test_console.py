@@ -1,5 +1,6 @@
 """The built-in web console (runnel.console.listener) in a real browser:
-Debian's chromium driven by playwright-core (integration/console-js).
+Debian's chromium driven by playwright-core, and Debian's firefox-esr driven by
+puppeteer-core over WebDriver BiDi (integration/console-js).
 
 Two brokers, one with runnel.console.write.enable=true and one without: list
 topics, open one, browse its records (a binary value shown as hex), see a
@@ -40,6 +41,15 @@ def _chromium():
     return exe
 
 
+def _firefox():
+    exe = os.environ.get("FIREFOX") or shutil.which("firefox-esr")
+    if not exe:
+        missing("Debian's firefox-esr")
+    if not (CONSOLE_JS / "node_modules" / "puppeteer-core").is_dir():
+        missing("puppeteer-core in %s" % (CONSOLE_JS / "node_modules"))
+    return exe
+
+
 @pytest.fixture(scope="module")
 def browser_runner(tmp_path_factory):
     node = require_exe("node")
@@ -51,8 +61,11 @@ def browser_runner(tmp_path_factory):
 
     def run(scenario, **args):
         args.setdefault("shots", str(shots))
+        env = dict(os.environ, CHROMIUM=chromium)
+        if args.get("browser") == "firefox":
+            env["FIREFOX"] = _firefox()
         res = procs.run([str(node), str(CONSOLE_JS / "console.js"), scenario, json.dumps(args)],
-                        timeout=120, cwd=CONSOLE_JS, env=dict(os.environ, CHROMIUM=chromium))
+                        timeout=120, cwd=CONSOLE_JS, env=env)
         assert res.returncode == 0, procs.describe(res)
         return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -99,24 +112,28 @@ def _fill(b):
     c.close()
 
 
-@pytest.fixture(scope="module")
-def writable(tmp_path_factory):
-    b = _start(tmp_path_factory, "console-rw", {"runnel.console.write.enable": "true"})
+def _filled(tmp_path_factory, name, props):
+    b = _start(tmp_path_factory, name, props)
     try:
         _fill(b)
         yield b
     finally:
         b.stop()
+
+
+@pytest.fixture(scope="module")
+def writable(tmp_path_factory):
+    yield from _filled(tmp_path_factory, "console-rw", {"runnel.console.write.enable": "true"})
+
+
+@pytest.fixture(scope="module")
+def writable_firefox(tmp_path_factory):
+    yield from _filled(tmp_path_factory, "console-ff", {"runnel.console.write.enable": "true"})
 
 
 @pytest.fixture(scope="module")
 def readonly(tmp_path_factory):
-    b = _start(tmp_path_factory, "console-ro", {})
-    try:
-        _fill(b)
-        yield b
-    finally:
-        b.stop()
+    yield from _filled(tmp_path_factory, "console-ro", {})
 
 
 def _get(url, headers=None, method="GET"):
@@ -133,6 +150,21 @@ def test_console_browse_and_reset_with_writes(writable, browser_runner):
     out = browser_runner("browse", url=writable.console_url, topic=TOPIC, group=GROUP,
                          prefix="writable-")
     print("screenshots: %s" % out["screenshots"])
+    check_browse_and_reset(writable, out)
+    shot = os.environ.get("CONSOLE_SCREENSHOT")
+    if shot:
+        shutil.copy(out["screenshots"][2], shot)  # the group after its reset
+
+
+def test_console_browse_and_reset_in_firefox(writable_firefox, browser_runner):
+    out = browser_runner("browse", url=writable_firefox.console_url, topic=TOPIC, group=GROUP,
+                         prefix="firefox-", browser="firefox")
+    print("%s screenshots: %s" % (out["browser"], out["screenshots"]))
+    assert out["browser"].startswith("firefox/")
+    check_browse_and_reset(writable_firefox, out)
+
+
+def check_browse_and_reset(b, out):
     assert out["pageErrors"] == []
     assert TOPIC in out["topics"]
     assert out["mode"] == "writes enabled"
@@ -143,15 +175,18 @@ def test_console_browse_and_reset_with_writes(writable, browser_runner):
     assert by_offset[1]["kind"] == "text" and '"order": 42' in by_offset[1]["value"]
     assert by_offset[2] == {"offset": 2, "kind": "hex", "value": "00 ff 01 80"}
     assert out["groupLag"] == 4  # 6 records, 2 committed
+    # columns: topic, partition, committed, high watermark, lag, lag time, status, committed at
+    row = out["offsetRow"]
+    assert row[2:5] == ["2", "6", "4"], row
+    assert row[5].endswith(" s") or row[5].endswith(" ms") or row[5].endswith(" min"), row
+    assert row[6] in ("OK", "WARNING", "STALL", "STOPPED"), row
+    assert out["groupStatus"] in ("OK", "WARNING", "ERROR"), out["groupStatus"]
     assert out["lagPoints"] >= 2 and out["lagLine"].startswith("M")
     assert out["reset"]["error"] is False, out["reset"]
     assert "Reset 1 partition" in out["reset"]["text"]
     assert out["lagAfterReset"] == 6
-    status, g = _get(writable.console_url + "api/groups/" + GROUP)
+    status, g = _get(b.console_url + "api/groups/" + GROUP)
     assert status == 200 and [o["committed"] for o in g["offsets"]] == [0]
-    shot = os.environ.get("CONSOLE_SCREENSHOT")
-    if shot:
-        shutil.copy(out["screenshots"][2], shot)  # the group after its reset
 
 
 def test_console_refuses_reset_when_read_only(readonly, browser_runner):

@@ -42,7 +42,12 @@ LOADING_BATCHES = min(BATCHES, 400000)
 PER_REQUEST = 2000      # batches in one Produce request
 IDEMPOTENT_BEFORE = 300  # records the idempotent producer writes before the restart
 IDEMPOTENT_AFTER = 300
-LATENCY_LIMIT_MS = 50.0
+LATENCY_LIMIT_MS = 50.0  # p99 of answers while a partition loads
+# The slowest single answer. Loading on the loop would stall it for the whole
+# recovery (seconds: 11.8 s for the kill -9 case on the CI machine); on a
+# shared 2-core machine a lone answer can wait ~200 ms for a CPU while the
+# p99 stays at a few ms, so the bound for one answer is looser than the p99's.
+STALL_LIMIT_MS = 1000.0
 BROKER_PROPS = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
 
 
@@ -165,8 +170,8 @@ def restart_and_probe(broker, target, how, topic, p, first, n, report):
     assert probe.error is None, probe.error
     assert len(lat) >= 20
     if target == "runnel":  # a JVM just started answers its first requests slower (JIT)
-        assert p99 < LATENCY_LIMIT_MS and worst < LATENCY_LIMIT_MS, (how, p99, worst)
-        assert fetches[0][1] < LATENCY_LIMIT_MS, "%s: the first fetch took %.1f ms" % (
+        assert p99 < LATENCY_LIMIT_MS and worst < STALL_LIMIT_MS, (how, p99, worst)
+        assert fetches[0][1] < STALL_LIMIT_MS, "%s: the first fetch took %.1f ms" % (
             how, fetches[0][1])
     assert remaining == 0, "idempotent records still unsent"
 

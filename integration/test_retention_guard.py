@@ -17,6 +17,7 @@ partition goes to STOPPED (the group's status ERROR); it resumes, catches up
 and goes back to OK. The status changes are read from the broker's log lines
 (msg="lag status" ... change=A->B)."""
 
+import json
 import re
 import threading
 import time
@@ -24,10 +25,13 @@ import uuid
 
 import pytest
 
+import urllib.request
+
 import procs
 from conftest import require_module
-from procs import wait_until
+from procs import free_port, wait_until
 from runnel_broker import RunnelBroker, runnel_bin
+from test_console import browser_runner  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -60,9 +64,26 @@ def start(tmp_path_factory, name, **extra):
     return RunnelBroker(base / "data", binary=runnel_bin(), overrides=props)
 
 
+WARN_METRICS_PORT = free_port()
+WARN_CONSOLE_URL = "http://127.0.0.1:%d/" % free_port()
+
+
 @pytest.fixture(scope="module")
 def warn_broker(tmp_path_factory):
-    yield from procs.serving(start(tmp_path_factory, "guard_warn"))
+    yield from procs.serving(start(tmp_path_factory, "guard_warn", **{
+        "runnel.metrics.listener": "http://127.0.0.1:%d" % WARN_METRICS_PORT,
+        "runnel.console.listener": WARN_CONSOLE_URL.rstrip("/")}))
+
+
+def metric(name_and_labels):
+    """One sample of the warn broker's /metrics, or None."""
+    url = "http://127.0.0.1:%d/metrics" % WARN_METRICS_PORT
+    with urllib.request.urlopen(url, timeout=5) as r:
+        text = r.read().decode()
+    for line in text.splitlines():
+        if line.startswith(name_and_labels + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +166,7 @@ def loss_lines(b, group, topic):
     return pat.findall(log_text(b))
 
 
-def test_warn_names_the_group_and_its_loss(ck, warn_broker):
+def test_warn_names_the_group_and_its_loss(ck, warn_broker, browser_runner):
     b = warn_broker
     topic, group = setup_stopped_group(ck, b)
     wait_until(lambda: watermarks(ck, b, topic)[0] > COMMITTED, 20, interval=0.2,
@@ -157,6 +178,19 @@ def test_warn_names_the_group_and_its_loss(ck, warn_broker):
     assert sum(int(r) for _, _, r, _ in lines) == low - COMMITTED, (lines, low)
     assert int(lines[-1][1]) == low
     assert high == RECORDS
+    assert metric("runnel_retention_guard_warnings_total") >= len(lines)
+    assert metric("runnel_retention_guard_records_lost_total") >= low - COMMITTED
+    assert metric("runnel_retention_guard_holds_total") == 0
+    with urllib.request.urlopen(WARN_CONSOLE_URL + "api/session", timeout=5) as r:
+        seen = json.loads(r.read())["retentionGuard"]
+    assert seen["mode"] == "warn" and seen["warnings"] >= len(lines), seen
+    out = browser_runner("banner", url=WARN_CONSOLE_URL, prefix="guard-")
+    assert out["pageErrors"] == []
+    m = re.match(r"Retention deleted (\d+) record\(s\) that consumer groups had not read "
+                 r"\((\d+) time\(s\) since start, runnel.retention.guard=warn\)", out["banner"])
+    # retention goes on deleting meanwhile: the page's figures can only be higher
+    assert m and int(m.group(1)) >= seen["recordsLost"] and int(m.group(2)) >= seen["warnings"], \
+        out["banner"]
 
 
 def test_hold_keeps_unread_data_until_the_bound(ck, hold_broker):
@@ -261,12 +295,20 @@ def test_lag_status_stops_and_resumes(ck, warn_broker):
     changes = status_changes(b, group, topic)
     stopped = [x for x in changes if x[1] == "STOPPED"][0]
     assert int(stopped[2]) > 0 and int(stopped[3]) >= 0, changes
+    labels = '{consumergroup="%s",topic="%s",partition="0"}' % (group, topic)
+    assert metric("runnel_consumergroup_partition_status" + labels) == 3.0  # STOPPED
+    assert metric('runnel_consumergroup_status{consumergroup="%s"}' % group) == 2.0  # ERROR
+    assert metric("runnel_consumergroup_lag_seconds" + labels) > 0
+    assert metric('kafka_consumergroup_lag_sum{consumergroup="%s"}' % group) == \
+        metric("kafka_consumergroup_lag" + labels) > 0
     c = ck.Consumer(conf)
     c.subscribe([topic])
     try:
         consume(c, 20.0, until_caught_up=True)
         wait_until(lambda: status_changes(b, group, topic)[-1][1] == "OK", 10, interval=0.2,
                    what="lag status back to OK")
+        assert metric("runnel_consumergroup_partition_status" + labels) == 0.0
+        assert metric('runnel_consumergroup_status{consumergroup="%s"}' % group) == 0.0
     finally:
         c.close()
     seq = [new for _, new, _, _ in status_changes(b, group, topic)]

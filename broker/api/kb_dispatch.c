@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_cluster.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_log.h"
@@ -145,6 +146,11 @@ void kb_dispatch(kb_conn *c, const uint8_t *frame, size_t len)
         return reject(c, "malformed request body", key, version);
     /* The response starts from its defaults, as Kafka's generated classes do. */
     api->response.defaults(req->response);
+    kb_forward *fwd = kb_cluster_forwarder(c->broker->cluster);
+    if (fwd != NULL && kb_forward_wants(key, req->request)) {
+        kb_forward_request(fwd, req, frame, len);
+        return;
+    }
     kp_err err = handlers[key].fn(req, req->request, req->response);
     if (err == KB_PARKED)
         return;

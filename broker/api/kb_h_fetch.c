@@ -5,6 +5,7 @@
 
 #include "kb_admin.h"
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
@@ -172,12 +173,36 @@ static int64_t fetch_fill(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs
                                                          : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             else if (fp->partition < 0 || fp->partition >= t->npartitions)
                 out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-            else
+            else if ((out->error_code = kb_cv_check_leader(req, &t->id, fp->partition,
+                                                           &out->current_leader.leader_id,
+                                                           &out->current_leader.leader_epoch)) ==
+                     KP_ERR_NONE)
                 fetch_partition(req, rq, t, fp, st, &budget, out);
             *errors |= out->error_code != KP_ERR_NONE;
         }
     }
     return st->max_bytes - budget;
+}
+
+/* KIP-951: the endpoints of the leaders NOT_LEADER_OR_FOLLOWER names
+ * (nparts: the partitions asked for). */
+static kp_err leader_endpoints(kb_req *req, kp_fetch_resp *rs, int32_t nparts)
+{
+    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)nparts + 1, sizeof(*ids));
+    int32_t k = 0;
+    for (int32_t i = 0; ids != NULL && i < rs->responses.n; i++)
+        for (int32_t j = 0; j < rs->responses.v[i].partitions.n; j++)
+            if (rs->responses.v[i].partitions.v[j].error_code == KP_ERR_NOT_LEADER_OR_FOLLOWER)
+                ids[k++] = rs->responses.v[i].partitions.v[j].current_leader.leader_id;
+    kb_cv_node *nodes;
+    int32_t nn;
+    if (ids == NULL || kb_cv_nodes(req, ids, k, &nodes, &nn) != KP_ERR_NONE ||
+        !KB_ARRAY_ALLOC(req, rs->node_endpoints, nn))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < nn; i++)
+        rs->node_endpoints.v[i] = (kp_fetch_resp_node_endpoint){nodes[i].node_id, nodes[i].host,
+                                                                nodes[i].port, nodes[i].rack};
+    return KP_ERR_NONE;
 }
 
 /* ---- parking ------------------------------------------------------------ */
@@ -304,6 +329,9 @@ kp_err kb_h_fetch(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs)
     st->min_bytes = rq->min_bytes < st->max_bytes ? rq->min_bytes : st->max_bytes;
     bool errors;
     int64_t bytes = fetch_fill(req, rq, rs, st, &errors);
+    if (bytes >= 0 && errors && req->api_version >= 16 &&
+        leader_endpoints(req, rs, n) != KP_ERR_NONE)
+        bytes = -1;
     if (bytes < 0) {
         state_free(st);
         return KP_ERR__NOMEM;

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_topics.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_consumer_group.h"
@@ -87,6 +88,8 @@ static kp_err gwait_finish(gwait *gw)
 static kp_err coordinator_ready(kb_req *req)
 {
     kb_topic *t;
+    if (kb_cluster_topics_internal_pending(req->broker, KB_GROUP_COORD_OFFSETS_TOPIC))
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
     return kb_group_coord_offsets_topic(req->broker, &t) == KP_ERR_NONE
                ? KP_ERR_NONE
                : KP_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -124,7 +127,8 @@ static void find_one(kb_req *req, int8_t key_type, kp_str key, kp_str *host, int
         err = KP_ERR_INVALID_REQUEST;
     else if (key_type == 0)
         err = coordinator_ready(req);
-    else if (kb_txn_coord_state_topic(req->broker, &(kb_topic *){NULL}) != KP_ERR_NONE)
+    else if (kb_cluster_topics_internal_pending(req->broker, KB_TXN_COORD_STATE_TOPIC) ||
+             kb_txn_coord_state_topic(req->broker, &(kb_topic *){NULL}) != KP_ERR_NONE)
         err = KP_ERR_COORDINATOR_NOT_AVAILABLE; /* Kafka creates it here too */
     *error_code = err;
     if (err != KP_ERR_NONE) {

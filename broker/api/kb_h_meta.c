@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_topics.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_group_coord.h"
@@ -69,12 +71,39 @@ static kp_err api_versions_supported(kb_req *req, kp_api_versions_resp *rs)
     return KP_ERR_NONE;
 }
 
+/* Cluster mode: the levels the FeatureLevelRecords finalized (level 0 is
+ * no feature), their epoch the offset of the last record applied, as a
+ * Kafka broker's metadata cache answers. */
+static kp_err cluster_finalized_features(kb_req *req, const kb_meta_image *img,
+                                         kp_api_versions_resp *rs)
+{
+    int32_t n = 0;
+    for (int i = 0; i < img->features.n; i++)
+        n += img->features.v[i].level > 0 ? 1 : 0;
+    if (!KB_ARRAY_ALLOC(req, rs->finalized_features, n))
+        return KP_ERR__NOMEM;
+    int32_t k = 0;
+    for (int i = 0; i < img->features.n; i++) {
+        const kb_mi_feature *f = &img->features.v[i];
+        if (f->level <= 0)
+            continue;
+        rs->finalized_features.v[k].name = kp_str_from(f->name);
+        rs->finalized_features.v[k].min_version_level = f->level;
+        rs->finalized_features.v[k++].max_version_level = f->level;
+    }
+    rs->finalized_features_epoch = img->applied_offset;
+    return KP_ERR_NONE;
+}
+
 static kp_err api_versions_features(kb_req *req, kp_api_versions_resp *rs)
 {
     if (req->api_version < 3)
         return KP_ERR_NONE;
     if (api_versions_supported(req, rs) != KP_ERR_NONE)
         return KP_ERR__NOMEM;
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img != NULL)
+        return cluster_finalized_features(req, img, rs);
     int32_t n = 0;
     for (int32_t i = 0; i < NFEATURES; i++)
         n += features[i].finalized > 0;
@@ -169,6 +198,22 @@ static kp_err describe_topic(kb_req *req, const kp_metadata_req *rq, const kb_to
     return describe_partitions(req, t, out);
 }
 
+
+/* Whether Metadata may create the unknown topic name (Kafka's checks, in
+ * its order): KP_ERR_NONE, or the error the topic gets instead. */
+static kp_err auto_create_check(kb_req *req, const kp_metadata_req *rq, kp_str name)
+{
+    kb_msgbuf msg;
+    kp_err e = kb_topics_check_name(name, &msg);
+    if (e != KP_ERR_NONE)
+        return e;
+    bool allowed = req->api_version < 4 || rq->allow_auto_topic_creation;
+    if (!allowed || !req->broker->cfg->auto_create_topics_enable)
+        return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (!kb_authz_create_topic(req, name))
+        return KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    return KP_ERR_NONE;
+}
 /* Looks up one requested topic, creating it when Kafka would. */
 static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
                            const kp_metadata_req_metadata_request_topic *want,
@@ -199,21 +244,12 @@ static kp_err metadata_one(kb_req *req, const kp_metadata_req *rq,
     kb_topic *t = kb_topics_find(b->topics, want->name);
     if (t != NULL)
         return describe_topic(req, rq, t, out);
-    kb_msgbuf msg;
-    kp_err e = kb_topics_check_name(want->name, &msg);
+    kp_err e = auto_create_check(req, rq, want->name);
     if (e != KP_ERR_NONE) {
         out->error_code = e;
         return KP_ERR_NONE;
     }
-    bool allowed = req->api_version < 4 || rq->allow_auto_topic_creation;
-    if (!allowed || !b->cfg->auto_create_topics_enable) {
-        out->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        return KP_ERR_NONE;
-    }
-    if (!kb_authz_create_topic(req, want->name)) {
-        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
-        return KP_ERR_NONE;
-    }
+    kb_msgbuf msg;
     if (kb_topics_busy(b->topics, want->name) != NULL) {
         out->error_code = KP_ERR_LEADER_NOT_AVAILABLE; /* being created or deleted: retry */
         return KP_ERR_NONE;
@@ -242,36 +278,99 @@ static int32_t cluster_operations(const kb_req *req)
     return kb_authz_ops(req, KB_RES_CLUSTER, KP_STR_LIT(KB_ACL_CLUSTER_NAME));
 }
 
-kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *rs)
+/* One requested topic in cluster mode: the image's, by id or by name; an
+ * unknown name Metadata may create is asked of the controller
+ * (kb_cluster_topics) and answered unknown meanwhile, as Kafka does. */
+static kp_err cluster_topic_one(kb_req *req, const kb_meta_image *img, const kp_metadata_req *rq,
+                                const kp_metadata_req_metadata_request_topic *want,
+                                kp_metadata_resp_metadata_response_topic *out)
 {
+    bool by_id = want->name.len < 0 || (want->name.len == 0 && !kp_uuid_is_zero(&want->topic_id));
+    const kb_mi_topic *t = by_id ? kb_meta_image_topic_by_id(img, want->topic_id)
+                                 : kb_meta_image_topic(img, want->name);
+    out->name = want->name;
+    out->topic_id = want->topic_id;
+    bool allowed = t != NULL ? kb_authz_topic(req, KB_OP_DESCRIBE, t->name)
+                             : by_id || kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, want->name);
+    if (!allowed) {
+        out->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    } else if (t == NULL && by_id) {
+        out->error_code = KP_ERR_UNKNOWN_TOPIC_ID;
+    } else if (t == NULL) {
+        kp_err e = auto_create_check(req, rq, want->name);
+        if (e == KP_ERR_NONE)
+            kb_cluster_topics_auto_create(req->broker, want->name, req);
+        out->error_code = e != KP_ERR_NONE ? e : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    } else {
+        return kb_cv_metadata_topic(req, img, t, out);
+    }
+    return KP_ERR_NONE;
+}
+
+/* The i-th topic of a listing of all (all) or the i-th requested; *listed
+ * false when a listing of all leaves it out (the principal may not
+ * DESCRIBE it). Cluster mode (img): the image's topics. */
+static kp_err metadata_topic(kb_req *req, const kb_meta_image *img, const kp_metadata_req *rq,
+                             bool all, int32_t i, kp_metadata_resp_metadata_response_topic *out,
+                             bool *listed)
+{
+    if (img != NULL) {
+        const kb_mi_topic *t = all ? img->topics.v[i] : NULL;
+        *listed = t == NULL || kb_authz_topic(req, KB_OP_DESCRIBE, t->name);
+        if (!*listed)
+            return KP_ERR_NONE;
+        return t != NULL ? kb_cv_metadata_topic(req, img, t, out)
+                         : cluster_topic_one(req, img, rq, &rq->topics.v[i], out);
+    }
+    const kb_topic *t = all ? kb_topics_at(req->broker->topics, (size_t)i) : NULL;
+    *listed = t == NULL || kb_authz_topic(req, KB_OP_DESCRIBE, t->name);
+    if (!*listed)
+        return KP_ERR_NONE;
+    return t != NULL ? describe_topic(req, rq, t, out)
+                     : metadata_one(req, rq, &rq->topics.v[i], out);
+}
+
+/* The brokers: this one alone, or in cluster mode every live one. */
+static kp_err metadata_brokers(kb_req *req, const kb_meta_image *img, kp_metadata_resp *rs)
+{
+    if (img != NULL)
+        return kb_cv_metadata_brokers(req, img, rs);
     kb_broker *b = req->broker;
     if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
         return KP_ERR__NOMEM;
     rs->brokers.v[0].node_id = b->node_id;
     rs->brokers.v[0].rack = KP_STR_NULL;
     kb_server_advertised(req, &rs->brokers.v[0].host, &rs->brokers.v[0].port);
-    rs->cluster_id = kb_req_str(req, b->cluster_id);
     rs->controller_id = b->node_id;
+    return KP_ERR_NONE;
+}
+
+kp_err kb_h_metadata(kb_req *req, const kp_metadata_req *rq, kp_metadata_resp *rs)
+{
+    kb_broker *b = req->broker;
+    const kb_meta_image *img = kb_cv_image(req);
+    kp_err e = metadata_brokers(req, img, rs);
+    if (e != KP_ERR_NONE)
+        return e;
+    rs->cluster_id = kb_req_str(req, b->cluster_id);
     if (rq->include_cluster_authorized_operations)
         rs->cluster_authorized_operations = cluster_operations(req);
 
     /* v0: an empty list means every topic; v1+: null means every topic. */
     bool all = rq->topics.n < 0 || (req->api_version == 0 && rq->topics.n == 0);
-    size_t n = all ? kb_topics_count(b->topics) : (size_t)rq->topics.n;
+    int32_t n = !all ? rq->topics.n : img != NULL ? img->topics.n
+                                                  : (int32_t)kb_topics_count(b->topics);
     if (!KB_ARRAY_ALLOC(req, rs->topics, n))
         return KP_ERR__NOMEM;
     int32_t k = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n; i++) {
         kp_metadata_resp_metadata_response_topic *out = &rs->topics.v[k];
         kp_metadata_resp_metadata_response_topic_defaults(out);
-        const kb_topic *t = all ? kb_topics_at(b->topics, i) : NULL;
-        /* Listing every topic leaves out those the principal may not DESCRIBE. */
-        if (t != NULL && !kb_authz_topic(req, KB_OP_DESCRIBE, t->name))
-            continue;
-        kp_err e = t != NULL ? describe_topic(req, rq, t, out)
-                             : metadata_one(req, rq, &rq->topics.v[i], out);
-        if (e != KP_ERR_NONE)
+        bool listed;
+        if ((e = metadata_topic(req, img, rq, all, i, out, &listed)) != KP_ERR_NONE)
             return e;
+        if (!listed)
+            continue;
         k++;
         /* Every operation the principal may do, error or not (as Kafka), but
          * nothing for a topic it may not see. */
@@ -298,6 +397,9 @@ kp_err kb_h_describe_cluster(kb_req *req, const kp_describe_cluster_req *rq,
     rs->controller_id = b->node_id;
     if (rq->include_cluster_authorized_operations)
         rs->cluster_authorized_operations = cluster_operations(req);
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img != NULL)
+        return kb_cv_describe_cluster_brokers(req, img, rs);
     if (!KB_ARRAY_ALLOC(req, rs->brokers, 1))
         return KP_ERR__NOMEM;
     rs->brokers.v[0].broker_id = b->node_id;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
@@ -168,6 +169,17 @@ static void list_offset(kb_req *req, const kp_list_offsets_req *rq, ks_log *log,
     }
 }
 
+/* kb_partition_log_lookup, refused first with NOT_LEADER_OR_FOLLOWER when
+ * another broker leads the partition (cluster mode), so no log is opened
+ * for it here. */
+static int16_t led_lookup(kb_req *req, kp_str name, int32_t p, kb_topic **t, ks_log **log)
+{
+    kb_topic *lt = kb_topics_find(req->broker->topics, name);
+    int32_t leader, epoch;
+    int16_t e = lt != NULL ? kb_cv_check_leader(req, &lt->id, p, &leader, &epoch) : KP_ERR_NONE;
+    return e != KP_ERR_NONE ? e : kb_partition_log_lookup(req->broker, name, p, t, log);
+}
+
 kp_err kb_h_list_offsets(kb_req *req, const kp_list_offsets_req *rq, kp_list_offsets_resp *rs)
 {
     if (!KB_ARRAY_ALLOC(req, rs->topics, rq->topics.n))
@@ -188,7 +200,7 @@ kp_err kb_h_list_offsets(kb_req *req, const kp_list_offsets_req *rq, kp_list_off
             ks_log *log;
             out->error_code =
                 denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED
-                       : kb_partition_log_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
+                       : led_lookup(req, tq->name, pq->partition_index, &t, &log);
             if (out->error_code == KP_ERR_NONE)
                 out->error_code = kb_partition_log_check_epoch(
                     pq->current_leader_epoch, t->partitions[pq->partition_index].leader_epoch);
@@ -223,8 +235,7 @@ kp_err kb_h_offset_for_leader_epoch(kb_req *req, const kp_offset_for_leader_epoc
             kb_topic *t;
             ks_log *log;
             out->error_code = denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED
-                                     : kb_partition_log_lookup(req->broker, tq->topic, pq->partition, &t,
-                                                      &log);
+                                     : led_lookup(req, tq->topic, pq->partition, &t, &log);
             if (out->error_code != KP_ERR_NONE)
                 continue;
             int32_t ours = t->partitions[pq->partition].leader_epoch;
@@ -260,7 +271,7 @@ kp_err kb_h_delete_records(kb_req *req, const kp_delete_records_req *rq,
             ks_log *log;
             out->error_code =
                 denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED
-                       : kb_partition_log_lookup(req->broker, tq->name, pq->partition_index, &t, &log);
+                       : led_lookup(req, tq->name, pq->partition_index, &t, &log);
             if (out->error_code != KP_ERR_NONE)
                 continue;
             int64_t target = pq->offset == -1 ? ks_log_high_watermark(log) : pq->offset;

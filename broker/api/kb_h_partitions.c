@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_admin.h"
 #include "kb_config.h"
 #include "kb_context.h"
@@ -309,12 +310,15 @@ static int name_cmp(const void *a, const void *b)
 static kp_str *dtp_names(kb_req *req, const kp_describe_topic_partitions_req *rq, int32_t *n)
 {
     kb_topics *ts = req->broker->topics;
-    *n = rq->topics.n > 0 ? rq->topics.n : (int32_t)kb_topics_count(ts);
+    const kb_meta_image *img = kb_cv_image(req); /* cluster mode: the cluster's topics */
+    int32_t all = img != NULL ? img->topics.n : (int32_t)kb_topics_count(ts);
+    *n = rq->topics.n > 0 ? rq->topics.n : all;
     kp_str *names = kp_arena_calloc(&req->arena, (size_t)*n + 1, sizeof(*names));
     if (names == NULL)
         return NULL;
     for (int32_t i = 0; i < *n; i++)
         names[i] = rq->topics.n > 0 ? rq->topics.v[i].name
+                   : img != NULL    ? kp_str_from(img->topics.v[i]->name)
                                     : kb_req_str(req, kb_topics_at(ts, (size_t)i)->name);
     qsort(names, (size_t)*n, sizeof(*names), name_cmp);
     return names;
@@ -340,6 +344,63 @@ static kp_err dtp_fill_partitions(kb_req *req, const kb_topic *t, int32_t first,
         p->eligible_leader_replicas.n = p->last_known_elr.n = p->offline_replicas.n = 0;
     }
     return KP_ERR_NONE;
+}
+
+/* Cluster mode: the partitions as the image describes them. */
+static kp_err dtp_fill_cluster(kb_req *req, const kb_meta_image *img, const kb_mi_topic *t,
+                               int32_t first, int32_t count, dtp_topic *out)
+{
+    if (!KB_ARRAY_ALLOC(req, out->partitions, count))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < count; i++) {
+        dtp_part *p = &out->partitions.v[i];
+        const kb_mi_partition *mp = &t->parts[first + i];
+        kp_describe_topic_partitions_resp_describe_topic_partitions_response_partition_defaults(p);
+        p->partition_index = first + i;
+        p->leader_id = kb_cv_leader(req, img, mp);
+        p->error_code = p->leader_id >= 0 ? KP_ERR_NONE : KP_ERR_LEADER_NOT_AVAILABLE;
+        p->leader_epoch = mp->leader_epoch;
+        if (!kb_cv_ids(req, &mp->replicas, &p->replica_nodes.n, &p->replica_nodes.v) ||
+            !kb_cv_ids(req, &mp->isr, &p->isr_nodes.n, &p->isr_nodes.v) ||
+            !kb_cv_ids(req, &mp->elr, &p->eligible_leader_replicas.n,
+                       &p->eligible_leader_replicas.v) ||
+            !kb_cv_ids(req, &mp->last_known_elr, &p->last_known_elr.n, &p->last_known_elr.v) ||
+            !kb_cv_offline(req, img, mp, &p->offline_replicas.n, &p->offline_replicas.v))
+            return KP_ERR__NOMEM;
+    }
+    return KP_ERR_NONE;
+}
+
+/* One topic to describe: the local registry's, or the image's in cluster
+ * mode. */
+typedef struct dtp_src {
+    const kb_topic *local;
+    const kb_mi_topic *cluster;
+    kp_uuid id;
+    bool internal;
+    int32_t npartitions;
+} dtp_src;
+
+static bool dtp_find(kb_req *req, kp_str name, dtp_src *s)
+{
+    const kb_meta_image *img = kb_cv_image(req);
+    memset(s, 0, sizeof(*s));
+    if (img != NULL) {
+        s->cluster = kb_meta_image_topic(img, name);
+        if (s->cluster == NULL)
+            return false;
+        s->id = s->cluster->id;
+        s->internal = kb_cv_internal(s->cluster);
+        s->npartitions = s->cluster->n_parts;
+        return true;
+    }
+    s->local = kb_topics_find(req->broker->topics, name);
+    if (s->local == NULL)
+        return false;
+    s->id = s->local->id;
+    s->internal = s->local->internal;
+    s->npartitions = s->local->npartitions;
+    return true;
 }
 
 static bool set_cursor(kb_req *req, kp_describe_topic_partitions_resp *rs, kp_str topic,
@@ -377,29 +438,33 @@ kp_err kb_h_describe_topic_partitions(kb_req *req, const kp_describe_topic_parti
         bool denied = !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, names[i]);
         if (denied && rq->topics.n <= 0)
             continue;
-        kb_topic *t = denied ? NULL : kb_topics_find(req->broker->topics, names[i]);
-        if (t != NULL && budget == 0) {
+        dtp_src src;
+        bool found = !denied && dtp_find(req, names[i], &src);
+        if (found && budget == 0) {
             rs->topics.n = used;
             return set_cursor(req, rs, names[i], first) ? KP_ERR_NONE : KP_ERR__NOMEM;
         }
         dtp_topic *out = &rs->topics.v[used++];
         kp_describe_topic_partitions_resp_describe_topic_partitions_response_topic_defaults(out);
         out->name = names[i];
-        if (t == NULL) {
+        if (!found) {
             out->error_code =
                 denied ? KP_ERR_TOPIC_AUTHORIZATION_FAILED : KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             out->partitions.n = 0;
             continue;
         }
-        out->topic_id = t->id;
-        out->is_internal = t->internal;
-        int32_t count = t->npartitions - first < budget ? t->npartitions - first : budget;
+        out->topic_id = src.id;
+        out->is_internal = src.internal;
+        int32_t count = src.npartitions - first < budget ? src.npartitions - first : budget;
         if (count < 0)
             count = 0;
-        if (dtp_fill_partitions(req, t, first, count, out) != KP_ERR_NONE)
+        kp_err e = src.cluster != NULL
+                       ? dtp_fill_cluster(req, kb_cv_image(req), src.cluster, first, count, out)
+                       : dtp_fill_partitions(req, src.local, first, count, out);
+        if (e != KP_ERR_NONE)
             return KP_ERR__NOMEM;
         budget -= count;
-        if (first + count < t->npartitions) {
+        if (first + count < src.npartitions) {
             rs->topics.n = used;
             return set_cursor(req, rs, names[i], first + count) ? KP_ERR_NONE : KP_ERR__NOMEM;
         }

@@ -7,6 +7,7 @@
 
 #include "kb_admin.h"
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
@@ -407,6 +408,29 @@ static void on_validate_cancel(kb_req *req)
 
 /* ---- the handler -------------------------------------------------------- */
 
+/* KIP-951: the endpoints of the leaders NOT_LEADER_OR_FOLLOWER names
+ * (nparts: the partitions of the request). */
+static kp_err leader_endpoints(kb_req *req, kp_produce_resp *rs, int32_t nparts)
+{
+    int32_t *ids = kp_arena_calloc(&req->arena, (size_t)nparts + 1, sizeof(*ids));
+    int32_t k = 0;
+    for (int32_t i = 0; ids != NULL && i < rs->responses.n; i++)
+        for (int32_t j = 0; j < rs->responses.v[i].partition_responses.n; j++) {
+            const part_resp *pr = &rs->responses.v[i].partition_responses.v[j];
+            if (pr->error_code == KP_ERR_NOT_LEADER_OR_FOLLOWER)
+                ids[k++] = pr->current_leader.leader_id;
+        }
+    kb_cv_node *nodes;
+    int32_t nn;
+    if (ids == NULL || kb_cv_nodes(req, ids, k, &nodes, &nn) != KP_ERR_NONE ||
+        !KB_ARRAY_ALLOC(req, rs->node_endpoints, nn))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < nn; i++)
+        rs->node_endpoints.v[i] = (kp_produce_resp_node_endpoint){
+            nodes[i].node_id, nodes[i].host, nodes[i].port, nodes[i].rack};
+    return KP_ERR_NONE;
+}
+
 /* Sets up one partition: topic, limits, config; or an error in pr. */
 static void part_init(kb_req *req, kb_topic *t, int16_t terr, bool acks_ok,
                       const kp_produce_req_partition_produce_data *pd, produce_part *p)
@@ -421,6 +445,10 @@ static void part_init(kb_req *req, kb_topic *t, int16_t terr, bool acks_ok,
         pr->error_code = terr;
     else if (pr->index < 0 || pr->index >= t->npartitions)
         pr->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    else /* cluster mode: only the partition's leader appends (KIP-951) */
+        pr->error_code = kb_cv_check_leader(req, &t->id, pr->index,
+                                            &pr->current_leader.leader_id,
+                                            &pr->current_leader.leader_epoch);
     if (pr->error_code != KP_ERR_NONE)
         return;
     p->topic = t;
@@ -503,6 +531,10 @@ static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produc
             p->resp = &tr->partition_responses.v[j];
             part_init(req, t, terr, acks_ok, &td->partition_data.v[j], p);
         }
+    }
+    if (req->api_version >= 10 && leader_endpoints(req, rs, st->nparts) != KP_ERR_NONE) {
+        state_free(st);
+        return NULL;
     }
     return st;
 }

@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_cluster_act.h"
 #include "kb_ctrl_conn.h"
 #include "kb_log.h"
 #include "kb_meta_fetch.h"
+#include "kb_meta_image.h"
 #include "kb_meta_props.h"
 #include "kb_quorum.h"
 #include "kb_server.h"
@@ -44,6 +46,7 @@ struct kb_cluster {
     kb_quorum q;
     kb_meta_fetch *mf;
     kb_ctrl_conn *conn;
+    kb_forward *fwd; /* admin requests to the active controller */
     int target; /* index of the node conn talks to (kb_quorum), -1: none */
     int answered_by; /* the node that answered the last heartbeat */
     kb_meta_props ids;
@@ -60,6 +63,8 @@ struct kb_cluster {
     bool failed;
     bool refusing; /* asking the controllers' cluster id before stopping */
     kb_timer timer;
+    kb_meta_image image;
+    kb_cluster_act *act;
     kb_meta_record_fn *apply;
     void *apply_arg;
     int64_t control_records;
@@ -91,16 +96,49 @@ static void count_record(void *arg, const kb_meta_record *rec)
            "version=%d", (long long)rec->offset, rec->control, rec->type, rec->version);
 }
 
+static void fatal(kb_cluster *c);
+
+static const char *record_name(const kb_meta_record *rec)
+{
+    return rec->control ? kb_ctrl_name(rec->type) : kb_mrec_name(rec->type);
+}
+
+/* Every record goes through the image; one it cannot apply stops the
+ * broker (invariant 5): serving from an image that skipped a record would
+ * answer with a cluster that does not exist. */
 static void on_record(void *arg, const kb_meta_record *rec)
 {
     kb_cluster *c = arg;
+    if (c->failed)
+        return;
+    kp_err e = kb_meta_image_apply(&c->image, rec);
+    if (e != KP_ERR_NONE) {
+        bool unknown = e == KP_ERR__INVAL;
+        KB_LOG(KB_LL_ERROR, KB_SUB_MAIN, "msg=\"stopping: %s metadata record\" record=%s "
+               "control=%d type=%d version=%d offset=%lld error=%s", unknown
+               ? "cannot apply a newer or unknown" : "cannot apply a malformed or inconsistent",
+               record_name(rec), rec->control, rec->type, rec->version, (long long)rec->offset,
+               kp_err_name(e));
+        fatal(c);
+        return;
+    }
     c->apply(c->apply_arg, rec);
+}
+
+const kb_meta_image *kb_cluster_image(const kb_cluster *c)
+{
+    return c != NULL ? &c->image : NULL;
 }
 
 void kb_cluster_set_apply(kb_cluster *c, kb_meta_record_fn *fn, void *arg)
 {
     c->apply = fn != NULL ? fn : count_record;
     c->apply_arg = fn != NULL ? arg : c;
+}
+
+kb_forward *kb_cluster_forwarder(kb_cluster *c)
+{
+    return c != NULL ? c->fwd : NULL;
 }
 
 bool kb_cluster_failed(const kb_cluster *c)
@@ -417,6 +455,10 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
     c->prev_epoch = -1;
     c->fenced = true;
     c->backoff_ms = BACKOFF_MIN_MS;
+    kb_meta_image_init(&c->image);
+    c->act = kb_cluster_act_new(b, &c->image, b->cfg->node_id);
+    if (c->act == NULL)
+        return KP_ERR__NOMEM;
     kb_cluster_set_apply(c, NULL, NULL);
     kb_timer_init(&c->timer, on_tick, c);
     kb_uuid_random(&c->incarnation);
@@ -430,7 +472,8 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
     char client_id[64];
     snprintf(client_id, sizeof(client_id), "runnel-broker-%d", c->cfg->node_id);
     c->conn = kb_ctrl_conn_new(b->loop, b->work, client_id);
-    if (c->conn == NULL)
+    c->fwd = kb_forward_new(b->loop, b->work, &c->q, c->cfg->node_id);
+    if (c->conn == NULL || c->fwd == NULL)
         return KP_ERR__NOMEM;
     if ((e = start_fetch(c, err, errlen)) != KP_ERR_NONE)
         return e;
@@ -446,7 +489,10 @@ void kb_cluster_stop(kb_cluster *c)
         return;
     kb_timer_disarm(c->b->loop, &c->timer);
     kb_meta_fetch_free(c->mf);
+    kb_forward_free(c->fwd);
     kb_ctrl_conn_free(c->conn);
     kb_quorum_fini(&c->q);
+    kb_cluster_act_free(c->act);
+    kb_meta_image_fini(&c->image);
     free(c);
 }

@@ -16,6 +16,12 @@
  *      (200 ms doubling to 5 s), one log line per attempt, never a crash.
  *   4. INCONSISTENT_CLUSTER_ID or features the controller refuses stop the
  *      broker with one ERROR line (kb_cluster_failed then says so).
+ *   5. Every metadata record is applied to the image (kb_meta_image) before
+ *      the apply hook hears it; a record of an unknown type or a newer
+ *      version, or one that does not decode or names a topic the image
+ *      lacks, stops the broker with one ERROR line naming the record, its
+ *      type, version and offset (never a silent skip). The image's
+ *      changes reach this broker's topics through kb_cluster_act.
  * Ownership: kb_cluster_start allocates, kb_cluster_stop frees; borrows the
  * broker and its config.
  * Threading: the loop's thread only.
@@ -30,7 +36,9 @@
 
 #include "kb_config.h"
 #include "kb_context.h"
+#include "kb_forward.h"
 #include "kb_meta_batches.h"
+#include "kb_meta_image.h"
 
 typedef struct kb_cluster kb_cluster;
 
@@ -40,9 +48,14 @@ kp_err kb_cluster_check(const kb_config *cfg, char *err, size_t errlen);
 kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen);
 void kb_cluster_stop(kb_cluster *c);
 
-/* Every metadata record, in offset order (a later metadata image applies
- * them); the default counts and logs. */
+/* Every metadata record, in offset order, after the image applied it; the
+ * default counts and logs. */
 void kb_cluster_set_apply(kb_cluster *c, kb_meta_record_fn *fn, void *arg);
+/* The cluster as the metadata applied so far describes it (NULL for NULL);
+ * valid until kb_cluster_stop. */
+const kb_meta_image *kb_cluster_image(const kb_cluster *c);
+/* Where admin requests go to the controller (kb_forward.h); NULL for c NULL. */
+kb_forward *kb_cluster_forwarder(kb_cluster *c);
 /* True after a fatal condition stopped the loop. */
 bool kb_cluster_failed(const kb_cluster *c);
 

@@ -244,6 +244,8 @@ typedef struct kb_config {
     int32_t offsets_retention_minutes;
     int32_t offsets_commit_timeout_ms;
     int32_t transaction_state_log_num_partitions;
+    int32_t transaction_state_log_replication_factor; /* cluster mode: __transaction_state */
+    int32_t transaction_state_log_min_isr;            /* cluster mode: its min.insync.replicas */
     int32_t transaction_max_timeout_ms;
     int32_t transaction_abort_timed_out_transaction_cleanup_interval_ms;
     int64_t transactional_id_expiration_ms;

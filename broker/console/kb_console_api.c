@@ -9,6 +9,7 @@
 #include "kb_console_assets.h"
 #include "kb_console_routes.h"
 #include "kb_group_coord.h"
+#include "kb_retention_guard.h"
 #include "kb_topics.h"
 
 #define BODY_SMALL (64 << 10)
@@ -119,6 +120,23 @@ bool kb_console_query_long(const char *query, const char *name, int64_t *out)
     return true;
 }
 
+/* What the retention guard has seen, for the page's banner. */
+static void guard(kb_json *j, kb_broker *b)
+{
+    static const char *const modes[] = {"off", "warn", "hold"};
+    const kb_retention_guard *g = kb_partition_log_guard(b);
+    kb_retention_guard_stats st = {0};
+    if (g != NULL)
+        kb_retention_guard_stats_get(g, &st);
+    kb_json_key(j, "retentionGuard");
+    kb_json_obj(j);
+    kb_json_kstr(j, "mode", modes[b->cfg->retention_guard]);
+    kb_json_kint(j, "warnings", (int64_t)st.warnings);
+    kb_json_kint(j, "recordsLost", (int64_t)st.records_lost);
+    kb_json_kint(j, "holds", (int64_t)st.holds);
+    kb_json_obj_end(j);
+}
+
 static void session(const kb_console_api *api, const kb_console_req *rq, kb_console_resp *out)
 {
     kb_json j;
@@ -129,6 +147,7 @@ static void session(const kb_console_api *api, const kb_console_req *rq, kb_cons
     kb_json_kstr(&j, "principal", rq->principal);
     kb_json_kstr(&j, "clusterId", api->b->cluster_id);
     kb_json_kstr(&j, "version", kb_console_version);
+    guard(&j, api->b);
     kb_json_obj_end(&j);
     kb_console_send(&j, out);
 }

@@ -7,6 +7,7 @@
 #include "kb_console_routes.h"
 #include "kb_consumer_group.h"
 #include "kb_group_coord.h"
+#include "kb_lag.h"
 #include "kb_partition_log.h"
 #include "kb_topics.h"
 
@@ -59,7 +60,10 @@ void kb_console_groups_list(const kb_console_api *api, const kb_console_req *rq,
         kb_json_kstr(&j, "protocolType", is_consumer_group(g) ? "consumer" : g->protocol_type);
         kb_json_kint(&j, "members", member_count(g));
         kb_json_kint(&j, "partitions", (int64_t)kb_offset_map_count(&g->offsets));
-        kb_json_kint(&j, "lag", kb_console_lag_total(api->b, g));
+        kb_lag_group_row lag;
+        kb_lag_group_of(api->b, g, &lag);
+        kb_json_kint(&j, "lag", lag.lag);
+        kb_json_kstr(&j, "status", kb_lag_group_status_name(lag.status));
         kb_json_obj_end(&j);
     }
     kb_json_arr_end(&j);
@@ -154,24 +158,26 @@ static void members(kb_json *j, const kb_broker *b, const kb_group *g)
     kb_json_arr_end(j);
 }
 
+static void offset_row(void *arg, const kb_lag_row *r)
+{
+    kb_json *j = arg;
+    kb_json_obj(j);
+    kb_json_kstr(j, "topic", r->topic);
+    kb_json_kint(j, "partition", r->partition);
+    kb_json_kint(j, "committed", r->committed);
+    kb_json_kint(j, "high", r->log_end);
+    kb_json_kint(j, "lag", r->lag);
+    kb_json_kint(j, "lagMs", r->lag_ms);
+    kb_json_kstr(j, "status", kb_lag_status_name(r->status));
+    kb_json_kint(j, "commitTimestamp", r->commit_ts);
+    kb_json_obj_end(j);
+}
+
 static void offsets(kb_json *j, kb_broker *b, const kb_group *g)
 {
     kb_json_key(j, "offsets");
     kb_json_arr(j);
-    size_t cur = 0;
-    const kb_offset *o;
-    while ((o = kb_offset_map_next(&g->offsets, &cur)) != NULL) {
-        int64_t hw;
-        int64_t lag = kb_console_lag_of(b, o, &hw);
-        kb_json_obj(j);
-        kb_json_kstr(j, "topic", o->topic);
-        kb_json_kint(j, "partition", o->partition);
-        kb_json_kint(j, "committed", o->offset);
-        kb_json_kint(j, "high", hw);
-        kb_json_kint(j, "lag", lag);
-        kb_json_kint(j, "commitTimestamp", o->commit_ts);
-        kb_json_obj_end(j);
-    }
+    kb_lag_each_of(b, g, offset_row, j);
     kb_json_arr_end(j);
 }
 
@@ -213,7 +219,10 @@ void kb_console_group_show(const kb_console_api *api, const kb_console_req *rq, 
     kb_json_kbool(&j, "empty", group_empty(g));
     kb_json_kstr(&j, "protocol", is_consumer_group(g) ? NULL : g->protocol_name);
     kb_json_kint(&j, "epoch", is_consumer_group(g) ? g->cg->group_epoch : g->generation);
-    kb_json_kint(&j, "lag", kb_console_lag_total(api->b, g));
+    kb_lag_group_row lag;
+    kb_lag_group_of(api->b, g, &lag);
+    kb_json_kint(&j, "lag", lag.lag);
+    kb_json_kstr(&j, "status", kb_lag_group_status_name(lag.status));
     members(&j, api->b, g);
     offsets(&j, api->b, g);
     history(&j, kb_console_lag_series(api->lag, g));

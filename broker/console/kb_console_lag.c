@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "kb_group_coord.h"
+#include "kb_lag.h"
 #include "kb_partition_log.h"
 
 static bool series_match(const void *entry, const void *key)
@@ -18,31 +19,11 @@ static uint64_t group_hash(const char *id)
     return kb_map_hash_str(kp_str_from(id));
 }
 
-int64_t kb_console_lag_of(kb_broker *b, const kb_offset *o, int64_t *hw)
-{
-    *hw = -1;
-    kb_topic *t = kb_topics_find(b->topics, kp_str_from(o->topic));
-    if (t == NULL || o->partition < 0 || o->partition >= t->npartitions)
-        return -1;
-    ks_log *log = t->partitions[o->partition].log; /* no open here: online logs only */
-    if (log == NULL)
-        return -1;
-    *hw = ks_log_high_watermark(log);
-    int64_t lag = *hw - o->offset;
-    return lag > 0 ? lag : 0;
-}
-
 int64_t kb_console_lag_total(kb_broker *b, const kb_group *g)
 {
-    int64_t total = 0, hw;
-    size_t cur = 0;
-    const kb_offset *o;
-    while ((o = kb_offset_map_next(&g->offsets, &cur)) != NULL) {
-        int64_t lag = kb_console_lag_of(b, o, &hw);
-        if (lag > 0)
-            total += lag;
-    }
-    return total;
+    kb_lag_group_row row;
+    kb_lag_group_of(b, g, &row);
+    return row.lag;
 }
 
 static kb_lag_series *series_get(kb_console_lag *lag, const char *id)

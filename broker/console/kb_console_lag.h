@@ -57,11 +57,7 @@ void kb_console_lag_stop(kb_console_lag *lag);
 /* The wall clock in ms (lag samples, produced records, commits). */
 int64_t kb_console_wall_ms(void);
 
-/* The lag of one committed offset: high watermark - offset (at least 0),
- * or -1 when the partition is unknown or not online. hw gets the high
- * watermark (or -1). */
-int64_t kb_console_lag_of(kb_broker *b, const kb_offset *o, int64_t *hw);
-/* Sum of the group's known partition lags. */
+/* Sum of the group's known partition lags (kb_lag's rows). */
 int64_t kb_console_lag_total(kb_broker *b, const kb_group *g);
 /* Samples g now unless sampled in the last KB_LAG_DEMAND_MS; then its
  * series, or NULL when it has none. */

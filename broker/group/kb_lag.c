@@ -120,7 +120,7 @@ static ks_log *online_log(kb_broker *b, const char *topic, int32_t partition)
 static void row_fill(kb_lag *L, const kb_group *g, const kb_offset *o, int64_t wall,
                      kb_lag_row *r)
 {
-    *r = (kb_lag_row){g->id, o->topic, o->partition, o->offset, -1, -1, -1, KB_LAG_OK};
+    *r = (kb_lag_row){g->id, o->topic, o->partition, o->offset, o->commit_ts, -1, -1, -1, KB_LAG_OK};
     ks_log *log = online_log(L->b, o->topic, o->partition);
     if (log == NULL)
         return;
@@ -188,16 +188,38 @@ static void fold_row(void *arg, const kb_lag_row *r)
     gr->status = kb_lag_group_fold(gr->status, r->status);
 }
 
+static void group_fold(kb_lag *L, const kb_group *g, int64_t wall, kb_lag_group_row *out)
+{
+    *out = (kb_lag_group_row){g->id, members_of(g), 0, 0, KB_LAG_GROUP_OK};
+    group_rows(L, g, wall, fold_row, out);
+}
+
 void kb_lag_each_group(kb_broker *b, kb_lag_group_fn *fn, void *arg)
 {
     kb_lag *L = lag_of(b);
     int64_t wall = wall_now();
     size_t gc = 0;
     for (kb_group *g; L != NULL && (g = kb_groups_next(kb_group_coord_groups(b), &gc)) != NULL;) {
-        kb_lag_group_row gr = {g->id, members_of(g), 0, 0, KB_LAG_GROUP_OK};
-        group_rows(L, g, wall, fold_row, &gr);
+        kb_lag_group_row gr;
+        group_fold(L, g, wall, &gr);
         fn(arg, &gr);
     }
+}
+
+void kb_lag_each_of(kb_broker *b, const kb_group *g, kb_lag_row_fn *fn, void *arg)
+{
+    kb_lag *L = lag_of(b);
+    if (L != NULL)
+        group_rows(L, g, wall_now(), fn, arg);
+}
+
+void kb_lag_group_of(kb_broker *b, const kb_group *g, kb_lag_group_row *out)
+{
+    kb_lag *L = lag_of(b);
+    if (L != NULL)
+        group_fold(L, g, wall_now(), out);
+    else
+        *out = (kb_lag_group_row){g->id, members_of(g), 0, 0, KB_LAG_GROUP_OK};
 }
 
 uint64_t kb_lag_untracked(const kb_lag *lag)

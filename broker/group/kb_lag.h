@@ -73,6 +73,7 @@ typedef struct kb_lag_row {
     const char *topic;
     int32_t partition;
     int64_t committed; /* the group's committed offset */
+    int64_t commit_ts; /* when it was committed (wall clock ms) */
     int64_t log_end;   /* the high watermark; -1 when the log is not online */
     int64_t lag;       /* records: log_end - committed, at least 0; -1 unknown */
     int64_t lag_ms;    /* ms since the next unread record was written; 0 at lag 0; -1 unknown */
@@ -94,6 +95,9 @@ typedef void kb_lag_group_fn(void *arg, const kb_lag_group_row *row);
 void kb_lag_each(kb_broker *b, kb_lag_row_fn *fn, void *arg);
 /* Visits every group (O(committed offsets) too: statuses are folded). */
 void kb_lag_each_group(kb_broker *b, kb_lag_group_fn *fn, void *arg);
+/* The same for one group: its committed offsets, and its folded row. */
+void kb_lag_each_of(kb_broker *b, const kb_group *g, kb_lag_row_fn *fn, void *arg);
+void kb_lag_group_of(kb_broker *b, const kb_group *g, kb_lag_group_row *out);
 
 /* Commits not judged because KB_LAG_MAX_TRACKED windows exist. */
 uint64_t kb_lag_untracked(const kb_lag *lag);

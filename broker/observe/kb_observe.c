@@ -6,14 +6,13 @@
 #include <string.h>
 
 #include "kb_config.h"
-#include "kb_consumer_group.h"
-#include "kb_group.h"
-#include "kb_group_coord.h"
+#include "kb_lag.h"
 #include "kb_http_server.h"
 #include "kb_log.h"
 #include "kb_metrics.h"
 #include "kb_partition_log.h"
 #include "kb_req_metrics.h"
+#include "kb_retention_guard.h"
 #include "kb_server.h"
 #include "kb_topics.h"
 #include "ks_log.h"
@@ -35,6 +34,13 @@ enum gauge {
     G_GROUP_OFFSET,
     G_GROUP_LAG,
     G_GROUP_MEMBERS,
+    G_GROUP_LAG_SUM,
+    G_GROUP_LAG_SECONDS,
+    G_GROUP_PARTITION_STATUS,
+    G_GROUP_STATUS,
+    G_GUARD_WARNINGS,
+    G_GUARD_RECORDS_LOST,
+    G_GUARD_HOLDS,
     G_COUNT,
 };
 
@@ -76,6 +82,24 @@ static const struct gauge_def {
     [G_GROUP_LAG] = {"kafka_consumergroup_lag",
                      "High watermark minus the group's committed offset", 3, group_part_l},
     [G_GROUP_MEMBERS] = {"kafka_consumergroup_members", "Members of the group", 1, group_l},
+    [G_GROUP_LAG_SUM] = {"kafka_consumergroup_lag_sum", "The group's lag summed over its partitions",
+                         1, group_l},
+    [G_GROUP_LAG_SECONDS] = {"runnel_consumergroup_lag_seconds",
+                             "Seconds since the group's next unread record was written", 3,
+                             group_part_l},
+    [G_GROUP_PARTITION_STATUS] = {"runnel_consumergroup_partition_status",
+                                  "Lag verdict: 0 OK, 1 WARNING, 2 STALL, 3 STOPPED", 3,
+                                  group_part_l},
+    [G_GROUP_STATUS] = {"runnel_consumergroup_status",
+                        "The group's lag verdict: 0 OK, 1 WARNING, 2 ERROR", 1, group_l},
+    [G_GUARD_WARNINGS] = {"runnel_retention_guard_warnings_total",
+                          "Times retention deleted records a group had not read", 0, no_labels},
+    [G_GUARD_RECORDS_LOST] = {"runnel_retention_guard_records_lost_total",
+                              "Unread records retention deleted, summed over groups", 0,
+                              no_labels},
+    [G_GUARD_HOLDS] = {"runnel_retention_guard_holds_total",
+                       "Retention steps the guard held back (runnel.retention.guard=hold)", 0,
+                       no_labels},
 };
 
 struct kb_observe {
@@ -139,33 +163,41 @@ static void connection_gauges(kb_observe *o)
     }
 }
 
-/* The high watermark of topic/partition, or -1 if it is not online. */
-static int64_t high_watermark(const kb_observe *o, const char *topic, int32_t partition)
+static void lag_row_gauges(void *arg, const kb_lag_row *row)
 {
-    const kb_topic *t = kb_topics_find(o->b->topics, (kp_str){topic, (int32_t)strlen(topic)});
-    if (t == NULL || partition < 0 || partition >= t->npartitions ||
-        t->partitions[partition].log == NULL) {
-        return -1;
+    kb_observe *o = arg;
+    char idx[16];
+    snprintf(idx, sizeof idx, "%d", (int)row->partition);
+    const char *v[] = {row->group, row->topic, idx};
+    set_gauge(o, G_GROUP_OFFSET, v, (double)row->committed);
+    set_gauge(o, G_GROUP_PARTITION_STATUS, v, (double)row->status);
+    if (row->lag >= 0) {
+        set_gauge(o, G_GROUP_LAG, v, (double)row->lag);
     }
-    return ks_log_high_watermark(t->partitions[partition].log);
+    if (row->lag_ms >= 0) {
+        set_gauge(o, G_GROUP_LAG_SECONDS, v, (double)row->lag_ms / 1000.0);
+    }
 }
 
-static void group_gauges(kb_observe *o, const kb_group *g)
+static void lag_group_gauges(void *arg, const kb_lag_group_row *row)
 {
-    const char *gv[] = {g->id};
-    set_gauge(o, G_GROUP_MEMBERS, gv, g->cg != NULL ? g->cg->nmembers : g->nmembers);
-    size_t cursor = 0;
-    const kb_offset *off;
-    while ((off = kb_offset_map_next(&g->offsets, &cursor)) != NULL) {
-        char idx[16];
-        snprintf(idx, sizeof idx, "%d", (int)off->partition);
-        const char *v[] = {g->id, off->topic, idx};
-        set_gauge(o, G_GROUP_OFFSET, v, (double)off->offset);
-        int64_t hw = high_watermark(o, off->topic, off->partition);
-        if (hw >= 0) {
-            set_gauge(o, G_GROUP_LAG, v, (double)(hw > off->offset ? hw - off->offset : 0));
-        }
+    kb_observe *o = arg;
+    const char *v[] = {row->group};
+    set_gauge(o, G_GROUP_MEMBERS, v, row->members);
+    set_gauge(o, G_GROUP_LAG_SUM, v, (double)row->lag);
+    set_gauge(o, G_GROUP_STATUS, v, (double)row->status);
+}
+
+static void guard_gauges(kb_observe *o)
+{
+    const kb_retention_guard *g = kb_partition_log_guard(o->b);
+    kb_retention_guard_stats st = {0};
+    if (g != NULL) {
+        kb_retention_guard_stats_get(g, &st);
     }
+    set_gauge(o, G_GUARD_WARNINGS, no_labels, (double)st.warnings);
+    set_gauge(o, G_GUARD_RECORDS_LOST, no_labels, (double)st.records_lost);
+    set_gauge(o, G_GUARD_HOLDS, no_labels, (double)st.holds);
 }
 
 static void refresh(kb_observe *o)
@@ -175,11 +207,10 @@ static void refresh(kb_observe *o)
     }
     topic_gauges(o);
     connection_gauges(o);
-    kb_groups *gs = o->b->group_coord != NULL ? kb_group_coord_groups(o->b) : NULL;
-    size_t cursor = 0;
-    const kb_group *g;
-    while (gs != NULL && (g = kb_groups_next(gs, &cursor)) != NULL) {
-        group_gauges(o, g);
+    guard_gauges(o);
+    if (o->b->group_coord != NULL) {
+        kb_lag_each(o->b, lag_row_gauges, o);
+        kb_lag_each_group(o->b, lag_group_gauges, o);
     }
 }
 

@@ -6,7 +6,8 @@
  * (kb_req_metrics), and serve `GET /metrics` on the event loop through
  * kb_http_server: each scrape first rebuilds the gauges read from the
  * broker's state (partitions, log sizes and offsets, connections per
- * listener, consumer group offsets, lag and members), then writes the
+ * listener, consumer group offsets, lag in records and seconds, the lag
+ * verdicts of kb_lag, members, the retention guard's counts), then writes the
  * whole registry in the text format 0.0.4. Names follow Kafka's common
  * JMX-exporter rules and kafka_exporter (docs/metrics.md lists them).
  *

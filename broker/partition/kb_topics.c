@@ -447,11 +447,11 @@ static kp_err check_broker_capacity(const kb_topics *ts, int32_t adding, kb_msgb
     return KP_ERR_INVALID_PARTITIONS;
 }
 
-/* Validates a new topic and builds it (not yet filed); *out NULL when
- * validate_only. */
+/* Validates a new topic and builds it (not yet filed) with id, or a fresh
+ * one when id is NULL; *out NULL when validate_only. */
 static kp_err create_prepare(kb_topics *ts, kp_str name, int32_t partitions,
                              const kb_topic_config *configs, size_t nconfigs, bool validate_only,
-                             kb_topic **out, kb_msgbuf *msg)
+                             const kp_uuid *given_id, kb_topic **out, kb_msgbuf *msg)
 {
     *out = NULL;
     kp_err e = kb_topics_check_name(name, msg);
@@ -486,9 +486,17 @@ static kp_err create_prepare(kb_topics *ts, kp_str name, int32_t partitions,
         return KP_ERR_NONE;
 
     kp_uuid id;
-    do
-        kb_uuid_random(&id);
-    while (kb_map_find(&ts->by_id, id_hash(&id), &id, id_is) != NULL);
+    if (given_id != NULL) {
+        id = *given_id;
+        if (kb_map_find(&ts->by_id, id_hash(&id), &id, id_is) != NULL) {
+            kb_msgf(msg, "Topic id of '%.*s' is already in use.", name.len, name.p);
+            return KP_ERR_TOPIC_ALREADY_EXISTS;
+        }
+    } else {
+        do
+            kb_uuid_random(&id);
+        while (kb_map_find(&ts->by_id, id_hash(&id), &id, id_is) != NULL);
+    }
     kb_topic *t = topic_new(name.p, (size_t)name.len, &id, partitions);
     if (t == NULL)
         return KP_ERR__NOMEM;
@@ -525,7 +533,8 @@ kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
                         kb_topic **out, kb_msgbuf *msg)
 {
     kb_topic *t;
-    kp_err e = create_prepare(ts, name, partitions, configs, nconfigs, validate_only, &t, msg);
+    kp_err e = create_prepare(ts, name, partitions, configs, nconfigs, validate_only, NULL, &t,
+                              msg);
     if (e != KP_ERR_NONE || t == NULL)
         return e;
     e = kb_partition_dirs_make(ts->dir, t->name, &t->id, 0, partitions);
@@ -547,19 +556,33 @@ kp_err kb_topics_create(kb_topics *ts, kp_str name, int32_t partitions,
     return e;
 }
 
-kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,
-                              const kb_topic_config *configs, size_t nconfigs,
-                              bool validate_only, kb_topic **out, kb_msgbuf *msg)
+static kp_err begin_create(kb_topics *ts, kp_str name, int32_t partitions,
+                           const kb_topic_config *configs, size_t nconfigs, bool validate_only,
+                           const kp_uuid *id, kb_topic **out, kb_msgbuf *msg)
 {
     kb_topic *t;
     *out = NULL;
-    kp_err e = create_prepare(ts, name, partitions, configs, nconfigs, validate_only, &t, msg);
+    kp_err e = create_prepare(ts, name, partitions, configs, nconfigs, validate_only, id, &t, msg);
     if (e != KP_ERR_NONE || t == NULL)
         return e;
     t->state = KB_TOPIC_CREATING;
     if ((e = create_file(ts, t, msg)) == KP_ERR_NONE)
         *out = t;
     return e;
+}
+
+kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,
+                              const kb_topic_config *configs, size_t nconfigs,
+                              bool validate_only, kb_topic **out, kb_msgbuf *msg)
+{
+    return begin_create(ts, name, partitions, configs, nconfigs, validate_only, NULL, out, msg);
+}
+
+kp_err kb_topics_begin_create_id(kb_topics *ts, kp_str name, const kp_uuid *id,
+                                 int32_t partitions, const kb_topic_config *configs,
+                                 size_t nconfigs, kb_topic **out, kb_msgbuf *msg)
+{
+    return begin_create(ts, name, partitions, configs, nconfigs, false, id, out, msg);
 }
 
 kp_err kb_topics_end_create(kb_topics *ts, kb_topic *t, bool ok)

@@ -118,6 +118,12 @@ kp_err kb_topics_internal(kb_topics *ts, kp_str name, int32_t partitions,
 kp_err kb_topics_begin_create(kb_topics *ts, kp_str name, int32_t partitions,
                               const kb_topic_config *configs, size_t nconfigs,
                               bool validate_only, kb_topic **out, kb_msgbuf *msg);
+/* As kb_topics_begin_create with the topic id the cluster's controller
+ * chose (cluster mode: kb_cluster_act); TOPIC_ALREADY_EXISTS when a topic
+ * holds that name or id. */
+kp_err kb_topics_begin_create_id(kb_topics *ts, kp_str name, const kp_uuid *id,
+                                 int32_t partitions, const kb_topic_config *configs,
+                                 size_t nconfigs, kb_topic **out, kb_msgbuf *msg);
 /* A pending topic's directories exist (ok: it becomes visible, persisted) or
  * could not be made (it is dropped and freed). When ok but the registry
  * cannot be written, t stays pending (KP_ERR__IO or __NOMEM): the caller

@@ -1,5 +1,7 @@
-// Drives Runnel's web console in Debian's chromium with playwright-core, for
-// integration/test_console.py. usage: node console.js SCENARIO 'JSON ARGS'
+// Drives Runnel's web console in Debian's chromium with playwright-core, or
+// in Debian's firefox-esr with puppeteer-core (WebDriver BiDi) when args
+// say browser "firefox", for integration/test_console.py.
+// usage: node console.js SCENARIO 'JSON ARGS'
 // Prints one JSON line with what the page showed; exits 1 on a failure.
 "use strict";
 
@@ -7,8 +9,45 @@ const path = require("path");
 const { chromium } = require("playwright-core");
 
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const FIREFOX = process.env.FIREFOX || "/usr/bin/firefox-esr";
+
+// The few page calls the scenarios make, on puppeteer's page, with
+// playwright's signatures.
+function puppeteerPage(page) {
+  return {
+    goto: url => page.goto(url),
+    waitForSelector: (sel, opts) => page.waitForSelector(sel, opts),
+    $$eval: (sel, fn) => page.$$eval(sel, fn),
+    $eval: (sel, fn) => page.$eval(sel, fn),
+    click: sel => page.click(sel),
+    screenshot: opts => page.screenshot(opts),
+    evaluate: fn => page.evaluate(fn),
+    textContent: sel => page.$eval(sel, e => e.textContent),
+    selectOption: (sel, value) => page.select(sel, value),
+    waitForFunction: (fn, arg, opts) => page.waitForFunction(fn, opts || {}, arg),
+    waitForTimeout: ms => new Promise(resolve => setTimeout(resolve, ms)),
+  };
+}
+
+async function withFirefox(args, fn) {
+  const puppeteer = require("puppeteer-core");
+  const browser = await puppeteer.launch({ browser: "firefox", executablePath: FIREFOX, headless: true });
+  try {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    const errors = [];
+    page.on("pageerror", e => errors.push(String(e)));
+    const out = await fn(puppeteerPage(page));
+    out.pageErrors = errors;
+    out.browser = await browser.version();
+    return out;
+  } finally {
+    await browser.close();
+  }
+}
 
 async function withPage(args, fn) {
+  if (args.browser === "firefox") return withFirefox(args, fn);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ["--no-sandbox", "--disable-dev-shm-usage"],
@@ -73,6 +112,8 @@ async function browse(page, args) {
   out.lagPoints = await page.$$eval("#lag-chart circle", c => c.length);
   out.lagLine = await page.$eval("#lag-chart path.line", p => p.getAttribute("d"));
   out.groupLag = Number(await page.textContent("#group-lag"));
+  out.groupStatus = await page.textContent("#group-status");
+  out.offsetRow = await page.$eval("#offsets-table tbody tr", r => [...r.querySelectorAll("td")].map(c => c.textContent));
   out.screenshots.push(await shot(page, args, "group.png"));
 
   await page.selectOption("#reset-to", "earliest");
@@ -134,7 +175,15 @@ async function login(page, args) {
   return out;
 }
 
-const SCENARIOS = { browse, csrf, login };
+// The retention guard's banner, shown on every page once retention deleted
+// records a group had not read.
+async function banner(page, args) {
+  await page.goto(args.url + "#/groups");
+  await page.waitForSelector("#guard-banner:not([hidden])", { timeout: 15000 });
+  return { banner: await page.textContent("#guard-banner"), screenshots: [await shot(page, args, "guard.png")] };
+}
+
+const SCENARIOS = { browse, csrf, login, banner };
 
 async function main() {
   const [name, json] = process.argv.slice(2);

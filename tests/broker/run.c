@@ -13,6 +13,7 @@ int main(void)
     srunner_add_suite(sr, group_suite());
     srunner_add_suite(sr, cgroup_suite());
     srunner_add_suite(sr, cluster_suite());
+    srunner_add_suite(sr, meta_image_suite());
     srunner_add_suite(sr, pidstate_suite());
     srunner_add_suite(sr, pidsnap_suite());
     srunner_add_suite(sr, admin_suite());
@@ -24,6 +25,7 @@ int main(void)
     srunner_add_suite(sr, map_suite());
     srunner_add_suite(sr, longpoll_suite());
     srunner_add_suite(sr, console_suite());
+    srunner_add_suite(sr, forward_suite());
     srunner_add_suite(sr, http_suite());
     srunner_add_suite(sr, metrics_suite());
     srunner_run_all(sr, CK_NORMAL);

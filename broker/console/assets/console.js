@@ -203,6 +203,18 @@ async function viewTopic(name) {
 
 // ---- groups ----------------------------------------------------------------
 
+// The lag verdicts of docs/lag.md: OK is quiet, the rest stand out.
+function statusBadge(status) {
+  return h("span", { class: "status " + (status === "OK" ? "ok" : "bad") }, status);
+}
+
+function fmtLagTime(ms) {
+  if (ms < 0) return "?";
+  if (ms < 1000) return ms + " ms";
+  if (ms < 120000) return (ms / 1000).toFixed(1) + " s";
+  return Math.round(ms / 60000) + " min";
+}
+
 async function viewGroups() {
   const { groups } = await api("/api/groups");
   const t = table([
@@ -212,6 +224,7 @@ async function viewGroups() {
     { title: "Members", num: true, get: g => g.members },
     { title: "Partitions", num: true, get: g => g.partitions },
     { title: "Lag", num: true, get: g => g.lag },
+    { title: "Status", get: g => statusBadge(g.status) },
   ], groups.map(g => Object.assign(g, { __key: g.groupId })),
   g => { location.hash = "#/groups/" + encodeURIComponent(g.groupId); });
   t.id = "groups-table";
@@ -271,7 +284,8 @@ async function viewGroup(id) {
       h("div", { class: "card" }, "State", h("b", { id: "group-state" }, g.state)),
       h("div", { class: "card" }, "Type", h("b", {}, g.type)),
       h("div", { class: "card" }, g.type === "consumer" ? "Group epoch" : "Generation", h("b", {}, g.epoch)),
-      h("div", { class: "card" }, "Total lag", h("b", { id: "group-lag" }, g.lag))),
+      h("div", { class: "card" }, "Total lag", h("b", { id: "group-lag" }, g.lag)),
+      h("div", { class: "card" }, "Lag status", h("b", { id: "group-status" }, statusBadge(g.status)))),
     h("h2", {}, "Lag over time"),
     lagChart(g.lagHistory),
     h("h2", {}, "Offsets and lag per partition"),
@@ -281,6 +295,8 @@ async function viewGroup(id) {
       { title: "Committed", num: true, get: o => o.committed },
       { title: "High watermark", num: true, get: o => o.high },
       { title: "Lag", num: true, get: o => o.lag },
+      { title: "Lag time", num: true, get: o => fmtLagTime(o.lagMs) },
+      { title: "Status", get: o => statusBadge(o.status) },
       { title: "Committed at", get: o => fmtTime(o.commitTimestamp) },
     ], g.offsets), { id: "offsets-table" }),
     h("h2", {}, `Members (${g.members.length})`),
@@ -324,9 +340,20 @@ async function run(fn) {
   }
 }
 
+// A banner while retention has deleted records some group had not read.
+async function guardBanner() {
+  const s = await api("/api/session");
+  const g = s.retentionGuard, el = document.getElementById("guard-banner");
+  el.hidden = !(g && g.warnings > 0);
+  if (!el.hidden)
+    el.textContent = `Retention deleted ${g.recordsLost} record(s) that consumer groups had not read ` +
+      `(${g.warnings} time(s) since start, runnel.retention.guard=${g.mode}); the broker log names the groups.`;
+}
+
 function route(refresh) {
   clearTimeout(state.timer);
   if (!refresh) message("");
+  guardBanner().catch(() => {});
   const parts = (location.hash || "#/topics").slice(2).split("/").map(decodeURIComponent);
   document.querySelectorAll("[data-nav]").forEach(a => a.classList.toggle("active", a.dataset.nav === parts[0]));
   if (parts[0] === "topics" && parts[1]) return run(() => viewTopic(parts[1]));

@@ -79,6 +79,25 @@ rn_check_dirs() {
     IFS="$old_ifs"
 }
 
+# Cluster mode (process.roles=broker, docs/cluster.md): the first log dir is
+# formatted for CLUSTER_ID on the first start, as apache/kafka's image runs
+# its storage tool; $1 is the properties file the broker will read, if any.
+# A single node (no process.roles, or broker,controller) needs no format.
+rn_cluster_format() {
+    roles="${KAFKA_PROCESS_ROLES:-}"
+    [ -n "$roles" ] || roles="$(sed -n 's/^[[:space:]]*process\.roles[[:space:]]*[=:][[:space:]]*//p' \
+        "${1:-/dev/null}" 2>/dev/null | tail -n 1)"
+    [ "$roles" = broker ] || return 0
+    dir="${KAFKA_LOG_DIRS:-${KAFKA_LOG_DIR:-$RUNNEL_DATA}}"
+    [ -f "${dir%%,*}/meta.properties" ] && return 0
+    [ -n "${CLUSTER_ID:-}" ] || rn_die "process.roles=broker needs CLUSTER_ID, the controllers' cluster id"
+    if [ -n "${1:-}" ]; then
+        "$RUNNEL_BIN" format -t "$CLUSTER_ID" -c "$1" >&2
+    else
+        "$RUNNEL_BIN" format -t "$CLUSTER_ID" >&2
+    fi
+}
+
 # The lines tools written for Kafka wait for (testcontainers' Kafka modules,
 # compose healthchecks that grep the log): the broker prints them right after
 # its own ready line, once every listener accepts. RUNNEL_READY_LINES= (set
