@@ -55,8 +55,10 @@ class KafkaReal(BrokerProcess):
     start_timeout = 90.0
 
     def __init__(self, datadir, port=None, controller_port=None, node_id=1,
-                 extra_props=None, log_path=None, jvm_opts=None, extra_listeners=None):
-        """extra_listeners: {name: (security protocol, port)} served beside
+                 extra_props=None, log_path=None, jvm_opts=None, extra_listeners=None,
+                 classpath=None):
+        """classpath: another release's jars (default: JARS, java_classpath()).
+        extra_listeners: {name: (security protocol, port)} served beside
         PLAINTEXT (and advertised), e.g. {"SASL_PLAINTEXT": ("SASL_PLAINTEXT", p)};
         their listener.name.* keys go in extra_props."""
         super().__init__(datadir, port=port, log_path=log_path)
@@ -66,6 +68,7 @@ class KafkaReal(BrokerProcess):
         self.cluster_id = random_cluster_id()
         self.extra_props = dict(extra_props or {})
         self.jvm_opts = list(jvm_opts or [])
+        self.classpath = classpath or java_classpath()
         self.props_path = self.datadir.parent / (self.datadir.name + ".server.properties")
 
     def properties(self):
@@ -110,7 +113,7 @@ class KafkaReal(BrokerProcess):
             return  # formatted by an earlier start: keep the data
         res = run(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m",
                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                   "-cp", java_classpath(), "kafka.tools.StorageTool",
+                   "-cp", self.classpath, "kafka.tools.StorageTool",
                    "format", "--cluster-id=" + self.cluster_id, "-c", str(self.props_path)],
                   timeout=120)
         if res.returncode != 0:
@@ -119,7 +122,7 @@ class KafkaReal(BrokerProcess):
 
     def command(self):
         return (["java"] + KAFKA_JVM_OPTS + self.jvm_opts
-                + ["-cp", java_classpath(), "kafka.Kafka", str(self.props_path)])
+                + ["-cp", self.classpath, "kafka.Kafka", str(self.props_path)])
 
     def wait_ready(self):
         super().wait_ready()  # the port accepts

@@ -344,7 +344,7 @@ int32_t kp_read_array_len(kp_reader *r, bool compact, size_t min_elem)
         return -1;
     if (min_elem == 0)
         min_elem = 1;
-    if ((uint64_t)n > kp_reader_left(r) / min_elem || n > INT32_MAX) {
+    if ((uint64_t)n > kp_reader_left(r) / min_elem || n > KP_MAX_ARRAY_LEN) {
         kp_reader_fail(r, KP_ERR__MALFORMED);
         return -1;
     }
@@ -362,9 +362,19 @@ uint32_t kp_read_tag(kp_reader *r, kp_reader *sub)
     return tag;
 }
 
-void kp_skip_tags(kp_reader *r)
+uint32_t kp_read_tag_count(kp_reader *r)
 {
     uint32_t n = kp_read_uvarint(r);
+    if (n > kp_reader_left(r) || n > KP_MAX_TAGGED_FIELDS) {
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+        return 0;
+    }
+    return n;
+}
+
+void kp_skip_tags(kp_reader *r)
+{
+    uint32_t n = kp_read_tag_count(r);
     for (uint32_t i = 0; i < n && r->err == KP_ERR_NONE; i++) {
         kp_reader sub;
         (void)kp_read_tag(r, &sub);

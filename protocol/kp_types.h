@@ -151,13 +151,21 @@ int64_t kp_read_varlong(kp_reader *r);
 kp_str kp_read_str(kp_reader *r, bool compact);
 kp_slice kp_read_bytes(kp_reader *r, bool compact);
 kp_records kp_read_records(kp_reader *r, bool compact);
-/* Reads an array count: -1 for null. Fails unless n * min_elem <= left. */
+/* Kafka 4.4's decoder limits: a message whose array claims more elements,
+ * or whose tagged-field section claims more fields, is malformed. */
+#define KP_MAX_ARRAY_LEN 1000000
+#define KP_MAX_TAGGED_FIELDS 10000
+/* Reads an array count: -1 for null. Fails unless n * min_elem <= left and
+ * n <= KP_MAX_ARRAY_LEN. */
 int32_t kp_read_array_len(kp_reader *r, bool compact, size_t min_elem);
 /* Borrows n raw bytes. */
 const uint8_t *kp_read_raw(kp_reader *r, size_t n);
 /* Reads one tagged-field header: its tag, and a sub-reader over its bytes,
  * which the caller decodes or ignores; r moves past the field. */
 uint32_t kp_read_tag(kp_reader *r, kp_reader *sub);
+/* Reads a tagged-field section's count; fails if it exceeds the bytes left
+ * or KP_MAX_TAGGED_FIELDS. */
+uint32_t kp_read_tag_count(kp_reader *r);
 /* Reads and ignores a whole tagged-field section. */
 void kp_skip_tags(kp_reader *r);
 

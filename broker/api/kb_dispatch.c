@@ -30,29 +30,6 @@ static const struct {
 #undef X
 };
 
-/* Kafka 4 no longer serves the oldest versions of some APIs (KIP-896); its
- * ApiVersions starts these ranges here, and so does ours. Produce keeps v0
- * advertised, as Kafka 4 does for librdkafka's feature checks. */
-static const int16_t kafka4_min_version[KP_API_KEY_MAX + 1] = {
-    [KP_API_FETCH] = 4,
-    [KP_API_LIST_OFFSETS] = 1,
-    [KP_API_OFFSET_COMMIT] = 2,
-    [KP_API_OFFSET_FETCH] = 1,
-    [KP_API_CREATE_TOPICS] = 2,
-    [KP_API_DELETE_TOPICS] = 1,
-    [KP_API_OFFSET_FOR_LEADER_EPOCH] = 2,
-    [KP_API_DESCRIBE_ACLS] = 1,
-    [KP_API_CREATE_ACLS] = 1,
-    [KP_API_DELETE_ACLS] = 1,
-    [KP_API_DESCRIBE_CONFIGS] = 1,
-    [KP_API_ALTER_REPLICA_LOG_DIRS] = 1,
-    [KP_API_DESCRIBE_LOG_DIRS] = 1,
-    [KP_API_CREATE_DELEGATION_TOKEN] = 1,
-    [KP_API_RENEW_DELEGATION_TOKEN] = 1,
-    [KP_API_EXPIRE_DELEGATION_TOKEN] = 1,
-    [KP_API_DESCRIBE_DELEGATION_TOKEN] = 1,
-};
-
 /* Top versions the message definitions still mark unstable but Kafka 4.1
  * serves as stable: ConsumerGroupHeartbeat v1 (KIP-848 regexes, member ids
  * made by the client). */
@@ -71,8 +48,7 @@ bool kb_dispatch_versions(int key, int16_t *min_version, int16_t *max_version)
         top--;
     if (handlers[key].top < top)
         top = handlers[key].top;
-    *min_version = api->min_version > kafka4_min_version[key] ? api->min_version
-                                                              : kafka4_min_version[key];
+    *min_version = api->min_version; /* Kafka 4.4's, and Produce v0 (kpgen.py) */
     *max_version = top;
     return true;
 }

@@ -146,7 +146,6 @@ static kp_err describe_topic(kb_req *req, const kp_describe_configs_req *rq,
         const char *value = kb_topic_conf_effective(req->broker->cfg, t, key, &e->config_source);
         e->name = kb_req_str(req, key);
         e->value = kb_req_str(req, value != NULL ? value : "");
-        e->is_default = e->config_source == KB_CS_DEFAULT;
         e->config_type = kb_topic_conf_type(i);
         e->documentation = rq->include_documentation ? kb_req_str(req, kb_config_doc(key)) : KP_STR_NULL;
         synonyms s = {0};
@@ -174,7 +173,6 @@ static kp_err broker_entry(kb_req *req, const kp_describe_configs_req *rq, const
     e->is_sensitive = kb_config_key_sensitive(key);
     e->value = s.n == 0 || e->is_sensitive ? KP_STR_NULL : kb_req_str(req, s.v[0].value);
     e->config_source = s.n > 0 ? s.v[0].source : KB_CS_DEFAULT;
-    e->is_default = e->config_source == KB_CS_DEFAULT;
     e->read_only = !kb_dynconf_key_dynamic(key);
     e->config_type = type;
     e->documentation = rq->include_documentation ? kb_req_str(req, kb_config_doc(key)) : KP_STR_NULL;
@@ -292,7 +290,6 @@ static kp_err describe_group(kb_req *req, const kp_describe_configs_req *rq,
             v = kb_group_conf_default(req->broker->cfg, key, buf, sizeof(buf));
         e->name = kb_req_str(req, key);
         e->value = kb_req_str(req, v);
-        e->is_default = e->config_source == KB_CS_DEFAULT;
         e->config_type = type;
         e->documentation = rq->include_documentation ? kb_req_str(req, kb_config_doc(key)) : KP_STR_NULL;
         synonyms s = {0};

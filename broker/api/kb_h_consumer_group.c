@@ -205,6 +205,7 @@ static kp_err describe_member(kb_req *req, const kb_cg_member *m, described_memb
     dm->instance_id = opt_str(req, m->instance_id);
     dm->rack_id = opt_str(req, m->rack_id);
     dm->member_epoch = m->epoch;
+    dm->member_type = 1; /* v1: a consumer-protocol member (Runnel has no classic ones here) */
     dm->client_id = kb_req_str(req, m->client_id != NULL ? m->client_id : "");
     dm->client_host = kb_req_str(req, m->client_host != NULL ? m->client_host : "");
     dm->subscribed_topic_regex = kb_req_str(req, m->regex != NULL ? m->regex : "");

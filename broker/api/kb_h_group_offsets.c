@@ -49,13 +49,10 @@ static kp_err commit_group(kb_req *req, const kp_offset_commit_req *rq, kb_group
                             rq->generation_id_or_member_epoch, false, out);
 }
 
-/* When the commit expires: v1 per-partition timestamps, v2-v4 retention. */
-static int64_t expire_at(kb_req *req, const kp_offset_commit_req *rq, const commit_part *p,
-                         int64_t now)
+/* When the commit expires: v2-v4 carry a retention (v1, with per-partition
+ * timestamps, is below Kafka 4's minimum and not served). */
+static int64_t expire_at(kb_req *req, const kp_offset_commit_req *rq, int64_t now)
 {
-    int64_t retention = (int64_t)req->broker->cfg->offsets_retention_minutes * 60000;
-    if (req->api_version == 1 && p->commit_timestamp >= 0)
-        return p->commit_timestamp + retention;
     if (req->api_version >= 2 && req->api_version <= 4 && rq->retention_time_ms >= 0)
         return now + rq->retention_time_ms;
     return -1;
@@ -139,7 +136,7 @@ static int32_t commit_collect(kb_req *req, const kp_offset_commit_req *rq,
             if (r->error_code == KP_ERR_UNKNOWN_SERVER_ERROR)
                 return -1;
             if (r->error_code == KP_ERR_NONE) {
-                offs[n].expire_ts = expire_at(req, rq, p, offs[n].commit_ts);
+                offs[n].expire_ts = expire_at(req, rq, offs[n].commit_ts);
                 n++;
             }
         }
@@ -197,7 +194,7 @@ static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, 
     if (!kb_txn_has_partition(txn, t->name, kb_offsets_partition_for(rq->group_id, t->npartitions)))
         return KP_ERR_INVALID_TXN_STATE;
     e = group_for_commit(req, rq->group_id, rq->member_id, rq->group_instance_id,
-                         rq->generation_id, true, g);
+                         rq->generation_id_or_member_epoch, true, g);
     /* A classic group's rebalance does not stop a transactional commit (the
      * consumer protocol's checks never answer REBALANCE_IN_PROGRESS). */
     return e == KP_ERR_REBALANCE_IN_PROGRESS ? KP_ERR_NONE : e;

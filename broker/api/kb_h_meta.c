@@ -30,6 +30,47 @@ static bool software_string_ok(kp_str s)
     return true;
 }
 
+/* The features a single Kafka 4.4.0 node reports, with the levels Runnel
+ * serves: the same as Kafka's for metadata.version, kraft.version,
+ * group.version (KIP-848) and eligible.leader.replicas.version (always
+ * empty on one node); transactions v2, share groups and streams groups are
+ * not built, so those stay at level 0, unfinalized, where Kafka finalizes
+ * 2, 2 and 1. Finalized level 0 is not listed, as in Kafka. */
+static const struct feature_levels {
+    const char *name;
+    int16_t min, max, finalized;
+} features[] = {
+    {"metadata.version", 7, 33, 33},
+    {"kraft.version", 0, 1, 0},
+    {"group.version", 0, 1, 1},
+    {"transaction.version", 0, 0, 0},
+    {"share.version", 0, 0, 0},
+    {"streams.version", 0, 0, 0},
+    {"eligible.leader.replicas.version", 0, 1, 1},
+};
+#define NFEATURES ((int32_t)(sizeof(features) / sizeof(features[0])))
+
+/* Like Kafka (KIP-1022), a v3 request is not told of supported ranges
+ * starting at 0, which its clients cannot parse. */
+static kp_err api_versions_supported(kb_req *req, kp_api_versions_resp *rs)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < NFEATURES; i++)
+        n += req->api_version >= 4 || features[i].min > 0;
+    if (!KB_ARRAY_ALLOC(req, rs->supported_features, n))
+        return KP_ERR__NOMEM;
+    n = 0;
+    for (int32_t i = 0; i < NFEATURES; i++) {
+        if (req->api_version < 4 && features[i].min == 0)
+            continue;
+        rs->supported_features.v[n].name = kp_str_from(features[i].name);
+        rs->supported_features.v[n].min_version = features[i].min;
+        rs->supported_features.v[n].max_version = features[i].max;
+        n++;
+    }
+    return KP_ERR_NONE;
+}
+
 /* Cluster mode: the levels the FeatureLevelRecords finalized (level 0 is
  * no feature), their epoch the offset of the last record applied, as a
  * Kafka broker's metadata cache answers. */
@@ -54,38 +95,57 @@ static kp_err cluster_finalized_features(kb_req *req, const kb_meta_image *img,
     return KP_ERR_NONE;
 }
 
-/* The features Kafka 4.1 finalizes that Runnel serves: group.version 1 (the
- * KIP-848 consumer protocol). Like Kafka (KIP-1022), a v3 request is not
- * told of supported ranges starting at 0, which its clients cannot parse. */
 static kp_err api_versions_features(kb_req *req, kp_api_versions_resp *rs)
 {
     if (req->api_version < 3)
         return KP_ERR_NONE;
-    if (req->api_version >= 4) {
-        if (!KB_ARRAY_ALLOC(req, rs->supported_features, 1))
-            return KP_ERR__NOMEM;
-        rs->supported_features.v[0].name = KP_STR_LIT("group.version");
-        rs->supported_features.v[0].min_version = 0;
-        rs->supported_features.v[0].max_version = 1;
-    }
+    if (api_versions_supported(req, rs) != KP_ERR_NONE)
+        return KP_ERR__NOMEM;
     const kb_meta_image *img = kb_cv_image(req);
     if (img != NULL)
         return cluster_finalized_features(req, img, rs);
-    if (!KB_ARRAY_ALLOC(req, rs->finalized_features, 1))
+    int32_t n = 0;
+    for (int32_t i = 0; i < NFEATURES; i++)
+        n += features[i].finalized > 0;
+    if (!KB_ARRAY_ALLOC(req, rs->finalized_features, n))
         return KP_ERR__NOMEM;
     rs->finalized_features_epoch = 1;
-    rs->finalized_features.v[0].name = KP_STR_LIT("group.version");
-    rs->finalized_features.v[0].min_version_level = 1;
-    rs->finalized_features.v[0].max_version_level = 1;
+    n = 0;
+    for (int32_t i = 0; i < NFEATURES; i++) {
+        if (features[i].finalized == 0)
+            continue;
+        rs->finalized_features.v[n].name = kp_str_from(features[i].name);
+        rs->finalized_features.v[n].min_version_level = features[i].finalized;
+        rs->finalized_features.v[n].max_version_level = features[i].finalized;
+        n++;
+    }
     return KP_ERR_NONE;
+}
+
+/* As Kafka 4.4's ApiVersionsRequest.isValid: v5 sends a cluster id and a
+ * node id together or neither; v3+ names its software. */
+static bool api_versions_valid(const kb_req *req, const kp_api_versions_req *rq)
+{
+    if (req->api_version >= 5 && (rq->cluster_id.len >= 0) != (rq->node_id != -1))
+        return false;
+    return req->api_version < 3 || (software_string_ok(rq->client_software_name) &&
+                                     software_string_ok(rq->client_software_version));
+}
+
+/* KIP-1242: a v5 client that names another cluster or node than this
+ * broker holds stale metadata and must rebootstrap. */
+static bool api_versions_stale_client(const kb_req *req, const kp_api_versions_req *rq)
+{
+    return req->api_version >= 5 && rq->cluster_id.len >= 0 &&
+           (!kp_str_eq_c(rq->cluster_id, req->broker->cluster_id) ||
+            rq->node_id != req->broker->node_id);
 }
 
 kp_err kb_h_api_versions(kb_req *req, const kp_api_versions_req *rq, kp_api_versions_resp *rs)
 {
-    if (req->api_version >= 3 &&
-        (!software_string_ok(rq->client_software_name) ||
-         !software_string_ok(rq->client_software_version))) {
-        rs->error_code = KP_ERR_INVALID_REQUEST;
+    if (!api_versions_valid(req, rq) || api_versions_stale_client(req, rq)) {
+        rs->error_code = api_versions_valid(req, rq) ? KP_ERR_REBOOTSTRAP_REQUIRED
+                                                     : KP_ERR_INVALID_REQUEST;
         return KP_ERR_NONE;
     }
     int n = 0;

@@ -167,9 +167,6 @@ static void list_offset(kb_req *req, const kp_list_offsets_req *rq, ks_log *log,
             out->error_code = kp_err_to_wire(e);
         }
     }
-    if (req->api_version == 0 && out->error_code == KP_ERR_NONE &&
-        KB_ARRAY_ALLOC(req, out->old_style_offsets, out->offset >= 0 ? 1 : 0) && out->offset >= 0)
-        out->old_style_offsets.v[0] = out->offset;
 }
 
 /* kb_partition_log_lookup, refused first with NOT_LEADER_OR_FOLLOWER when

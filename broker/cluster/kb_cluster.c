@@ -185,7 +185,7 @@ static void inconsistent_cluster(void *arg, kp_err err, const char *addr)
     if (c->failed || c->refusing)
         return;
     c->refusing = true;
-    kp_describe_cluster_req rq = {false, 2}; /* endpoint type 2: controllers */
+    kp_describe_cluster_req rq = {.endpoint_type = 2}; /* 2: controllers */
     if (!kb_ctrl_conn_is_open(c->conn) ||
         kb_ctrl_conn_send(c->conn, KP_API_DESCRIBE_CLUSTER, 1, encode_describe, &rq, on_describe,
                           c) != KP_ERR_NONE)

@@ -22,7 +22,7 @@ def main():
         bad = cmp.left_only + cmp.right_only + cmp.diff_files
         if bad:
             print("codegen drift in protocol/msg: " + ", ".join(sorted(bad)))
-            print("run: python3 protocol/gen/kpgen.py ../shared/kafka-protocol protocol/msg")
+            print("run: python3 protocol/gen/kpgen.py ../shared/kafka-protocol-4.4 protocol/msg")
             return 1
     print("protocol/msg matches the generator")
     return 0

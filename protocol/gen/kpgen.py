@@ -14,9 +14,8 @@ SCHEMA_DIR holds messages/ (requests, responses, headers, data) and records/
 
 Generated code only sequences calls into kp_types.c, which holds all byte-level
 logic. The generator uses the standard library only, fails on any key or type
-it does not know, skips APIs neither served by a broker listener nor sent by
-a broker to the controller, and copies no descriptive text from the
-definitions. Output is deterministic.
+it does not know, writes only the APIs protocol/gen/apis.txt lists (those
+Runnel serves or sends), and copies no descriptive text from the definitions. Output is deterministic.
 """
 
 import json
@@ -40,12 +39,20 @@ PRIMITIVES = {
     "records": ("kp_records", None, None, None),
 }
 
+# Versions Kafka 4 removed that Runnel still serves to old clients: Produce
+# v0-2, which Kafka 4.4 still advertises (KAFKA-18659) and whose fields its
+# definitions still describe ("versions": "0+"; v1 and v2 are v0's layout).
+KEPT_OLD_MIN = {0: 0}
+
 TOP_KEYS = {"apiKey", "type", "listeners", "name", "validVersions", "flexibleVersions",
             "deprecatedVersions", "latestVersionUnstable", "fields", "commonStructs"}
 FIELD_KEYS = {"name", "type", "versions", "about", "fields", "default", "entityType",
               "ignorable", "nullableVersions", "mapKey", "taggedVersions", "tag",
               "zeroCopy", "flexibleVersions"}
 MSG_TYPES = {"request", "response", "header", "data"}
+# Kafka 4.4's coordinator records name their record type in apiKey; Runnel
+# treats them as data schemas, writing the record type itself.
+RECORD_TYPES = {"coordinator-key", "coordinator-value"}
 C_KEYWORDS = {"default", "int", "char", "short", "long", "float", "double", "signed",
               "unsigned", "struct", "union", "enum", "const", "static", "register",
               "return", "if", "else", "for", "while", "do", "switch", "case", "break",
@@ -207,12 +214,16 @@ class Message:
         self.path = path
         self.raw = raw
         self.name = raw["name"]
-        self.kind = raw["type"]
+        self.kind = "data" if raw["type"] in RECORD_TYPES else raw["type"]
         if self.kind not in MSG_TYPES:
             fail("%s: unknown type %r" % (path, self.kind))
-        self.api_key = raw.get("apiKey")
+        self.api_key = raw.get("apiKey") if self.kind in ("request", "response") else None
         self.listeners = raw.get("listeners", [])
         self.valid = Versions(raw["validVersions"])
+        if self.api_key in KEPT_OLD_MIN and self.kind in ("request", "response"):
+            self.valid.lo = min(self.valid.lo, KEPT_OLD_MIN[self.api_key])
+        if self.valid.empty():  # an API Kafka removed (LeaderAndIsr and the like)
+            return
         self.flexible = Versions(raw["flexibleVersions"])
         self.deprecated = Versions(raw.get("deprecatedVersions", "none"))
         self.unstable_top = bool(raw.get("latestVersionUnstable", False))
@@ -489,7 +500,7 @@ class Emitter:
                 self.guarded(fl if fl != "true" else "1", ["kp_skip_tags(r);"], 1)
             else:
                 self.line("if (%s) {" % fl if fl != "true" else "{", 1)
-                self.line("uint32_t ntags = kp_read_uvarint(r);", 2)
+                self.line("uint32_t ntags = kp_read_tag_count(r);", 2)
                 self.line("for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {", 2)
                 self.line("kp_reader sub;", 3)
                 self.line("uint32_t tag = kp_read_tag(r, &sub);", 3)
@@ -764,18 +775,17 @@ def load_messages(schema_dir):
         d = os.path.join(schema_dir, sub)
         for fn in sorted(os.listdir(d)):
             if fn.endswith(".json"):
-                msgs.append(Message(os.path.join(d, fn)))
+                m = Message(os.path.join(d, fn))
+                if not m.valid.empty():
+                    msgs.append(m)
     return msgs
 
 
-# APIs a broker sends to the KRaft controller (cluster mode): their requests are
-# encoded and their responses decoded by the broker, never served by it.
-SENT_TO_CONTROLLER = {62, 63}  # BrokerRegistration, BrokerHeartbeat
-
-
-def served(m):
-    return (m.kind in ("header", "data") or "broker" in m.listeners
-            or m.api_key in SENT_TO_CONTROLLER)
+def generated_apis():
+    """The request names listed in apis.txt beside this script."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apis.txt")
+    with open(path) as fh:
+        return {ln.strip() + "Request" for ln in fh if ln.strip() and not ln.startswith("#")}
 
 
 def write_file(out_dir, name, text):
@@ -789,7 +799,11 @@ def main():
     schema_dir, out_dir = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
     every = load_messages(schema_dir)
-    served_keys = {m.api_key for m in every if m.kind == "request" and served(m)}
+    wanted = generated_apis()
+    requests = {m.name: m for m in every if m.kind == "request"}
+    for name in sorted(wanted - set(requests)):
+        fail("apis.txt: no definition of %s" % name)
+    served_keys = {requests[name].api_key for name in wanted}
     msgs = [m for m in every if m.kind in ("header", "data") or m.api_key in served_keys]
     names = {}
     for m in msgs:

@@ -39,14 +39,12 @@ enum kp_api_key {
     KP_API_ADD_PARTITIONS_TO_TXN = 24,
     KP_API_ADD_OFFSETS_TO_TXN = 25,
     KP_API_END_TXN = 26,
-    KP_API_WRITE_TXN_MARKERS = 27,
     KP_API_TXN_OFFSET_COMMIT = 28,
     KP_API_DESCRIBE_ACLS = 29,
     KP_API_CREATE_ACLS = 30,
     KP_API_DELETE_ACLS = 31,
     KP_API_DESCRIBE_CONFIGS = 32,
     KP_API_ALTER_CONFIGS = 33,
-    KP_API_ALTER_REPLICA_LOG_DIRS = 34,
     KP_API_DESCRIBE_LOG_DIRS = 35,
     KP_API_SASL_AUTHENTICATE = 36,
     KP_API_CREATE_PARTITIONS = 37,
@@ -65,33 +63,30 @@ enum kp_api_key {
     KP_API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
     KP_API_ALTER_USER_SCRAM_CREDENTIALS = 51,
     KP_API_DESCRIBE_QUORUM = 55,
-    KP_API_UPDATE_FEATURES = 57,
     KP_API_DESCRIBE_CLUSTER = 60,
     KP_API_DESCRIBE_PRODUCERS = 61,
     KP_API_BROKER_REGISTRATION = 62,
     KP_API_BROKER_HEARTBEAT = 63,
-    KP_API_UNREGISTER_BROKER = 64,
     KP_API_DESCRIBE_TRANSACTIONS = 65,
     KP_API_LIST_TRANSACTIONS = 66,
     KP_API_CONSUMER_GROUP_HEARTBEAT = 68,
     KP_API_CONSUMER_GROUP_DESCRIBE = 69,
-    KP_API_GET_TELEMETRY_SUBSCRIPTIONS = 71,
-    KP_API_PUSH_TELEMETRY = 72,
-    KP_API_LIST_CLIENT_METRICS_RESOURCES = 74,
     KP_API_DESCRIBE_TOPIC_PARTITIONS = 75,
-    KP_API_SHARE_GROUP_HEARTBEAT = 76,
-    KP_API_SHARE_GROUP_DESCRIBE = 77,
-    KP_API_SHARE_FETCH = 78,
-    KP_API_SHARE_ACKNOWLEDGE = 79,
-    KP_API_ADD_RAFT_VOTER = 80,
-    KP_API_REMOVE_RAFT_VOTER = 81,
-    KP_API_INITIALIZE_SHARE_GROUP_STATE = 83,
-    KP_API_READ_SHARE_GROUP_STATE = 84,
-    KP_API_WRITE_SHARE_GROUP_STATE = 85,
-    KP_API_DELETE_SHARE_GROUP_STATE = 86,
-    KP_API_READ_SHARE_GROUP_STATE_SUMMARY = 87,
 };
-#define KP_API_KEY_MAX 87
+#define KP_API_KEY_MAX 75
+
+typedef struct kp_aborted_txn kp_aborted_txn;
+struct kp_aborted_txn {
+    int64_t producer_id;
+    int64_t first_offset;
+    int64_t last_offset;
+    int64_t last_stable_offset;
+};
+
+void kp_aborted_txn_defaults(kp_aborted_txn *p);
+kp_err kp_aborted_txn_decode(kp_reader *r, kp_arena *a, kp_aborted_txn *p, int16_t v);
+void kp_aborted_txn_encode(kp_writer *w, const kp_aborted_txn *p, int16_t v);
+size_t kp_aborted_txn_size(const kp_aborted_txn *p, int16_t v);
 
 typedef struct kp_add_offsets_to_txn_req kp_add_offsets_to_txn_req;
 struct kp_add_offsets_to_txn_req {
@@ -181,40 +176,6 @@ void kp_add_partitions_to_txn_resp_defaults(kp_add_partitions_to_txn_resp *p);
 kp_err kp_add_partitions_to_txn_resp_decode(kp_reader *r, kp_arena *a, kp_add_partitions_to_txn_resp *p, int16_t v);
 void kp_add_partitions_to_txn_resp_encode(kp_writer *w, const kp_add_partitions_to_txn_resp *p, int16_t v);
 size_t kp_add_partitions_to_txn_resp_size(const kp_add_partitions_to_txn_resp *p, int16_t v);
-
-typedef struct kp_add_raft_voter_req_listener kp_add_raft_voter_req_listener;
-typedef struct kp_add_raft_voter_req kp_add_raft_voter_req;
-struct kp_add_raft_voter_req_listener {
-    kp_str name;
-    kp_str host;
-    uint16_t port;
-};
-
-struct kp_add_raft_voter_req {
-    kp_str cluster_id;
-    int32_t timeout_ms;
-    int32_t voter_id;
-    kp_uuid voter_directory_id;
-    struct { int32_t n; kp_add_raft_voter_req_listener *v; } listeners;
-};
-
-void kp_add_raft_voter_req_listener_defaults(kp_add_raft_voter_req_listener *p);
-void kp_add_raft_voter_req_defaults(kp_add_raft_voter_req *p);
-kp_err kp_add_raft_voter_req_decode(kp_reader *r, kp_arena *a, kp_add_raft_voter_req *p, int16_t v);
-void kp_add_raft_voter_req_encode(kp_writer *w, const kp_add_raft_voter_req *p, int16_t v);
-size_t kp_add_raft_voter_req_size(const kp_add_raft_voter_req *p, int16_t v);
-
-typedef struct kp_add_raft_voter_resp kp_add_raft_voter_resp;
-struct kp_add_raft_voter_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-    kp_str error_message;
-};
-
-void kp_add_raft_voter_resp_defaults(kp_add_raft_voter_resp *p);
-kp_err kp_add_raft_voter_resp_decode(kp_reader *r, kp_arena *a, kp_add_raft_voter_resp *p, int16_t v);
-void kp_add_raft_voter_resp_encode(kp_writer *w, const kp_add_raft_voter_resp *p, int16_t v);
-size_t kp_add_raft_voter_resp_size(const kp_add_raft_voter_resp *p, int16_t v);
 
 typedef struct kp_alter_client_quotas_req_entity_data kp_alter_client_quotas_req_entity_data;
 typedef struct kp_alter_client_quotas_req_op_data kp_alter_client_quotas_req_op_data;
@@ -336,6 +297,7 @@ struct kp_alter_partition_reassignments_req_reassignable_topic {
 
 struct kp_alter_partition_reassignments_req {
     int32_t timeout_ms;
+    bool allow_replication_factor_change;
     struct { int32_t n; kp_alter_partition_reassignments_req_reassignable_topic *v; } topics;
 };
 
@@ -362,6 +324,7 @@ struct kp_alter_partition_reassignments_resp_reassignable_topic_response {
 
 struct kp_alter_partition_reassignments_resp {
     int32_t throttle_time_ms;
+    bool allow_replication_factor_change;
     int16_t error_code;
     kp_str error_message;
     struct { int32_t n; kp_alter_partition_reassignments_resp_reassignable_topic_response *v; } responses;
@@ -373,55 +336,6 @@ void kp_alter_partition_reassignments_resp_defaults(kp_alter_partition_reassignm
 kp_err kp_alter_partition_reassignments_resp_decode(kp_reader *r, kp_arena *a, kp_alter_partition_reassignments_resp *p, int16_t v);
 void kp_alter_partition_reassignments_resp_encode(kp_writer *w, const kp_alter_partition_reassignments_resp *p, int16_t v);
 size_t kp_alter_partition_reassignments_resp_size(const kp_alter_partition_reassignments_resp *p, int16_t v);
-
-typedef struct kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic;
-typedef struct kp_alter_replica_log_dirs_req_alter_replica_log_dir kp_alter_replica_log_dirs_req_alter_replica_log_dir;
-typedef struct kp_alter_replica_log_dirs_req kp_alter_replica_log_dirs_req;
-struct kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic {
-    kp_str name;
-    struct { int32_t n; int32_t *v; } partitions;
-};
-
-struct kp_alter_replica_log_dirs_req_alter_replica_log_dir {
-    kp_str path;
-    struct { int32_t n; kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic *v; } topics;
-};
-
-struct kp_alter_replica_log_dirs_req {
-    struct { int32_t n; kp_alter_replica_log_dirs_req_alter_replica_log_dir *v; } dirs;
-};
-
-void kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic_defaults(kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic *p);
-void kp_alter_replica_log_dirs_req_alter_replica_log_dir_defaults(kp_alter_replica_log_dirs_req_alter_replica_log_dir *p);
-void kp_alter_replica_log_dirs_req_defaults(kp_alter_replica_log_dirs_req *p);
-kp_err kp_alter_replica_log_dirs_req_decode(kp_reader *r, kp_arena *a, kp_alter_replica_log_dirs_req *p, int16_t v);
-void kp_alter_replica_log_dirs_req_encode(kp_writer *w, const kp_alter_replica_log_dirs_req *p, int16_t v);
-size_t kp_alter_replica_log_dirs_req_size(const kp_alter_replica_log_dirs_req *p, int16_t v);
-
-typedef struct kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result;
-typedef struct kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result;
-typedef struct kp_alter_replica_log_dirs_resp kp_alter_replica_log_dirs_resp;
-struct kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result {
-    int32_t partition_index;
-    int16_t error_code;
-};
-
-struct kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result {
-    kp_str topic_name;
-    struct { int32_t n; kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result *v; } partitions;
-};
-
-struct kp_alter_replica_log_dirs_resp {
-    int32_t throttle_time_ms;
-    struct { int32_t n; kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result *v; } results;
-};
-
-void kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result_defaults(kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result *p);
-void kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result_defaults(kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result *p);
-void kp_alter_replica_log_dirs_resp_defaults(kp_alter_replica_log_dirs_resp *p);
-kp_err kp_alter_replica_log_dirs_resp_decode(kp_reader *r, kp_arena *a, kp_alter_replica_log_dirs_resp *p, int16_t v);
-void kp_alter_replica_log_dirs_resp_encode(kp_writer *w, const kp_alter_replica_log_dirs_resp *p, int16_t v);
-size_t kp_alter_replica_log_dirs_resp_size(const kp_alter_replica_log_dirs_resp *p, int16_t v);
 
 typedef struct kp_alter_user_scram_credentials_req_scram_credential_deletion kp_alter_user_scram_credentials_req_scram_credential_deletion;
 typedef struct kp_alter_user_scram_credentials_req_scram_credential_upsertion kp_alter_user_scram_credentials_req_scram_credential_upsertion;
@@ -474,6 +388,8 @@ typedef struct kp_api_versions_req kp_api_versions_req;
 struct kp_api_versions_req {
     kp_str client_software_name;
     kp_str client_software_version;
+    kp_str cluster_id;
+    int32_t node_id;
 };
 
 void kp_api_versions_req_defaults(kp_api_versions_req *p);
@@ -529,6 +445,7 @@ struct kp_broker_heartbeat_req {
     bool want_fence;
     bool want_shut_down;
     struct { int32_t n; kp_uuid *v; } offline_log_dirs;
+    struct { int32_t n; kp_uuid *v; } cordoned_log_dirs;
 };
 
 void kp_broker_heartbeat_req_defaults(kp_broker_heartbeat_req *p);
@@ -634,6 +551,7 @@ struct kp_consumer_group_describe_resp_member {
     kp_str subscribed_topic_regex;
     kp_consumer_group_describe_resp_assignment assignment;
     kp_consumer_group_describe_resp_assignment target_assignment;
+    int8_t member_type;
 };
 
 struct kp_consumer_group_describe_resp_described_group {
@@ -755,6 +673,16 @@ void kp_consumer_protocol_subscription_defaults(kp_consumer_protocol_subscriptio
 kp_err kp_consumer_protocol_subscription_decode(kp_reader *r, kp_arena *a, kp_consumer_protocol_subscription *p, int16_t v);
 void kp_consumer_protocol_subscription_encode(kp_writer *w, const kp_consumer_protocol_subscription *p, int16_t v);
 size_t kp_consumer_protocol_subscription_size(const kp_consumer_protocol_subscription *p, int16_t v);
+
+typedef struct kp_control_record_type_schema kp_control_record_type_schema;
+struct kp_control_record_type_schema {
+    int16_t type;
+};
+
+void kp_control_record_type_schema_defaults(kp_control_record_type_schema *p);
+kp_err kp_control_record_type_schema_decode(kp_reader *r, kp_arena *a, kp_control_record_type_schema *p, int16_t v);
+void kp_control_record_type_schema_encode(kp_writer *w, const kp_control_record_type_schema *p, int16_t v);
+size_t kp_control_record_type_schema_size(const kp_control_record_type_schema *p, int16_t v);
 
 typedef struct kp_create_acls_req_acl_creation kp_create_acls_req_acl_creation;
 typedef struct kp_create_acls_req kp_create_acls_req;
@@ -1033,6 +961,7 @@ typedef struct kp_delete_groups_resp kp_delete_groups_resp;
 struct kp_delete_groups_resp_deletable_group_result {
     kp_str group_id;
     int16_t error_code;
+    kp_str error_message;
 };
 
 struct kp_delete_groups_resp {
@@ -1096,55 +1025,6 @@ void kp_delete_records_resp_defaults(kp_delete_records_resp *p);
 kp_err kp_delete_records_resp_decode(kp_reader *r, kp_arena *a, kp_delete_records_resp *p, int16_t v);
 void kp_delete_records_resp_encode(kp_writer *w, const kp_delete_records_resp *p, int16_t v);
 size_t kp_delete_records_resp_size(const kp_delete_records_resp *p, int16_t v);
-
-typedef struct kp_delete_share_group_state_req_partition_data kp_delete_share_group_state_req_partition_data;
-typedef struct kp_delete_share_group_state_req_delete_state_data kp_delete_share_group_state_req_delete_state_data;
-typedef struct kp_delete_share_group_state_req kp_delete_share_group_state_req;
-struct kp_delete_share_group_state_req_partition_data {
-    int32_t partition;
-};
-
-struct kp_delete_share_group_state_req_delete_state_data {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_delete_share_group_state_req_partition_data *v; } partitions;
-};
-
-struct kp_delete_share_group_state_req {
-    kp_str group_id;
-    struct { int32_t n; kp_delete_share_group_state_req_delete_state_data *v; } topics;
-};
-
-void kp_delete_share_group_state_req_partition_data_defaults(kp_delete_share_group_state_req_partition_data *p);
-void kp_delete_share_group_state_req_delete_state_data_defaults(kp_delete_share_group_state_req_delete_state_data *p);
-void kp_delete_share_group_state_req_defaults(kp_delete_share_group_state_req *p);
-kp_err kp_delete_share_group_state_req_decode(kp_reader *r, kp_arena *a, kp_delete_share_group_state_req *p, int16_t v);
-void kp_delete_share_group_state_req_encode(kp_writer *w, const kp_delete_share_group_state_req *p, int16_t v);
-size_t kp_delete_share_group_state_req_size(const kp_delete_share_group_state_req *p, int16_t v);
-
-typedef struct kp_delete_share_group_state_resp_partition_result kp_delete_share_group_state_resp_partition_result;
-typedef struct kp_delete_share_group_state_resp_delete_state_result kp_delete_share_group_state_resp_delete_state_result;
-typedef struct kp_delete_share_group_state_resp kp_delete_share_group_state_resp;
-struct kp_delete_share_group_state_resp_partition_result {
-    int32_t partition;
-    int16_t error_code;
-    kp_str error_message;
-};
-
-struct kp_delete_share_group_state_resp_delete_state_result {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_delete_share_group_state_resp_partition_result *v; } partitions;
-};
-
-struct kp_delete_share_group_state_resp {
-    struct { int32_t n; kp_delete_share_group_state_resp_delete_state_result *v; } results;
-};
-
-void kp_delete_share_group_state_resp_partition_result_defaults(kp_delete_share_group_state_resp_partition_result *p);
-void kp_delete_share_group_state_resp_delete_state_result_defaults(kp_delete_share_group_state_resp_delete_state_result *p);
-void kp_delete_share_group_state_resp_defaults(kp_delete_share_group_state_resp *p);
-kp_err kp_delete_share_group_state_resp_decode(kp_reader *r, kp_arena *a, kp_delete_share_group_state_resp *p, int16_t v);
-void kp_delete_share_group_state_resp_encode(kp_writer *w, const kp_delete_share_group_state_resp *p, int16_t v);
-size_t kp_delete_share_group_state_resp_size(const kp_delete_share_group_state_resp *p, int16_t v);
 
 typedef struct kp_delete_topics_req_delete_topic_state kp_delete_topics_req_delete_topic_state;
 typedef struct kp_delete_topics_req kp_delete_topics_req;
@@ -1289,6 +1169,7 @@ typedef struct kp_describe_cluster_req kp_describe_cluster_req;
 struct kp_describe_cluster_req {
     bool include_cluster_authorized_operations;
     int8_t endpoint_type;
+    bool include_fenced_brokers;
 };
 
 void kp_describe_cluster_req_defaults(kp_describe_cluster_req *p);
@@ -1303,6 +1184,7 @@ struct kp_describe_cluster_resp_describe_cluster_broker {
     kp_str host;
     int32_t port;
     kp_str rack;
+    bool is_fenced;
 };
 
 struct kp_describe_cluster_resp {
@@ -1356,7 +1238,6 @@ struct kp_describe_configs_resp_describe_configs_resource_result {
     kp_str name;
     kp_str value;
     bool read_only;
-    bool is_default;
     int8_t config_source;
     bool is_sensitive;
     struct { int32_t n; kp_describe_configs_resp_describe_configs_synonym *v; } synonyms;
@@ -1461,6 +1342,7 @@ struct kp_describe_groups_resp_described_group_member {
 
 struct kp_describe_groups_resp_described_group {
     int16_t error_code;
+    kp_str error_message;
     kp_str group_id;
     kp_str group_state;
     kp_str protocol_type;
@@ -1520,6 +1402,7 @@ struct kp_describe_log_dirs_resp_describe_log_dirs_result {
     struct { int32_t n; kp_describe_log_dirs_resp_describe_log_dirs_topic *v; } topics;
     int64_t total_bytes;
     int64_t usable_bytes;
+    bool is_cordoned;
 };
 
 struct kp_describe_log_dirs_resp {
@@ -1873,6 +1756,16 @@ kp_err kp_elect_leaders_resp_decode(kp_reader *r, kp_arena *a, kp_elect_leaders_
 void kp_elect_leaders_resp_encode(kp_writer *w, const kp_elect_leaders_resp *p, int16_t v);
 size_t kp_elect_leaders_resp_size(const kp_elect_leaders_resp *p, int16_t v);
 
+typedef struct kp_end_txn_marker kp_end_txn_marker;
+struct kp_end_txn_marker {
+    int32_t coordinator_epoch;
+};
+
+void kp_end_txn_marker_defaults(kp_end_txn_marker *p);
+kp_err kp_end_txn_marker_decode(kp_reader *r, kp_arena *a, kp_end_txn_marker *p, int16_t v);
+void kp_end_txn_marker_encode(kp_writer *w, const kp_end_txn_marker *p, int16_t v);
+size_t kp_end_txn_marker_size(const kp_end_txn_marker *p, int16_t v);
+
 typedef struct kp_end_txn_req kp_end_txn_req;
 struct kp_end_txn_req {
     kp_str transactional_id;
@@ -1940,6 +1833,7 @@ struct kp_fetch_req_fetch_partition {
     int64_t log_start_offset;
     int32_t partition_max_bytes;
     kp_uuid replica_directory_id;
+    int64_t high_watermark;
 };
 
 struct kp_fetch_req_fetch_topic {
@@ -2092,34 +1986,6 @@ kp_err kp_find_coordinator_resp_decode(kp_reader *r, kp_arena *a, kp_find_coordi
 void kp_find_coordinator_resp_encode(kp_writer *w, const kp_find_coordinator_resp *p, int16_t v);
 size_t kp_find_coordinator_resp_size(const kp_find_coordinator_resp *p, int16_t v);
 
-typedef struct kp_get_telemetry_subscriptions_req kp_get_telemetry_subscriptions_req;
-struct kp_get_telemetry_subscriptions_req {
-    kp_uuid client_instance_id;
-};
-
-void kp_get_telemetry_subscriptions_req_defaults(kp_get_telemetry_subscriptions_req *p);
-kp_err kp_get_telemetry_subscriptions_req_decode(kp_reader *r, kp_arena *a, kp_get_telemetry_subscriptions_req *p, int16_t v);
-void kp_get_telemetry_subscriptions_req_encode(kp_writer *w, const kp_get_telemetry_subscriptions_req *p, int16_t v);
-size_t kp_get_telemetry_subscriptions_req_size(const kp_get_telemetry_subscriptions_req *p, int16_t v);
-
-typedef struct kp_get_telemetry_subscriptions_resp kp_get_telemetry_subscriptions_resp;
-struct kp_get_telemetry_subscriptions_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-    kp_uuid client_instance_id;
-    int32_t subscription_id;
-    struct { int32_t n; int8_t *v; } accepted_compression_types;
-    int32_t push_interval_ms;
-    int32_t telemetry_max_bytes;
-    bool delta_temporality;
-    struct { int32_t n; kp_str *v; } requested_metrics;
-};
-
-void kp_get_telemetry_subscriptions_resp_defaults(kp_get_telemetry_subscriptions_resp *p);
-kp_err kp_get_telemetry_subscriptions_resp_decode(kp_reader *r, kp_arena *a, kp_get_telemetry_subscriptions_resp *p, int16_t v);
-void kp_get_telemetry_subscriptions_resp_encode(kp_writer *w, const kp_get_telemetry_subscriptions_resp *p, int16_t v);
-size_t kp_get_telemetry_subscriptions_resp_size(const kp_get_telemetry_subscriptions_resp *p, int16_t v);
-
 typedef struct kp_heartbeat_req kp_heartbeat_req;
 struct kp_heartbeat_req {
     kp_str group_id;
@@ -2197,6 +2063,8 @@ struct kp_init_producer_id_req {
     int32_t transaction_timeout_ms;
     int64_t producer_id;
     int16_t producer_epoch;
+    bool enable2_pc;
+    bool keep_prepared_txn;
 };
 
 void kp_init_producer_id_req_defaults(kp_init_producer_id_req *p);
@@ -2210,63 +2078,14 @@ struct kp_init_producer_id_resp {
     int16_t error_code;
     int64_t producer_id;
     int16_t producer_epoch;
+    int64_t ongoing_txn_producer_id;
+    int16_t ongoing_txn_producer_epoch;
 };
 
 void kp_init_producer_id_resp_defaults(kp_init_producer_id_resp *p);
 kp_err kp_init_producer_id_resp_decode(kp_reader *r, kp_arena *a, kp_init_producer_id_resp *p, int16_t v);
 void kp_init_producer_id_resp_encode(kp_writer *w, const kp_init_producer_id_resp *p, int16_t v);
 size_t kp_init_producer_id_resp_size(const kp_init_producer_id_resp *p, int16_t v);
-
-typedef struct kp_initialize_share_group_state_req_partition_data kp_initialize_share_group_state_req_partition_data;
-typedef struct kp_initialize_share_group_state_req_initialize_state_data kp_initialize_share_group_state_req_initialize_state_data;
-typedef struct kp_initialize_share_group_state_req kp_initialize_share_group_state_req;
-struct kp_initialize_share_group_state_req_partition_data {
-    int32_t partition;
-    int32_t state_epoch;
-    int64_t start_offset;
-};
-
-struct kp_initialize_share_group_state_req_initialize_state_data {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_initialize_share_group_state_req_partition_data *v; } partitions;
-};
-
-struct kp_initialize_share_group_state_req {
-    kp_str group_id;
-    struct { int32_t n; kp_initialize_share_group_state_req_initialize_state_data *v; } topics;
-};
-
-void kp_initialize_share_group_state_req_partition_data_defaults(kp_initialize_share_group_state_req_partition_data *p);
-void kp_initialize_share_group_state_req_initialize_state_data_defaults(kp_initialize_share_group_state_req_initialize_state_data *p);
-void kp_initialize_share_group_state_req_defaults(kp_initialize_share_group_state_req *p);
-kp_err kp_initialize_share_group_state_req_decode(kp_reader *r, kp_arena *a, kp_initialize_share_group_state_req *p, int16_t v);
-void kp_initialize_share_group_state_req_encode(kp_writer *w, const kp_initialize_share_group_state_req *p, int16_t v);
-size_t kp_initialize_share_group_state_req_size(const kp_initialize_share_group_state_req *p, int16_t v);
-
-typedef struct kp_initialize_share_group_state_resp_partition_result kp_initialize_share_group_state_resp_partition_result;
-typedef struct kp_initialize_share_group_state_resp_initialize_state_result kp_initialize_share_group_state_resp_initialize_state_result;
-typedef struct kp_initialize_share_group_state_resp kp_initialize_share_group_state_resp;
-struct kp_initialize_share_group_state_resp_partition_result {
-    int32_t partition;
-    int16_t error_code;
-    kp_str error_message;
-};
-
-struct kp_initialize_share_group_state_resp_initialize_state_result {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_initialize_share_group_state_resp_partition_result *v; } partitions;
-};
-
-struct kp_initialize_share_group_state_resp {
-    struct { int32_t n; kp_initialize_share_group_state_resp_initialize_state_result *v; } results;
-};
-
-void kp_initialize_share_group_state_resp_partition_result_defaults(kp_initialize_share_group_state_resp_partition_result *p);
-void kp_initialize_share_group_state_resp_initialize_state_result_defaults(kp_initialize_share_group_state_resp_initialize_state_result *p);
-void kp_initialize_share_group_state_resp_defaults(kp_initialize_share_group_state_resp *p);
-kp_err kp_initialize_share_group_state_resp_decode(kp_reader *r, kp_arena *a, kp_initialize_share_group_state_resp *p, int16_t v);
-void kp_initialize_share_group_state_resp_encode(kp_writer *w, const kp_initialize_share_group_state_resp *p, int16_t v);
-size_t kp_initialize_share_group_state_resp_size(const kp_initialize_share_group_state_resp *p, int16_t v);
 
 typedef struct kp_join_group_req_join_group_request_protocol kp_join_group_req_join_group_request_protocol;
 typedef struct kp_join_group_req kp_join_group_req;
@@ -2389,34 +2208,6 @@ kp_err kp_leave_group_resp_decode(kp_reader *r, kp_arena *a, kp_leave_group_resp
 void kp_leave_group_resp_encode(kp_writer *w, const kp_leave_group_resp *p, int16_t v);
 size_t kp_leave_group_resp_size(const kp_leave_group_resp *p, int16_t v);
 
-typedef struct kp_list_client_metrics_resources_req kp_list_client_metrics_resources_req;
-struct kp_list_client_metrics_resources_req {
-    char unused_;
-};
-
-void kp_list_client_metrics_resources_req_defaults(kp_list_client_metrics_resources_req *p);
-kp_err kp_list_client_metrics_resources_req_decode(kp_reader *r, kp_arena *a, kp_list_client_metrics_resources_req *p, int16_t v);
-void kp_list_client_metrics_resources_req_encode(kp_writer *w, const kp_list_client_metrics_resources_req *p, int16_t v);
-size_t kp_list_client_metrics_resources_req_size(const kp_list_client_metrics_resources_req *p, int16_t v);
-
-typedef struct kp_list_client_metrics_resources_resp_client_metrics_resource kp_list_client_metrics_resources_resp_client_metrics_resource;
-typedef struct kp_list_client_metrics_resources_resp kp_list_client_metrics_resources_resp;
-struct kp_list_client_metrics_resources_resp_client_metrics_resource {
-    kp_str name;
-};
-
-struct kp_list_client_metrics_resources_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-    struct { int32_t n; kp_list_client_metrics_resources_resp_client_metrics_resource *v; } client_metrics_resources;
-};
-
-void kp_list_client_metrics_resources_resp_client_metrics_resource_defaults(kp_list_client_metrics_resources_resp_client_metrics_resource *p);
-void kp_list_client_metrics_resources_resp_defaults(kp_list_client_metrics_resources_resp *p);
-kp_err kp_list_client_metrics_resources_resp_decode(kp_reader *r, kp_arena *a, kp_list_client_metrics_resources_resp *p, int16_t v);
-void kp_list_client_metrics_resources_resp_encode(kp_writer *w, const kp_list_client_metrics_resources_resp *p, int16_t v);
-size_t kp_list_client_metrics_resources_resp_size(const kp_list_client_metrics_resources_resp *p, int16_t v);
-
 typedef struct kp_list_groups_req kp_list_groups_req;
 struct kp_list_groups_req {
     struct { int32_t n; kp_str *v; } states_filter;
@@ -2456,7 +2247,6 @@ struct kp_list_offsets_req_list_offsets_partition {
     int32_t partition_index;
     int32_t current_leader_epoch;
     int64_t timestamp;
-    int32_t max_num_offsets;
 };
 
 struct kp_list_offsets_req_list_offsets_topic {
@@ -2484,7 +2274,6 @@ typedef struct kp_list_offsets_resp kp_list_offsets_resp;
 struct kp_list_offsets_resp_list_offsets_partition_response {
     int32_t partition_index;
     int16_t error_code;
-    struct { int32_t n; int64_t *v; } old_style_offsets;
     int64_t timestamp;
     int64_t offset;
     int32_t leader_epoch;
@@ -2559,6 +2348,7 @@ struct kp_list_transactions_req {
     struct { int32_t n; kp_str *v; } state_filters;
     struct { int32_t n; int64_t *v; } producer_id_filters;
     int64_t duration_filter;
+    kp_str transactional_id_pattern;
 };
 
 void kp_list_transactions_req_defaults(kp_list_transactions_req *p);
@@ -2644,6 +2434,7 @@ struct kp_metadata_resp {
     int32_t controller_id;
     struct { int32_t n; kp_metadata_resp_metadata_response_topic *v; } topics;
     int32_t cluster_authorized_operations;
+    int16_t error_code;
 };
 
 void kp_metadata_resp_metadata_response_broker_defaults(kp_metadata_resp_metadata_response_broker *p);
@@ -2661,12 +2452,12 @@ struct kp_offset_commit_req_offset_commit_request_partition {
     int32_t partition_index;
     int64_t committed_offset;
     int32_t committed_leader_epoch;
-    int64_t commit_timestamp;
     kp_str committed_metadata;
 };
 
 struct kp_offset_commit_req_offset_commit_request_topic {
     kp_str name;
+    kp_uuid topic_id;
     struct { int32_t n; kp_offset_commit_req_offset_commit_request_partition *v; } partitions;
 };
 
@@ -2696,6 +2487,7 @@ struct kp_offset_commit_resp_offset_commit_response_partition {
 
 struct kp_offset_commit_resp_offset_commit_response_topic {
     kp_str name;
+    kp_uuid topic_id;
     struct { int32_t n; kp_offset_commit_resp_offset_commit_response_partition *v; } partitions;
 };
 
@@ -2772,6 +2564,7 @@ struct kp_offset_fetch_req_offset_fetch_request_topic {
 
 struct kp_offset_fetch_req_offset_fetch_request_topics {
     kp_str name;
+    kp_uuid topic_id;
     struct { int32_t n; int32_t *v; } partition_indexes;
 };
 
@@ -2826,6 +2619,7 @@ struct kp_offset_fetch_resp_offset_fetch_response_partitions {
 
 struct kp_offset_fetch_resp_offset_fetch_response_topics {
     kp_str name;
+    kp_uuid topic_id;
     struct { int32_t n; kp_offset_fetch_resp_offset_fetch_response_partitions *v; } partitions;
 };
 
@@ -2915,6 +2709,7 @@ struct kp_produce_req_partition_produce_data {
 
 struct kp_produce_req_topic_produce_data {
     kp_str name;
+    kp_uuid topic_id;
     struct { int32_t n; kp_produce_req_partition_produce_data *v; } partition_data;
 };
 
@@ -2961,6 +2756,7 @@ struct kp_produce_resp_partition_produce_response {
 
 struct kp_produce_resp_topic_produce_response {
     kp_str name;
+    kp_uuid topic_id;
     struct { int32_t n; kp_produce_resp_partition_produce_response *v; } partition_responses;
 };
 
@@ -2986,169 +2782,6 @@ void kp_produce_resp_defaults(kp_produce_resp *p);
 kp_err kp_produce_resp_decode(kp_reader *r, kp_arena *a, kp_produce_resp *p, int16_t v);
 void kp_produce_resp_encode(kp_writer *w, const kp_produce_resp *p, int16_t v);
 size_t kp_produce_resp_size(const kp_produce_resp *p, int16_t v);
-
-typedef struct kp_push_telemetry_req kp_push_telemetry_req;
-struct kp_push_telemetry_req {
-    kp_uuid client_instance_id;
-    int32_t subscription_id;
-    bool terminating;
-    int8_t compression_type;
-    kp_slice metrics;
-};
-
-void kp_push_telemetry_req_defaults(kp_push_telemetry_req *p);
-kp_err kp_push_telemetry_req_decode(kp_reader *r, kp_arena *a, kp_push_telemetry_req *p, int16_t v);
-void kp_push_telemetry_req_encode(kp_writer *w, const kp_push_telemetry_req *p, int16_t v);
-size_t kp_push_telemetry_req_size(const kp_push_telemetry_req *p, int16_t v);
-
-typedef struct kp_push_telemetry_resp kp_push_telemetry_resp;
-struct kp_push_telemetry_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-};
-
-void kp_push_telemetry_resp_defaults(kp_push_telemetry_resp *p);
-kp_err kp_push_telemetry_resp_decode(kp_reader *r, kp_arena *a, kp_push_telemetry_resp *p, int16_t v);
-void kp_push_telemetry_resp_encode(kp_writer *w, const kp_push_telemetry_resp *p, int16_t v);
-size_t kp_push_telemetry_resp_size(const kp_push_telemetry_resp *p, int16_t v);
-
-typedef struct kp_read_share_group_state_req_partition_data kp_read_share_group_state_req_partition_data;
-typedef struct kp_read_share_group_state_req_read_state_data kp_read_share_group_state_req_read_state_data;
-typedef struct kp_read_share_group_state_req kp_read_share_group_state_req;
-struct kp_read_share_group_state_req_partition_data {
-    int32_t partition;
-    int32_t leader_epoch;
-};
-
-struct kp_read_share_group_state_req_read_state_data {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_read_share_group_state_req_partition_data *v; } partitions;
-};
-
-struct kp_read_share_group_state_req {
-    kp_str group_id;
-    struct { int32_t n; kp_read_share_group_state_req_read_state_data *v; } topics;
-};
-
-void kp_read_share_group_state_req_partition_data_defaults(kp_read_share_group_state_req_partition_data *p);
-void kp_read_share_group_state_req_read_state_data_defaults(kp_read_share_group_state_req_read_state_data *p);
-void kp_read_share_group_state_req_defaults(kp_read_share_group_state_req *p);
-kp_err kp_read_share_group_state_req_decode(kp_reader *r, kp_arena *a, kp_read_share_group_state_req *p, int16_t v);
-void kp_read_share_group_state_req_encode(kp_writer *w, const kp_read_share_group_state_req *p, int16_t v);
-size_t kp_read_share_group_state_req_size(const kp_read_share_group_state_req *p, int16_t v);
-
-typedef struct kp_read_share_group_state_resp_state_batch kp_read_share_group_state_resp_state_batch;
-typedef struct kp_read_share_group_state_resp_partition_result kp_read_share_group_state_resp_partition_result;
-typedef struct kp_read_share_group_state_resp_read_state_result kp_read_share_group_state_resp_read_state_result;
-typedef struct kp_read_share_group_state_resp kp_read_share_group_state_resp;
-struct kp_read_share_group_state_resp_state_batch {
-    int64_t first_offset;
-    int64_t last_offset;
-    int8_t delivery_state;
-    int16_t delivery_count;
-};
-
-struct kp_read_share_group_state_resp_partition_result {
-    int32_t partition;
-    int16_t error_code;
-    kp_str error_message;
-    int32_t state_epoch;
-    int64_t start_offset;
-    struct { int32_t n; kp_read_share_group_state_resp_state_batch *v; } state_batches;
-};
-
-struct kp_read_share_group_state_resp_read_state_result {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_read_share_group_state_resp_partition_result *v; } partitions;
-};
-
-struct kp_read_share_group_state_resp {
-    struct { int32_t n; kp_read_share_group_state_resp_read_state_result *v; } results;
-};
-
-void kp_read_share_group_state_resp_state_batch_defaults(kp_read_share_group_state_resp_state_batch *p);
-void kp_read_share_group_state_resp_partition_result_defaults(kp_read_share_group_state_resp_partition_result *p);
-void kp_read_share_group_state_resp_read_state_result_defaults(kp_read_share_group_state_resp_read_state_result *p);
-void kp_read_share_group_state_resp_defaults(kp_read_share_group_state_resp *p);
-kp_err kp_read_share_group_state_resp_decode(kp_reader *r, kp_arena *a, kp_read_share_group_state_resp *p, int16_t v);
-void kp_read_share_group_state_resp_encode(kp_writer *w, const kp_read_share_group_state_resp *p, int16_t v);
-size_t kp_read_share_group_state_resp_size(const kp_read_share_group_state_resp *p, int16_t v);
-
-typedef struct kp_read_share_group_state_summary_req_partition_data kp_read_share_group_state_summary_req_partition_data;
-typedef struct kp_read_share_group_state_summary_req_read_state_summary_data kp_read_share_group_state_summary_req_read_state_summary_data;
-typedef struct kp_read_share_group_state_summary_req kp_read_share_group_state_summary_req;
-struct kp_read_share_group_state_summary_req_partition_data {
-    int32_t partition;
-    int32_t leader_epoch;
-};
-
-struct kp_read_share_group_state_summary_req_read_state_summary_data {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_read_share_group_state_summary_req_partition_data *v; } partitions;
-};
-
-struct kp_read_share_group_state_summary_req {
-    kp_str group_id;
-    struct { int32_t n; kp_read_share_group_state_summary_req_read_state_summary_data *v; } topics;
-};
-
-void kp_read_share_group_state_summary_req_partition_data_defaults(kp_read_share_group_state_summary_req_partition_data *p);
-void kp_read_share_group_state_summary_req_read_state_summary_data_defaults(kp_read_share_group_state_summary_req_read_state_summary_data *p);
-void kp_read_share_group_state_summary_req_defaults(kp_read_share_group_state_summary_req *p);
-kp_err kp_read_share_group_state_summary_req_decode(kp_reader *r, kp_arena *a, kp_read_share_group_state_summary_req *p, int16_t v);
-void kp_read_share_group_state_summary_req_encode(kp_writer *w, const kp_read_share_group_state_summary_req *p, int16_t v);
-size_t kp_read_share_group_state_summary_req_size(const kp_read_share_group_state_summary_req *p, int16_t v);
-
-typedef struct kp_read_share_group_state_summary_resp_partition_result kp_read_share_group_state_summary_resp_partition_result;
-typedef struct kp_read_share_group_state_summary_resp_read_state_summary_result kp_read_share_group_state_summary_resp_read_state_summary_result;
-typedef struct kp_read_share_group_state_summary_resp kp_read_share_group_state_summary_resp;
-struct kp_read_share_group_state_summary_resp_partition_result {
-    int32_t partition;
-    int16_t error_code;
-    kp_str error_message;
-    int32_t state_epoch;
-    int64_t start_offset;
-};
-
-struct kp_read_share_group_state_summary_resp_read_state_summary_result {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_read_share_group_state_summary_resp_partition_result *v; } partitions;
-};
-
-struct kp_read_share_group_state_summary_resp {
-    struct { int32_t n; kp_read_share_group_state_summary_resp_read_state_summary_result *v; } results;
-};
-
-void kp_read_share_group_state_summary_resp_partition_result_defaults(kp_read_share_group_state_summary_resp_partition_result *p);
-void kp_read_share_group_state_summary_resp_read_state_summary_result_defaults(kp_read_share_group_state_summary_resp_read_state_summary_result *p);
-void kp_read_share_group_state_summary_resp_defaults(kp_read_share_group_state_summary_resp *p);
-kp_err kp_read_share_group_state_summary_resp_decode(kp_reader *r, kp_arena *a, kp_read_share_group_state_summary_resp *p, int16_t v);
-void kp_read_share_group_state_summary_resp_encode(kp_writer *w, const kp_read_share_group_state_summary_resp *p, int16_t v);
-size_t kp_read_share_group_state_summary_resp_size(const kp_read_share_group_state_summary_resp *p, int16_t v);
-
-typedef struct kp_remove_raft_voter_req kp_remove_raft_voter_req;
-struct kp_remove_raft_voter_req {
-    kp_str cluster_id;
-    int32_t voter_id;
-    kp_uuid voter_directory_id;
-};
-
-void kp_remove_raft_voter_req_defaults(kp_remove_raft_voter_req *p);
-kp_err kp_remove_raft_voter_req_decode(kp_reader *r, kp_arena *a, kp_remove_raft_voter_req *p, int16_t v);
-void kp_remove_raft_voter_req_encode(kp_writer *w, const kp_remove_raft_voter_req *p, int16_t v);
-size_t kp_remove_raft_voter_req_size(const kp_remove_raft_voter_req *p, int16_t v);
-
-typedef struct kp_remove_raft_voter_resp kp_remove_raft_voter_resp;
-struct kp_remove_raft_voter_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-    kp_str error_message;
-};
-
-void kp_remove_raft_voter_resp_defaults(kp_remove_raft_voter_resp *p);
-kp_err kp_remove_raft_voter_resp_decode(kp_reader *r, kp_arena *a, kp_remove_raft_voter_resp *p, int16_t v);
-void kp_remove_raft_voter_resp_encode(kp_writer *w, const kp_remove_raft_voter_resp *p, int16_t v);
-size_t kp_remove_raft_voter_resp_size(const kp_remove_raft_voter_resp *p, int16_t v);
 
 typedef struct kp_renew_delegation_token_req kp_renew_delegation_token_req;
 struct kp_renew_delegation_token_req {
@@ -3240,297 +2873,6 @@ kp_err kp_sasl_handshake_resp_decode(kp_reader *r, kp_arena *a, kp_sasl_handshak
 void kp_sasl_handshake_resp_encode(kp_writer *w, const kp_sasl_handshake_resp *p, int16_t v);
 size_t kp_sasl_handshake_resp_size(const kp_sasl_handshake_resp *p, int16_t v);
 
-typedef struct kp_share_acknowledge_req_acknowledgement_batch kp_share_acknowledge_req_acknowledgement_batch;
-typedef struct kp_share_acknowledge_req_acknowledge_partition kp_share_acknowledge_req_acknowledge_partition;
-typedef struct kp_share_acknowledge_req_acknowledge_topic kp_share_acknowledge_req_acknowledge_topic;
-typedef struct kp_share_acknowledge_req kp_share_acknowledge_req;
-struct kp_share_acknowledge_req_acknowledgement_batch {
-    int64_t first_offset;
-    int64_t last_offset;
-    struct { int32_t n; int8_t *v; } acknowledge_types;
-};
-
-struct kp_share_acknowledge_req_acknowledge_partition {
-    int32_t partition_index;
-    struct { int32_t n; kp_share_acknowledge_req_acknowledgement_batch *v; } acknowledgement_batches;
-};
-
-struct kp_share_acknowledge_req_acknowledge_topic {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_share_acknowledge_req_acknowledge_partition *v; } partitions;
-};
-
-struct kp_share_acknowledge_req {
-    kp_str group_id;
-    kp_str member_id;
-    int32_t share_session_epoch;
-    struct { int32_t n; kp_share_acknowledge_req_acknowledge_topic *v; } topics;
-};
-
-void kp_share_acknowledge_req_acknowledgement_batch_defaults(kp_share_acknowledge_req_acknowledgement_batch *p);
-void kp_share_acknowledge_req_acknowledge_partition_defaults(kp_share_acknowledge_req_acknowledge_partition *p);
-void kp_share_acknowledge_req_acknowledge_topic_defaults(kp_share_acknowledge_req_acknowledge_topic *p);
-void kp_share_acknowledge_req_defaults(kp_share_acknowledge_req *p);
-kp_err kp_share_acknowledge_req_decode(kp_reader *r, kp_arena *a, kp_share_acknowledge_req *p, int16_t v);
-void kp_share_acknowledge_req_encode(kp_writer *w, const kp_share_acknowledge_req *p, int16_t v);
-size_t kp_share_acknowledge_req_size(const kp_share_acknowledge_req *p, int16_t v);
-
-typedef struct kp_share_acknowledge_resp_leader_id_and_epoch kp_share_acknowledge_resp_leader_id_and_epoch;
-typedef struct kp_share_acknowledge_resp_partition_data kp_share_acknowledge_resp_partition_data;
-typedef struct kp_share_acknowledge_resp_share_acknowledge_topic_response kp_share_acknowledge_resp_share_acknowledge_topic_response;
-typedef struct kp_share_acknowledge_resp_node_endpoint kp_share_acknowledge_resp_node_endpoint;
-typedef struct kp_share_acknowledge_resp kp_share_acknowledge_resp;
-struct kp_share_acknowledge_resp_leader_id_and_epoch {
-    int32_t leader_id;
-    int32_t leader_epoch;
-};
-
-struct kp_share_acknowledge_resp_partition_data {
-    int32_t partition_index;
-    int16_t error_code;
-    kp_str error_message;
-    kp_share_acknowledge_resp_leader_id_and_epoch current_leader;
-};
-
-struct kp_share_acknowledge_resp_share_acknowledge_topic_response {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_share_acknowledge_resp_partition_data *v; } partitions;
-};
-
-struct kp_share_acknowledge_resp_node_endpoint {
-    int32_t node_id;
-    kp_str host;
-    int32_t port;
-    kp_str rack;
-};
-
-struct kp_share_acknowledge_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-    kp_str error_message;
-    struct { int32_t n; kp_share_acknowledge_resp_share_acknowledge_topic_response *v; } responses;
-    struct { int32_t n; kp_share_acknowledge_resp_node_endpoint *v; } node_endpoints;
-};
-
-void kp_share_acknowledge_resp_leader_id_and_epoch_defaults(kp_share_acknowledge_resp_leader_id_and_epoch *p);
-void kp_share_acknowledge_resp_partition_data_defaults(kp_share_acknowledge_resp_partition_data *p);
-void kp_share_acknowledge_resp_share_acknowledge_topic_response_defaults(kp_share_acknowledge_resp_share_acknowledge_topic_response *p);
-void kp_share_acknowledge_resp_node_endpoint_defaults(kp_share_acknowledge_resp_node_endpoint *p);
-void kp_share_acknowledge_resp_defaults(kp_share_acknowledge_resp *p);
-kp_err kp_share_acknowledge_resp_decode(kp_reader *r, kp_arena *a, kp_share_acknowledge_resp *p, int16_t v);
-void kp_share_acknowledge_resp_encode(kp_writer *w, const kp_share_acknowledge_resp *p, int16_t v);
-size_t kp_share_acknowledge_resp_size(const kp_share_acknowledge_resp *p, int16_t v);
-
-typedef struct kp_share_fetch_req_acknowledgement_batch kp_share_fetch_req_acknowledgement_batch;
-typedef struct kp_share_fetch_req_fetch_partition kp_share_fetch_req_fetch_partition;
-typedef struct kp_share_fetch_req_fetch_topic kp_share_fetch_req_fetch_topic;
-typedef struct kp_share_fetch_req_forgotten_topic kp_share_fetch_req_forgotten_topic;
-typedef struct kp_share_fetch_req kp_share_fetch_req;
-struct kp_share_fetch_req_acknowledgement_batch {
-    int64_t first_offset;
-    int64_t last_offset;
-    struct { int32_t n; int8_t *v; } acknowledge_types;
-};
-
-struct kp_share_fetch_req_fetch_partition {
-    int32_t partition_index;
-    int32_t partition_max_bytes;
-    struct { int32_t n; kp_share_fetch_req_acknowledgement_batch *v; } acknowledgement_batches;
-};
-
-struct kp_share_fetch_req_fetch_topic {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_share_fetch_req_fetch_partition *v; } partitions;
-};
-
-struct kp_share_fetch_req_forgotten_topic {
-    kp_uuid topic_id;
-    struct { int32_t n; int32_t *v; } partitions;
-};
-
-struct kp_share_fetch_req {
-    kp_str group_id;
-    kp_str member_id;
-    int32_t share_session_epoch;
-    int32_t max_wait_ms;
-    int32_t min_bytes;
-    int32_t max_bytes;
-    struct { int32_t n; kp_share_fetch_req_fetch_topic *v; } topics;
-    struct { int32_t n; kp_share_fetch_req_forgotten_topic *v; } forgotten_topics_data;
-};
-
-void kp_share_fetch_req_acknowledgement_batch_defaults(kp_share_fetch_req_acknowledgement_batch *p);
-void kp_share_fetch_req_fetch_partition_defaults(kp_share_fetch_req_fetch_partition *p);
-void kp_share_fetch_req_fetch_topic_defaults(kp_share_fetch_req_fetch_topic *p);
-void kp_share_fetch_req_forgotten_topic_defaults(kp_share_fetch_req_forgotten_topic *p);
-void kp_share_fetch_req_defaults(kp_share_fetch_req *p);
-kp_err kp_share_fetch_req_decode(kp_reader *r, kp_arena *a, kp_share_fetch_req *p, int16_t v);
-void kp_share_fetch_req_encode(kp_writer *w, const kp_share_fetch_req *p, int16_t v);
-size_t kp_share_fetch_req_size(const kp_share_fetch_req *p, int16_t v);
-
-typedef struct kp_share_fetch_resp_leader_id_and_epoch kp_share_fetch_resp_leader_id_and_epoch;
-typedef struct kp_share_fetch_resp_acquired_records kp_share_fetch_resp_acquired_records;
-typedef struct kp_share_fetch_resp_partition_data kp_share_fetch_resp_partition_data;
-typedef struct kp_share_fetch_resp_share_fetchable_topic_response kp_share_fetch_resp_share_fetchable_topic_response;
-typedef struct kp_share_fetch_resp_node_endpoint kp_share_fetch_resp_node_endpoint;
-typedef struct kp_share_fetch_resp kp_share_fetch_resp;
-struct kp_share_fetch_resp_leader_id_and_epoch {
-    int32_t leader_id;
-    int32_t leader_epoch;
-};
-
-struct kp_share_fetch_resp_acquired_records {
-    int64_t first_offset;
-    int64_t last_offset;
-    int16_t delivery_count;
-};
-
-struct kp_share_fetch_resp_partition_data {
-    int32_t partition_index;
-    int16_t error_code;
-    kp_str error_message;
-    int16_t acknowledge_error_code;
-    kp_str acknowledge_error_message;
-    kp_share_fetch_resp_leader_id_and_epoch current_leader;
-    kp_records records;
-    struct { int32_t n; kp_share_fetch_resp_acquired_records *v; } acquired_records;
-};
-
-struct kp_share_fetch_resp_share_fetchable_topic_response {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_share_fetch_resp_partition_data *v; } partitions;
-};
-
-struct kp_share_fetch_resp_node_endpoint {
-    int32_t node_id;
-    kp_str host;
-    int32_t port;
-    kp_str rack;
-};
-
-struct kp_share_fetch_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-    kp_str error_message;
-    struct { int32_t n; kp_share_fetch_resp_share_fetchable_topic_response *v; } responses;
-    struct { int32_t n; kp_share_fetch_resp_node_endpoint *v; } node_endpoints;
-};
-
-void kp_share_fetch_resp_leader_id_and_epoch_defaults(kp_share_fetch_resp_leader_id_and_epoch *p);
-void kp_share_fetch_resp_acquired_records_defaults(kp_share_fetch_resp_acquired_records *p);
-void kp_share_fetch_resp_partition_data_defaults(kp_share_fetch_resp_partition_data *p);
-void kp_share_fetch_resp_share_fetchable_topic_response_defaults(kp_share_fetch_resp_share_fetchable_topic_response *p);
-void kp_share_fetch_resp_node_endpoint_defaults(kp_share_fetch_resp_node_endpoint *p);
-void kp_share_fetch_resp_defaults(kp_share_fetch_resp *p);
-kp_err kp_share_fetch_resp_decode(kp_reader *r, kp_arena *a, kp_share_fetch_resp *p, int16_t v);
-void kp_share_fetch_resp_encode(kp_writer *w, const kp_share_fetch_resp *p, int16_t v);
-size_t kp_share_fetch_resp_size(const kp_share_fetch_resp *p, int16_t v);
-
-typedef struct kp_share_group_describe_req kp_share_group_describe_req;
-struct kp_share_group_describe_req {
-    struct { int32_t n; kp_str *v; } group_ids;
-    bool include_authorized_operations;
-};
-
-void kp_share_group_describe_req_defaults(kp_share_group_describe_req *p);
-kp_err kp_share_group_describe_req_decode(kp_reader *r, kp_arena *a, kp_share_group_describe_req *p, int16_t v);
-void kp_share_group_describe_req_encode(kp_writer *w, const kp_share_group_describe_req *p, int16_t v);
-size_t kp_share_group_describe_req_size(const kp_share_group_describe_req *p, int16_t v);
-
-typedef struct kp_share_group_describe_resp_topic_partitions kp_share_group_describe_resp_topic_partitions;
-typedef struct kp_share_group_describe_resp_assignment kp_share_group_describe_resp_assignment;
-typedef struct kp_share_group_describe_resp_member kp_share_group_describe_resp_member;
-typedef struct kp_share_group_describe_resp_described_group kp_share_group_describe_resp_described_group;
-typedef struct kp_share_group_describe_resp kp_share_group_describe_resp;
-struct kp_share_group_describe_resp_topic_partitions {
-    kp_uuid topic_id;
-    kp_str topic_name;
-    struct { int32_t n; int32_t *v; } partitions;
-};
-
-struct kp_share_group_describe_resp_assignment {
-    struct { int32_t n; kp_share_group_describe_resp_topic_partitions *v; } topic_partitions;
-};
-
-struct kp_share_group_describe_resp_member {
-    kp_str member_id;
-    kp_str rack_id;
-    int32_t member_epoch;
-    kp_str client_id;
-    kp_str client_host;
-    struct { int32_t n; kp_str *v; } subscribed_topic_names;
-    kp_share_group_describe_resp_assignment assignment;
-};
-
-struct kp_share_group_describe_resp_described_group {
-    int16_t error_code;
-    kp_str error_message;
-    kp_str group_id;
-    kp_str group_state;
-    int32_t group_epoch;
-    int32_t assignment_epoch;
-    kp_str assignor_name;
-    struct { int32_t n; kp_share_group_describe_resp_member *v; } members;
-    int32_t authorized_operations;
-};
-
-struct kp_share_group_describe_resp {
-    int32_t throttle_time_ms;
-    struct { int32_t n; kp_share_group_describe_resp_described_group *v; } groups;
-};
-
-void kp_share_group_describe_resp_topic_partitions_defaults(kp_share_group_describe_resp_topic_partitions *p);
-void kp_share_group_describe_resp_assignment_defaults(kp_share_group_describe_resp_assignment *p);
-void kp_share_group_describe_resp_member_defaults(kp_share_group_describe_resp_member *p);
-void kp_share_group_describe_resp_described_group_defaults(kp_share_group_describe_resp_described_group *p);
-void kp_share_group_describe_resp_defaults(kp_share_group_describe_resp *p);
-kp_err kp_share_group_describe_resp_decode(kp_reader *r, kp_arena *a, kp_share_group_describe_resp *p, int16_t v);
-void kp_share_group_describe_resp_encode(kp_writer *w, const kp_share_group_describe_resp *p, int16_t v);
-size_t kp_share_group_describe_resp_size(const kp_share_group_describe_resp *p, int16_t v);
-
-typedef struct kp_share_group_heartbeat_req kp_share_group_heartbeat_req;
-struct kp_share_group_heartbeat_req {
-    kp_str group_id;
-    kp_str member_id;
-    int32_t member_epoch;
-    kp_str rack_id;
-    struct { int32_t n; kp_str *v; } subscribed_topic_names;
-};
-
-void kp_share_group_heartbeat_req_defaults(kp_share_group_heartbeat_req *p);
-kp_err kp_share_group_heartbeat_req_decode(kp_reader *r, kp_arena *a, kp_share_group_heartbeat_req *p, int16_t v);
-void kp_share_group_heartbeat_req_encode(kp_writer *w, const kp_share_group_heartbeat_req *p, int16_t v);
-size_t kp_share_group_heartbeat_req_size(const kp_share_group_heartbeat_req *p, int16_t v);
-
-typedef struct kp_share_group_heartbeat_resp_topic_partitions kp_share_group_heartbeat_resp_topic_partitions;
-typedef struct kp_share_group_heartbeat_resp_assignment kp_share_group_heartbeat_resp_assignment;
-typedef struct kp_share_group_heartbeat_resp kp_share_group_heartbeat_resp;
-struct kp_share_group_heartbeat_resp_topic_partitions {
-    kp_uuid topic_id;
-    struct { int32_t n; int32_t *v; } partitions;
-};
-
-struct kp_share_group_heartbeat_resp_assignment {
-    struct { int32_t n; kp_share_group_heartbeat_resp_topic_partitions *v; } topic_partitions;
-};
-
-struct kp_share_group_heartbeat_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-    kp_str error_message;
-    kp_str member_id;
-    int32_t member_epoch;
-    int32_t heartbeat_interval_ms;
-    kp_share_group_heartbeat_resp_assignment *assignment;
-};
-
-void kp_share_group_heartbeat_resp_topic_partitions_defaults(kp_share_group_heartbeat_resp_topic_partitions *p);
-void kp_share_group_heartbeat_resp_assignment_defaults(kp_share_group_heartbeat_resp_assignment *p);
-void kp_share_group_heartbeat_resp_defaults(kp_share_group_heartbeat_resp *p);
-kp_err kp_share_group_heartbeat_resp_decode(kp_reader *r, kp_arena *a, kp_share_group_heartbeat_resp *p, int16_t v);
-void kp_share_group_heartbeat_resp_encode(kp_writer *w, const kp_share_group_heartbeat_resp *p, int16_t v);
-size_t kp_share_group_heartbeat_resp_size(const kp_share_group_heartbeat_resp *p, int16_t v);
-
 typedef struct kp_snapshot_footer_record kp_snapshot_footer_record;
 struct kp_snapshot_footer_record {
     int16_t version;
@@ -3601,6 +2943,7 @@ struct kp_txn_offset_commit_req_txn_offset_commit_request_partition {
 
 struct kp_txn_offset_commit_req_txn_offset_commit_request_topic {
     kp_str name;
+    kp_uuid topic_id;
     struct { int32_t n; kp_txn_offset_commit_req_txn_offset_commit_request_partition *v; } partitions;
 };
 
@@ -3609,7 +2952,7 @@ struct kp_txn_offset_commit_req {
     kp_str group_id;
     int64_t producer_id;
     int16_t producer_epoch;
-    int32_t generation_id;
+    int32_t generation_id_or_member_epoch;
     kp_str member_id;
     kp_str group_instance_id;
     struct { int32_t n; kp_txn_offset_commit_req_txn_offset_commit_request_topic *v; } topics;
@@ -3632,6 +2975,7 @@ struct kp_txn_offset_commit_resp_txn_offset_commit_response_partition {
 
 struct kp_txn_offset_commit_resp_txn_offset_commit_response_topic {
     kp_str name;
+    kp_uuid topic_id;
     struct { int32_t n; kp_txn_offset_commit_resp_txn_offset_commit_response_partition *v; } partitions;
 };
 
@@ -3646,70 +2990,6 @@ void kp_txn_offset_commit_resp_defaults(kp_txn_offset_commit_resp *p);
 kp_err kp_txn_offset_commit_resp_decode(kp_reader *r, kp_arena *a, kp_txn_offset_commit_resp *p, int16_t v);
 void kp_txn_offset_commit_resp_encode(kp_writer *w, const kp_txn_offset_commit_resp *p, int16_t v);
 size_t kp_txn_offset_commit_resp_size(const kp_txn_offset_commit_resp *p, int16_t v);
-
-typedef struct kp_unregister_broker_req kp_unregister_broker_req;
-struct kp_unregister_broker_req {
-    int32_t broker_id;
-};
-
-void kp_unregister_broker_req_defaults(kp_unregister_broker_req *p);
-kp_err kp_unregister_broker_req_decode(kp_reader *r, kp_arena *a, kp_unregister_broker_req *p, int16_t v);
-void kp_unregister_broker_req_encode(kp_writer *w, const kp_unregister_broker_req *p, int16_t v);
-size_t kp_unregister_broker_req_size(const kp_unregister_broker_req *p, int16_t v);
-
-typedef struct kp_unregister_broker_resp kp_unregister_broker_resp;
-struct kp_unregister_broker_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-    kp_str error_message;
-};
-
-void kp_unregister_broker_resp_defaults(kp_unregister_broker_resp *p);
-kp_err kp_unregister_broker_resp_decode(kp_reader *r, kp_arena *a, kp_unregister_broker_resp *p, int16_t v);
-void kp_unregister_broker_resp_encode(kp_writer *w, const kp_unregister_broker_resp *p, int16_t v);
-size_t kp_unregister_broker_resp_size(const kp_unregister_broker_resp *p, int16_t v);
-
-typedef struct kp_update_features_req_feature_update_key kp_update_features_req_feature_update_key;
-typedef struct kp_update_features_req kp_update_features_req;
-struct kp_update_features_req_feature_update_key {
-    kp_str feature;
-    int16_t max_version_level;
-    bool allow_downgrade;
-    int8_t upgrade_type;
-};
-
-struct kp_update_features_req {
-    int32_t timeout_ms;
-    struct { int32_t n; kp_update_features_req_feature_update_key *v; } feature_updates;
-    bool validate_only;
-};
-
-void kp_update_features_req_feature_update_key_defaults(kp_update_features_req_feature_update_key *p);
-void kp_update_features_req_defaults(kp_update_features_req *p);
-kp_err kp_update_features_req_decode(kp_reader *r, kp_arena *a, kp_update_features_req *p, int16_t v);
-void kp_update_features_req_encode(kp_writer *w, const kp_update_features_req *p, int16_t v);
-size_t kp_update_features_req_size(const kp_update_features_req *p, int16_t v);
-
-typedef struct kp_update_features_resp_updatable_feature_result kp_update_features_resp_updatable_feature_result;
-typedef struct kp_update_features_resp kp_update_features_resp;
-struct kp_update_features_resp_updatable_feature_result {
-    kp_str feature;
-    int16_t error_code;
-    kp_str error_message;
-};
-
-struct kp_update_features_resp {
-    int32_t throttle_time_ms;
-    int16_t error_code;
-    kp_str error_message;
-    struct { int32_t n; kp_update_features_resp_updatable_feature_result *v; } results;
-};
-
-void kp_update_features_resp_updatable_feature_result_defaults(kp_update_features_resp_updatable_feature_result *p);
-void kp_update_features_resp_defaults(kp_update_features_resp *p);
-kp_err kp_update_features_resp_decode(kp_reader *r, kp_arena *a, kp_update_features_resp *p, int16_t v);
-void kp_update_features_resp_encode(kp_writer *w, const kp_update_features_resp *p, int16_t v);
-size_t kp_update_features_resp_size(const kp_update_features_resp *p, int16_t v);
 
 typedef struct kp_voters_record_endpoint kp_voters_record_endpoint;
 typedef struct kp_voters_record_k_raft_version_feature kp_voters_record_k_raft_version_feature;
@@ -3746,126 +3026,6 @@ kp_err kp_voters_record_decode(kp_reader *r, kp_arena *a, kp_voters_record *p, i
 void kp_voters_record_encode(kp_writer *w, const kp_voters_record *p, int16_t v);
 size_t kp_voters_record_size(const kp_voters_record *p, int16_t v);
 
-typedef struct kp_write_share_group_state_req_state_batch kp_write_share_group_state_req_state_batch;
-typedef struct kp_write_share_group_state_req_partition_data kp_write_share_group_state_req_partition_data;
-typedef struct kp_write_share_group_state_req_write_state_data kp_write_share_group_state_req_write_state_data;
-typedef struct kp_write_share_group_state_req kp_write_share_group_state_req;
-struct kp_write_share_group_state_req_state_batch {
-    int64_t first_offset;
-    int64_t last_offset;
-    int8_t delivery_state;
-    int16_t delivery_count;
-};
-
-struct kp_write_share_group_state_req_partition_data {
-    int32_t partition;
-    int32_t state_epoch;
-    int32_t leader_epoch;
-    int64_t start_offset;
-    struct { int32_t n; kp_write_share_group_state_req_state_batch *v; } state_batches;
-};
-
-struct kp_write_share_group_state_req_write_state_data {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_write_share_group_state_req_partition_data *v; } partitions;
-};
-
-struct kp_write_share_group_state_req {
-    kp_str group_id;
-    struct { int32_t n; kp_write_share_group_state_req_write_state_data *v; } topics;
-};
-
-void kp_write_share_group_state_req_state_batch_defaults(kp_write_share_group_state_req_state_batch *p);
-void kp_write_share_group_state_req_partition_data_defaults(kp_write_share_group_state_req_partition_data *p);
-void kp_write_share_group_state_req_write_state_data_defaults(kp_write_share_group_state_req_write_state_data *p);
-void kp_write_share_group_state_req_defaults(kp_write_share_group_state_req *p);
-kp_err kp_write_share_group_state_req_decode(kp_reader *r, kp_arena *a, kp_write_share_group_state_req *p, int16_t v);
-void kp_write_share_group_state_req_encode(kp_writer *w, const kp_write_share_group_state_req *p, int16_t v);
-size_t kp_write_share_group_state_req_size(const kp_write_share_group_state_req *p, int16_t v);
-
-typedef struct kp_write_share_group_state_resp_partition_result kp_write_share_group_state_resp_partition_result;
-typedef struct kp_write_share_group_state_resp_write_state_result kp_write_share_group_state_resp_write_state_result;
-typedef struct kp_write_share_group_state_resp kp_write_share_group_state_resp;
-struct kp_write_share_group_state_resp_partition_result {
-    int32_t partition;
-    int16_t error_code;
-    kp_str error_message;
-};
-
-struct kp_write_share_group_state_resp_write_state_result {
-    kp_uuid topic_id;
-    struct { int32_t n; kp_write_share_group_state_resp_partition_result *v; } partitions;
-};
-
-struct kp_write_share_group_state_resp {
-    struct { int32_t n; kp_write_share_group_state_resp_write_state_result *v; } results;
-};
-
-void kp_write_share_group_state_resp_partition_result_defaults(kp_write_share_group_state_resp_partition_result *p);
-void kp_write_share_group_state_resp_write_state_result_defaults(kp_write_share_group_state_resp_write_state_result *p);
-void kp_write_share_group_state_resp_defaults(kp_write_share_group_state_resp *p);
-kp_err kp_write_share_group_state_resp_decode(kp_reader *r, kp_arena *a, kp_write_share_group_state_resp *p, int16_t v);
-void kp_write_share_group_state_resp_encode(kp_writer *w, const kp_write_share_group_state_resp *p, int16_t v);
-size_t kp_write_share_group_state_resp_size(const kp_write_share_group_state_resp *p, int16_t v);
-
-typedef struct kp_write_txn_markers_req_writable_txn_marker_topic kp_write_txn_markers_req_writable_txn_marker_topic;
-typedef struct kp_write_txn_markers_req_writable_txn_marker kp_write_txn_markers_req_writable_txn_marker;
-typedef struct kp_write_txn_markers_req kp_write_txn_markers_req;
-struct kp_write_txn_markers_req_writable_txn_marker_topic {
-    kp_str name;
-    struct { int32_t n; int32_t *v; } partition_indexes;
-};
-
-struct kp_write_txn_markers_req_writable_txn_marker {
-    int64_t producer_id;
-    int16_t producer_epoch;
-    bool transaction_result;
-    struct { int32_t n; kp_write_txn_markers_req_writable_txn_marker_topic *v; } topics;
-    int32_t coordinator_epoch;
-};
-
-struct kp_write_txn_markers_req {
-    struct { int32_t n; kp_write_txn_markers_req_writable_txn_marker *v; } markers;
-};
-
-void kp_write_txn_markers_req_writable_txn_marker_topic_defaults(kp_write_txn_markers_req_writable_txn_marker_topic *p);
-void kp_write_txn_markers_req_writable_txn_marker_defaults(kp_write_txn_markers_req_writable_txn_marker *p);
-void kp_write_txn_markers_req_defaults(kp_write_txn_markers_req *p);
-kp_err kp_write_txn_markers_req_decode(kp_reader *r, kp_arena *a, kp_write_txn_markers_req *p, int16_t v);
-void kp_write_txn_markers_req_encode(kp_writer *w, const kp_write_txn_markers_req *p, int16_t v);
-size_t kp_write_txn_markers_req_size(const kp_write_txn_markers_req *p, int16_t v);
-
-typedef struct kp_write_txn_markers_resp_writable_txn_marker_partition_result kp_write_txn_markers_resp_writable_txn_marker_partition_result;
-typedef struct kp_write_txn_markers_resp_writable_txn_marker_topic_result kp_write_txn_markers_resp_writable_txn_marker_topic_result;
-typedef struct kp_write_txn_markers_resp_writable_txn_marker_result kp_write_txn_markers_resp_writable_txn_marker_result;
-typedef struct kp_write_txn_markers_resp kp_write_txn_markers_resp;
-struct kp_write_txn_markers_resp_writable_txn_marker_partition_result {
-    int32_t partition_index;
-    int16_t error_code;
-};
-
-struct kp_write_txn_markers_resp_writable_txn_marker_topic_result {
-    kp_str name;
-    struct { int32_t n; kp_write_txn_markers_resp_writable_txn_marker_partition_result *v; } partitions;
-};
-
-struct kp_write_txn_markers_resp_writable_txn_marker_result {
-    int64_t producer_id;
-    struct { int32_t n; kp_write_txn_markers_resp_writable_txn_marker_topic_result *v; } topics;
-};
-
-struct kp_write_txn_markers_resp {
-    struct { int32_t n; kp_write_txn_markers_resp_writable_txn_marker_result *v; } markers;
-};
-
-void kp_write_txn_markers_resp_writable_txn_marker_partition_result_defaults(kp_write_txn_markers_resp_writable_txn_marker_partition_result *p);
-void kp_write_txn_markers_resp_writable_txn_marker_topic_result_defaults(kp_write_txn_markers_resp_writable_txn_marker_topic_result *p);
-void kp_write_txn_markers_resp_writable_txn_marker_result_defaults(kp_write_txn_markers_resp_writable_txn_marker_result *p);
-void kp_write_txn_markers_resp_defaults(kp_write_txn_markers_resp *p);
-kp_err kp_write_txn_markers_resp_decode(kp_reader *r, kp_arena *a, kp_write_txn_markers_resp *p, int16_t v);
-void kp_write_txn_markers_resp_encode(kp_writer *w, const kp_write_txn_markers_resp *p, int16_t v);
-size_t kp_write_txn_markers_resp_size(const kp_write_txn_markers_resp *p, int16_t v);
-
 typedef struct kp_consumer_group_current_member_assignment_key kp_consumer_group_current_member_assignment_key;
 struct kp_consumer_group_current_member_assignment_key {
     kp_str group_id;
@@ -3882,6 +3042,7 @@ typedef struct kp_consumer_group_current_member_assignment_value kp_consumer_gro
 struct kp_consumer_group_current_member_assignment_value_topic_partitions {
     kp_uuid topic_id;
     struct { int32_t n; int32_t *v; } partitions;
+    struct { int32_t n; int32_t *v; } assignment_epochs;
 };
 
 struct kp_consumer_group_current_member_assignment_value {
@@ -3954,6 +3115,7 @@ size_t kp_consumer_group_metadata_key_size(const kp_consumer_group_metadata_key 
 typedef struct kp_consumer_group_metadata_value kp_consumer_group_metadata_value;
 struct kp_consumer_group_metadata_value {
     int32_t epoch;
+    int64_t metadata_hash;
 };
 
 void kp_consumer_group_metadata_value_defaults(kp_consumer_group_metadata_value *p);
@@ -3997,6 +3159,29 @@ kp_err kp_consumer_group_partition_metadata_value_decode(kp_reader *r, kp_arena 
 void kp_consumer_group_partition_metadata_value_encode(kp_writer *w, const kp_consumer_group_partition_metadata_value *p, int16_t v);
 size_t kp_consumer_group_partition_metadata_value_size(const kp_consumer_group_partition_metadata_value *p, int16_t v);
 
+typedef struct kp_consumer_group_regular_expression_key kp_consumer_group_regular_expression_key;
+struct kp_consumer_group_regular_expression_key {
+    kp_str group_id;
+    kp_str regular_expression;
+};
+
+void kp_consumer_group_regular_expression_key_defaults(kp_consumer_group_regular_expression_key *p);
+kp_err kp_consumer_group_regular_expression_key_decode(kp_reader *r, kp_arena *a, kp_consumer_group_regular_expression_key *p, int16_t v);
+void kp_consumer_group_regular_expression_key_encode(kp_writer *w, const kp_consumer_group_regular_expression_key *p, int16_t v);
+size_t kp_consumer_group_regular_expression_key_size(const kp_consumer_group_regular_expression_key *p, int16_t v);
+
+typedef struct kp_consumer_group_regular_expression_value kp_consumer_group_regular_expression_value;
+struct kp_consumer_group_regular_expression_value {
+    struct { int32_t n; kp_str *v; } topics;
+    int64_t version;
+    int64_t timestamp;
+};
+
+void kp_consumer_group_regular_expression_value_defaults(kp_consumer_group_regular_expression_value *p);
+kp_err kp_consumer_group_regular_expression_value_decode(kp_reader *r, kp_arena *a, kp_consumer_group_regular_expression_value *p, int16_t v);
+void kp_consumer_group_regular_expression_value_encode(kp_writer *w, const kp_consumer_group_regular_expression_value *p, int16_t v);
+size_t kp_consumer_group_regular_expression_value_size(const kp_consumer_group_regular_expression_value *p, int16_t v);
+
 typedef struct kp_consumer_group_target_assignment_member_key kp_consumer_group_target_assignment_member_key;
 struct kp_consumer_group_target_assignment_member_key {
     kp_str group_id;
@@ -4038,6 +3223,7 @@ size_t kp_consumer_group_target_assignment_metadata_key_size(const kp_consumer_g
 typedef struct kp_consumer_group_target_assignment_metadata_value kp_consumer_group_target_assignment_metadata_value;
 struct kp_consumer_group_target_assignment_metadata_value {
     int32_t assignment_epoch;
+    int64_t assignment_timestamp;
 };
 
 void kp_consumer_group_target_assignment_metadata_value_defaults(kp_consumer_group_target_assignment_metadata_value *p);
@@ -4083,6 +3269,30 @@ kp_err kp_group_metadata_value_decode(kp_reader *r, kp_arena *a, kp_group_metada
 void kp_group_metadata_value_encode(kp_writer *w, const kp_group_metadata_value *p, int16_t v);
 size_t kp_group_metadata_value_size(const kp_group_metadata_value *p, int16_t v);
 
+typedef struct kp_legacy_offset_commit_key kp_legacy_offset_commit_key;
+struct kp_legacy_offset_commit_key {
+    kp_str group;
+    kp_str topic;
+    int32_t partition;
+};
+
+void kp_legacy_offset_commit_key_defaults(kp_legacy_offset_commit_key *p);
+kp_err kp_legacy_offset_commit_key_decode(kp_reader *r, kp_arena *a, kp_legacy_offset_commit_key *p, int16_t v);
+void kp_legacy_offset_commit_key_encode(kp_writer *w, const kp_legacy_offset_commit_key *p, int16_t v);
+size_t kp_legacy_offset_commit_key_size(const kp_legacy_offset_commit_key *p, int16_t v);
+
+typedef struct kp_legacy_offset_commit_value kp_legacy_offset_commit_value;
+struct kp_legacy_offset_commit_value {
+    int64_t offset;
+    kp_str metadata;
+    int64_t commit_timestamp;
+};
+
+void kp_legacy_offset_commit_value_defaults(kp_legacy_offset_commit_value *p);
+kp_err kp_legacy_offset_commit_value_decode(kp_reader *r, kp_arena *a, kp_legacy_offset_commit_value *p, int16_t v);
+void kp_legacy_offset_commit_value_encode(kp_writer *w, const kp_legacy_offset_commit_value *p, int16_t v);
+size_t kp_legacy_offset_commit_value_size(const kp_legacy_offset_commit_value *p, int16_t v);
+
 typedef struct kp_offset_commit_key kp_offset_commit_key;
 struct kp_offset_commit_key {
     kp_str group;
@@ -4102,6 +3312,7 @@ struct kp_offset_commit_value {
     kp_str metadata;
     int64_t commit_timestamp;
     int64_t expire_timestamp;
+    kp_uuid topic_id;
 };
 
 void kp_offset_commit_value_defaults(kp_offset_commit_value *p);
@@ -4201,48 +3412,13 @@ size_t kp_share_group_metadata_key_size(const kp_share_group_metadata_key *p, in
 typedef struct kp_share_group_metadata_value kp_share_group_metadata_value;
 struct kp_share_group_metadata_value {
     int32_t epoch;
+    int64_t metadata_hash;
 };
 
 void kp_share_group_metadata_value_defaults(kp_share_group_metadata_value *p);
 kp_err kp_share_group_metadata_value_decode(kp_reader *r, kp_arena *a, kp_share_group_metadata_value *p, int16_t v);
 void kp_share_group_metadata_value_encode(kp_writer *w, const kp_share_group_metadata_value *p, int16_t v);
 size_t kp_share_group_metadata_value_size(const kp_share_group_metadata_value *p, int16_t v);
-
-typedef struct kp_share_group_partition_metadata_key kp_share_group_partition_metadata_key;
-struct kp_share_group_partition_metadata_key {
-    kp_str group_id;
-};
-
-void kp_share_group_partition_metadata_key_defaults(kp_share_group_partition_metadata_key *p);
-kp_err kp_share_group_partition_metadata_key_decode(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_key *p, int16_t v);
-void kp_share_group_partition_metadata_key_encode(kp_writer *w, const kp_share_group_partition_metadata_key *p, int16_t v);
-size_t kp_share_group_partition_metadata_key_size(const kp_share_group_partition_metadata_key *p, int16_t v);
-
-typedef struct kp_share_group_partition_metadata_value_partition_metadata kp_share_group_partition_metadata_value_partition_metadata;
-typedef struct kp_share_group_partition_metadata_value_topic_metadata kp_share_group_partition_metadata_value_topic_metadata;
-typedef struct kp_share_group_partition_metadata_value kp_share_group_partition_metadata_value;
-struct kp_share_group_partition_metadata_value_partition_metadata {
-    int32_t partition;
-    struct { int32_t n; kp_str *v; } racks;
-};
-
-struct kp_share_group_partition_metadata_value_topic_metadata {
-    kp_uuid topic_id;
-    kp_str topic_name;
-    int32_t num_partitions;
-    struct { int32_t n; kp_share_group_partition_metadata_value_partition_metadata *v; } partition_metadata;
-};
-
-struct kp_share_group_partition_metadata_value {
-    struct { int32_t n; kp_share_group_partition_metadata_value_topic_metadata *v; } topics;
-};
-
-void kp_share_group_partition_metadata_value_partition_metadata_defaults(kp_share_group_partition_metadata_value_partition_metadata *p);
-void kp_share_group_partition_metadata_value_topic_metadata_defaults(kp_share_group_partition_metadata_value_topic_metadata *p);
-void kp_share_group_partition_metadata_value_defaults(kp_share_group_partition_metadata_value *p);
-kp_err kp_share_group_partition_metadata_value_decode(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_value *p, int16_t v);
-void kp_share_group_partition_metadata_value_encode(kp_writer *w, const kp_share_group_partition_metadata_value *p, int16_t v);
-size_t kp_share_group_partition_metadata_value_size(const kp_share_group_partition_metadata_value *p, int16_t v);
 
 typedef struct kp_share_group_state_partition_metadata_key kp_share_group_state_partition_metadata_key;
 struct kp_share_group_state_partition_metadata_key {
@@ -4269,6 +3445,7 @@ struct kp_share_group_state_partition_metadata_value_topic_info {
 };
 
 struct kp_share_group_state_partition_metadata_value {
+    struct { int32_t n; kp_share_group_state_partition_metadata_value_topic_partitions_info *v; } initializing_topics;
     struct { int32_t n; kp_share_group_state_partition_metadata_value_topic_partitions_info *v; } initialized_topics;
     struct { int32_t n; kp_share_group_state_partition_metadata_value_topic_info *v; } deleting_topics;
 };
@@ -4321,6 +3498,7 @@ size_t kp_share_group_target_assignment_metadata_key_size(const kp_share_group_t
 typedef struct kp_share_group_target_assignment_metadata_value kp_share_group_target_assignment_metadata_value;
 struct kp_share_group_target_assignment_metadata_value {
     int32_t assignment_epoch;
+    int64_t assignment_timestamp;
 };
 
 void kp_share_group_target_assignment_metadata_value_defaults(kp_share_group_target_assignment_metadata_value *p);
@@ -4350,10 +3528,13 @@ struct kp_share_snapshot_value_state_batch {
 };
 
 struct kp_share_snapshot_value {
-    uint16_t snapshot_epoch;
+    int32_t snapshot_epoch;
     int32_t state_epoch;
     int32_t leader_epoch;
     int64_t start_offset;
+    int32_t delivery_complete_count;
+    int64_t create_timestamp;
+    int64_t write_timestamp;
     struct { int32_t n; kp_share_snapshot_value_state_batch *v; } state_batches;
 };
 
@@ -4385,9 +3566,10 @@ struct kp_share_update_value_state_batch {
 };
 
 struct kp_share_update_value {
-    uint16_t snapshot_epoch;
+    int32_t snapshot_epoch;
     int32_t leader_epoch;
     int64_t start_offset;
+    int32_t delivery_complete_count;
     struct { int32_t n; kp_share_update_value_state_batch *v; } state_batches;
 };
 
@@ -4396,6 +3578,226 @@ void kp_share_update_value_defaults(kp_share_update_value *p);
 kp_err kp_share_update_value_decode(kp_reader *r, kp_arena *a, kp_share_update_value *p, int16_t v);
 void kp_share_update_value_encode(kp_writer *w, const kp_share_update_value *p, int16_t v);
 size_t kp_share_update_value_size(const kp_share_update_value *p, int16_t v);
+
+typedef struct kp_streams_group_current_member_assignment_key kp_streams_group_current_member_assignment_key;
+struct kp_streams_group_current_member_assignment_key {
+    kp_str group_id;
+    kp_str member_id;
+};
+
+void kp_streams_group_current_member_assignment_key_defaults(kp_streams_group_current_member_assignment_key *p);
+kp_err kp_streams_group_current_member_assignment_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_key *p, int16_t v);
+void kp_streams_group_current_member_assignment_key_encode(kp_writer *w, const kp_streams_group_current_member_assignment_key *p, int16_t v);
+size_t kp_streams_group_current_member_assignment_key_size(const kp_streams_group_current_member_assignment_key *p, int16_t v);
+
+typedef struct kp_streams_group_current_member_assignment_value_task_ids kp_streams_group_current_member_assignment_value_task_ids;
+typedef struct kp_streams_group_current_member_assignment_value kp_streams_group_current_member_assignment_value;
+struct kp_streams_group_current_member_assignment_value_task_ids {
+    kp_str subtopology_id;
+    struct { int32_t n; int32_t *v; } partitions;
+    struct { int32_t n; int32_t *v; } assignment_epochs;
+};
+
+struct kp_streams_group_current_member_assignment_value {
+    int32_t member_epoch;
+    int32_t previous_member_epoch;
+    int8_t state;
+    struct { int32_t n; kp_streams_group_current_member_assignment_value_task_ids *v; } active_tasks;
+    struct { int32_t n; kp_streams_group_current_member_assignment_value_task_ids *v; } standby_tasks;
+    struct { int32_t n; kp_streams_group_current_member_assignment_value_task_ids *v; } warmup_tasks;
+    struct { int32_t n; kp_streams_group_current_member_assignment_value_task_ids *v; } active_tasks_pending_revocation;
+    struct { int32_t n; kp_streams_group_current_member_assignment_value_task_ids *v; } standby_tasks_pending_revocation;
+    struct { int32_t n; kp_streams_group_current_member_assignment_value_task_ids *v; } warmup_tasks_pending_revocation;
+};
+
+void kp_streams_group_current_member_assignment_value_task_ids_defaults(kp_streams_group_current_member_assignment_value_task_ids *p);
+void kp_streams_group_current_member_assignment_value_defaults(kp_streams_group_current_member_assignment_value *p);
+kp_err kp_streams_group_current_member_assignment_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_value *p, int16_t v);
+void kp_streams_group_current_member_assignment_value_encode(kp_writer *w, const kp_streams_group_current_member_assignment_value *p, int16_t v);
+size_t kp_streams_group_current_member_assignment_value_size(const kp_streams_group_current_member_assignment_value *p, int16_t v);
+
+typedef struct kp_streams_group_member_metadata_key kp_streams_group_member_metadata_key;
+struct kp_streams_group_member_metadata_key {
+    kp_str group_id;
+    kp_str member_id;
+};
+
+void kp_streams_group_member_metadata_key_defaults(kp_streams_group_member_metadata_key *p);
+kp_err kp_streams_group_member_metadata_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_key *p, int16_t v);
+void kp_streams_group_member_metadata_key_encode(kp_writer *w, const kp_streams_group_member_metadata_key *p, int16_t v);
+size_t kp_streams_group_member_metadata_key_size(const kp_streams_group_member_metadata_key *p, int16_t v);
+
+typedef struct kp_streams_group_member_metadata_value_endpoint kp_streams_group_member_metadata_value_endpoint;
+typedef struct kp_streams_group_member_metadata_value_key_value kp_streams_group_member_metadata_value_key_value;
+typedef struct kp_streams_group_member_metadata_value kp_streams_group_member_metadata_value;
+struct kp_streams_group_member_metadata_value_endpoint {
+    kp_str host;
+    uint16_t port;
+};
+
+struct kp_streams_group_member_metadata_value_key_value {
+    kp_str key;
+    kp_str value;
+};
+
+struct kp_streams_group_member_metadata_value {
+    kp_str instance_id;
+    kp_str rack_id;
+    kp_str client_id;
+    kp_str client_host;
+    int32_t rebalance_timeout_ms;
+    int32_t topology_epoch;
+    kp_str process_id;
+    kp_streams_group_member_metadata_value_endpoint *user_endpoint;
+    struct { int32_t n; kp_streams_group_member_metadata_value_key_value *v; } client_tags;
+};
+
+void kp_streams_group_member_metadata_value_endpoint_defaults(kp_streams_group_member_metadata_value_endpoint *p);
+void kp_streams_group_member_metadata_value_key_value_defaults(kp_streams_group_member_metadata_value_key_value *p);
+void kp_streams_group_member_metadata_value_defaults(kp_streams_group_member_metadata_value *p);
+kp_err kp_streams_group_member_metadata_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_value *p, int16_t v);
+void kp_streams_group_member_metadata_value_encode(kp_writer *w, const kp_streams_group_member_metadata_value *p, int16_t v);
+size_t kp_streams_group_member_metadata_value_size(const kp_streams_group_member_metadata_value *p, int16_t v);
+
+typedef struct kp_streams_group_metadata_key kp_streams_group_metadata_key;
+struct kp_streams_group_metadata_key {
+    kp_str group_id;
+};
+
+void kp_streams_group_metadata_key_defaults(kp_streams_group_metadata_key *p);
+kp_err kp_streams_group_metadata_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_metadata_key *p, int16_t v);
+void kp_streams_group_metadata_key_encode(kp_writer *w, const kp_streams_group_metadata_key *p, int16_t v);
+size_t kp_streams_group_metadata_key_size(const kp_streams_group_metadata_key *p, int16_t v);
+
+typedef struct kp_streams_group_metadata_value_last_assignment_config kp_streams_group_metadata_value_last_assignment_config;
+typedef struct kp_streams_group_metadata_value kp_streams_group_metadata_value;
+struct kp_streams_group_metadata_value_last_assignment_config {
+    kp_str key;
+    kp_str value;
+};
+
+struct kp_streams_group_metadata_value {
+    int32_t epoch;
+    int64_t metadata_hash;
+    int32_t validated_topology_epoch;
+    struct { int32_t n; kp_streams_group_metadata_value_last_assignment_config *v; } last_assignment_configs;
+    int32_t stored_description_topology_epoch;
+    int32_t failed_description_topology_epoch;
+};
+
+void kp_streams_group_metadata_value_last_assignment_config_defaults(kp_streams_group_metadata_value_last_assignment_config *p);
+void kp_streams_group_metadata_value_defaults(kp_streams_group_metadata_value *p);
+kp_err kp_streams_group_metadata_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_metadata_value *p, int16_t v);
+void kp_streams_group_metadata_value_encode(kp_writer *w, const kp_streams_group_metadata_value *p, int16_t v);
+size_t kp_streams_group_metadata_value_size(const kp_streams_group_metadata_value *p, int16_t v);
+
+typedef struct kp_streams_group_target_assignment_member_key kp_streams_group_target_assignment_member_key;
+struct kp_streams_group_target_assignment_member_key {
+    kp_str group_id;
+    kp_str member_id;
+};
+
+void kp_streams_group_target_assignment_member_key_defaults(kp_streams_group_target_assignment_member_key *p);
+kp_err kp_streams_group_target_assignment_member_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_key *p, int16_t v);
+void kp_streams_group_target_assignment_member_key_encode(kp_writer *w, const kp_streams_group_target_assignment_member_key *p, int16_t v);
+size_t kp_streams_group_target_assignment_member_key_size(const kp_streams_group_target_assignment_member_key *p, int16_t v);
+
+typedef struct kp_streams_group_target_assignment_member_value_task_ids kp_streams_group_target_assignment_member_value_task_ids;
+typedef struct kp_streams_group_target_assignment_member_value kp_streams_group_target_assignment_member_value;
+struct kp_streams_group_target_assignment_member_value_task_ids {
+    kp_str subtopology_id;
+    struct { int32_t n; int32_t *v; } partitions;
+};
+
+struct kp_streams_group_target_assignment_member_value {
+    struct { int32_t n; kp_streams_group_target_assignment_member_value_task_ids *v; } active_tasks;
+    struct { int32_t n; kp_streams_group_target_assignment_member_value_task_ids *v; } standby_tasks;
+    struct { int32_t n; kp_streams_group_target_assignment_member_value_task_ids *v; } warmup_tasks;
+};
+
+void kp_streams_group_target_assignment_member_value_task_ids_defaults(kp_streams_group_target_assignment_member_value_task_ids *p);
+void kp_streams_group_target_assignment_member_value_defaults(kp_streams_group_target_assignment_member_value *p);
+kp_err kp_streams_group_target_assignment_member_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_value *p, int16_t v);
+void kp_streams_group_target_assignment_member_value_encode(kp_writer *w, const kp_streams_group_target_assignment_member_value *p, int16_t v);
+size_t kp_streams_group_target_assignment_member_value_size(const kp_streams_group_target_assignment_member_value *p, int16_t v);
+
+typedef struct kp_streams_group_target_assignment_metadata_key kp_streams_group_target_assignment_metadata_key;
+struct kp_streams_group_target_assignment_metadata_key {
+    kp_str group_id;
+};
+
+void kp_streams_group_target_assignment_metadata_key_defaults(kp_streams_group_target_assignment_metadata_key *p);
+kp_err kp_streams_group_target_assignment_metadata_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_metadata_key *p, int16_t v);
+void kp_streams_group_target_assignment_metadata_key_encode(kp_writer *w, const kp_streams_group_target_assignment_metadata_key *p, int16_t v);
+size_t kp_streams_group_target_assignment_metadata_key_size(const kp_streams_group_target_assignment_metadata_key *p, int16_t v);
+
+typedef struct kp_streams_group_target_assignment_metadata_value kp_streams_group_target_assignment_metadata_value;
+struct kp_streams_group_target_assignment_metadata_value {
+    int32_t assignment_epoch;
+    int64_t assignment_timestamp;
+};
+
+void kp_streams_group_target_assignment_metadata_value_defaults(kp_streams_group_target_assignment_metadata_value *p);
+kp_err kp_streams_group_target_assignment_metadata_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_metadata_value *p, int16_t v);
+void kp_streams_group_target_assignment_metadata_value_encode(kp_writer *w, const kp_streams_group_target_assignment_metadata_value *p, int16_t v);
+size_t kp_streams_group_target_assignment_metadata_value_size(const kp_streams_group_target_assignment_metadata_value *p, int16_t v);
+
+typedef struct kp_streams_group_topology_key kp_streams_group_topology_key;
+struct kp_streams_group_topology_key {
+    kp_str group_id;
+};
+
+void kp_streams_group_topology_key_defaults(kp_streams_group_topology_key *p);
+kp_err kp_streams_group_topology_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_topology_key *p, int16_t v);
+void kp_streams_group_topology_key_encode(kp_writer *w, const kp_streams_group_topology_key *p, int16_t v);
+size_t kp_streams_group_topology_key_size(const kp_streams_group_topology_key *p, int16_t v);
+
+typedef struct kp_streams_group_topology_value_topic_config kp_streams_group_topology_value_topic_config;
+typedef struct kp_streams_group_topology_value_topic_info kp_streams_group_topology_value_topic_info;
+typedef struct kp_streams_group_topology_value_copartition_group kp_streams_group_topology_value_copartition_group;
+typedef struct kp_streams_group_topology_value_subtopology kp_streams_group_topology_value_subtopology;
+typedef struct kp_streams_group_topology_value kp_streams_group_topology_value;
+struct kp_streams_group_topology_value_topic_config {
+    kp_str key;
+    kp_str value;
+};
+
+struct kp_streams_group_topology_value_topic_info {
+    kp_str name;
+    int32_t partitions;
+    int16_t replication_factor;
+    struct { int32_t n; kp_streams_group_topology_value_topic_config *v; } topic_configs;
+};
+
+struct kp_streams_group_topology_value_copartition_group {
+    struct { int32_t n; int16_t *v; } source_topics;
+    struct { int32_t n; int16_t *v; } source_topic_regex;
+    struct { int32_t n; int16_t *v; } repartition_source_topics;
+};
+
+struct kp_streams_group_topology_value_subtopology {
+    kp_str subtopology_id;
+    struct { int32_t n; kp_str *v; } source_topics;
+    struct { int32_t n; kp_str *v; } source_topic_regex;
+    struct { int32_t n; kp_streams_group_topology_value_topic_info *v; } state_changelog_topics;
+    struct { int32_t n; kp_str *v; } repartition_sink_topics;
+    struct { int32_t n; kp_streams_group_topology_value_topic_info *v; } repartition_source_topics;
+    struct { int32_t n; kp_streams_group_topology_value_copartition_group *v; } copartition_groups;
+};
+
+struct kp_streams_group_topology_value {
+    int32_t epoch;
+    struct { int32_t n; kp_streams_group_topology_value_subtopology *v; } subtopologies;
+};
+
+void kp_streams_group_topology_value_topic_config_defaults(kp_streams_group_topology_value_topic_config *p);
+void kp_streams_group_topology_value_topic_info_defaults(kp_streams_group_topology_value_topic_info *p);
+void kp_streams_group_topology_value_copartition_group_defaults(kp_streams_group_topology_value_copartition_group *p);
+void kp_streams_group_topology_value_subtopology_defaults(kp_streams_group_topology_value_subtopology *p);
+void kp_streams_group_topology_value_defaults(kp_streams_group_topology_value *p);
+kp_err kp_streams_group_topology_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_topology_value *p, int16_t v);
+void kp_streams_group_topology_value_encode(kp_writer *w, const kp_streams_group_topology_value *p, int16_t v);
+size_t kp_streams_group_topology_value_size(const kp_streams_group_topology_value *p, int16_t v);
 
 typedef struct kp_transaction_log_key kp_transaction_log_key;
 struct kp_transaction_log_key {
@@ -4419,6 +3821,7 @@ struct kp_transaction_log_value {
     int64_t previous_producer_id;
     int64_t next_producer_id;
     int16_t producer_epoch;
+    int16_t next_producer_epoch;
     int32_t transaction_timeout_ms;
     int8_t transaction_status;
     struct { int32_t n; kp_transaction_log_value_partitions_schema *v; } transaction_partitions;

@@ -116,6 +116,7 @@ void kp_alter_partition_reassignments_req_defaults(kp_alter_partition_reassignme
 {
     memset(p, 0, sizeof(*p));
     p->timeout_ms = 60000;
+    p->allow_replication_factor_change = true;
 }
 
 static void kp_alter_partition_reassignments_req_read(kp_reader *r, kp_arena *a, kp_alter_partition_reassignments_req *p, int16_t v)
@@ -124,6 +125,9 @@ static void kp_alter_partition_reassignments_req_read(kp_reader *r, kp_arena *a,
     (void)v;
     kp_alter_partition_reassignments_req_defaults(p);
     p->timeout_ms = kp_read_i32(r);
+    if (v >= 1) {
+        p->allow_replication_factor_change = kp_read_bool(r);
+    }
     {
         p->topics.n = kp_read_array_len(r, true, kp_alter_partition_reassignments_req_reassignable_topic_min_size(v));
         if (p->topics.n < 0)
@@ -145,6 +149,9 @@ static void kp_alter_partition_reassignments_req_write(kp_writer *w, const kp_al
     (void)p;
     (void)v;
     kp_write_i32(w, p->timeout_ms);
+    if (v >= 1) {
+        kp_write_bool(w, p->allow_replication_factor_change);
+    }
     kp_write_array_len(w, true, p->topics.n);
     for (int32_t i = 0; i < p->topics.n; i++) {
         kp_alter_partition_reassignments_req_reassignable_topic_write(w, &p->topics.v[i], v);
@@ -271,6 +278,7 @@ static void kp_alter_partition_reassignments_resp_reassignable_topic_response_wr
 void kp_alter_partition_reassignments_resp_defaults(kp_alter_partition_reassignments_resp *p)
 {
     memset(p, 0, sizeof(*p));
+    p->allow_replication_factor_change = true;
 }
 
 static void kp_alter_partition_reassignments_resp_read(kp_reader *r, kp_arena *a, kp_alter_partition_reassignments_resp *p, int16_t v)
@@ -279,6 +287,9 @@ static void kp_alter_partition_reassignments_resp_read(kp_reader *r, kp_arena *a
     (void)v;
     kp_alter_partition_reassignments_resp_defaults(p);
     p->throttle_time_ms = kp_read_i32(r);
+    if (v >= 1) {
+        p->allow_replication_factor_change = kp_read_bool(r);
+    }
     p->error_code = kp_read_i16(r);
     p->error_message = kp_read_str(r, true);
     {
@@ -302,6 +313,9 @@ static void kp_alter_partition_reassignments_resp_write(kp_writer *w, const kp_a
     (void)p;
     (void)v;
     kp_write_i32(w, p->throttle_time_ms);
+    if (v >= 1) {
+        kp_write_bool(w, p->allow_replication_factor_change);
+    }
     kp_write_i16(w, p->error_code);
     kp_write_str(w, true, p->error_message);
     kp_write_array_len(w, true, p->responses.n);

@@ -10,6 +10,8 @@ static void kp_api_versions_req_write(kp_writer *w, const kp_api_versions_req *p
 void kp_api_versions_req_defaults(kp_api_versions_req *p)
 {
     memset(p, 0, sizeof(*p));
+    p->cluster_id = KP_STR_NULL;
+    p->node_id = -1;
 }
 
 static void kp_api_versions_req_read(kp_reader *r, kp_arena *a, kp_api_versions_req *p, int16_t v)
@@ -27,6 +29,14 @@ static void kp_api_versions_req_read(kp_reader *r, kp_arena *a, kp_api_versions_
         if (p->client_software_version.len < 0)
             kp_reader_fail(r, KP_ERR__MALFORMED);
     }
+    if (v >= 5) {
+        p->cluster_id = kp_read_str(r, (v >= 3));
+        if (p->cluster_id.len < 0 && !(v >= 5))
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
+    if (v >= 5) {
+        p->node_id = kp_read_i32(r);
+    }
     if ((v >= 3)) {
         kp_skip_tags(r);
     }
@@ -41,6 +51,12 @@ static void kp_api_versions_req_write(kp_writer *w, const kp_api_versions_req *p
     }
     if (v >= 3) {
         kp_write_str(w, (v >= 3), p->client_software_version);
+    }
+    if (v >= 5) {
+        kp_write_str(w, (v >= 3), p->cluster_id);
+    }
+    if (v >= 5) {
+        kp_write_i32(w, p->node_id);
     }
     if ((v >= 3)) {
         kp_write_uvarint(w, 0);
@@ -313,7 +329,7 @@ static void kp_api_versions_resp_read(kp_reader *r, kp_arena *a, kp_api_versions
         p->zk_migration_ready = kp_read_bool(r);
     }
     if ((v >= 3)) {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);

@@ -11,6 +11,7 @@ void kp_broker_heartbeat_req_defaults(kp_broker_heartbeat_req *p)
 {
     memset(p, 0, sizeof(*p));
     p->broker_epoch = -1;
+    p->cordoned_log_dirs.n = -1;
 }
 
 static void kp_broker_heartbeat_req_read(kp_reader *r, kp_arena *a, kp_broker_heartbeat_req *p, int16_t v)
@@ -38,8 +39,23 @@ static void kp_broker_heartbeat_req_read(kp_reader *r, kp_arena *a, kp_broker_he
             }
         }
     }
+    if (v >= 2 && !(v >= 2)) {
+        {
+            p->cordoned_log_dirs.n = kp_read_array_len(r, true, 16u);
+            if (p->cordoned_log_dirs.n < 0 && !(v >= 2))
+                kp_reader_fail(r, KP_ERR__MALFORMED);
+            if (p->cordoned_log_dirs.n > 0) {
+                p->cordoned_log_dirs.v = kp_arena_calloc(a, (size_t)p->cordoned_log_dirs.n, sizeof(*p->cordoned_log_dirs.v));
+                if (p->cordoned_log_dirs.v == NULL)
+                    kp_reader_fail(r, KP_ERR__NOMEM);
+                for (int32_t i = 0; i < p->cordoned_log_dirs.n && r->err == KP_ERR_NONE; i++) {
+                    p->cordoned_log_dirs.v[i] = kp_read_uuid(r);
+                }
+            }
+        }
+    }
     {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);
@@ -56,6 +72,23 @@ static void kp_broker_heartbeat_req_read(kp_reader *r, kp_arena *a, kp_broker_he
                                 kp_reader_fail((&sub), KP_ERR__NOMEM);
                             for (int32_t i = 0; i < p->offline_log_dirs.n && (&sub)->err == KP_ERR_NONE; i++) {
                                 p->offline_log_dirs.v[i] = kp_read_uuid((&sub));
+                            }
+                        }
+                    }
+                }
+                break;
+            case 1:
+                if (v >= 2) {
+                    {
+                        p->cordoned_log_dirs.n = kp_read_array_len((&sub), true, 16u);
+                        if (p->cordoned_log_dirs.n < 0 && !(v >= 2))
+                            kp_reader_fail((&sub), KP_ERR__MALFORMED);
+                        if (p->cordoned_log_dirs.n > 0) {
+                            p->cordoned_log_dirs.v = kp_arena_calloc(a, (size_t)p->cordoned_log_dirs.n, sizeof(*p->cordoned_log_dirs.v));
+                            if (p->cordoned_log_dirs.v == NULL)
+                                kp_reader_fail((&sub), KP_ERR__NOMEM);
+                            for (int32_t i = 0; i < p->cordoned_log_dirs.n && (&sub)->err == KP_ERR_NONE; i++) {
+                                p->cordoned_log_dirs.v[i] = kp_read_uuid((&sub));
                             }
                         }
                     }
@@ -85,9 +118,17 @@ static void kp_broker_heartbeat_req_write(kp_writer *w, const kp_broker_heartbea
             kp_write_uuid(w, &p->offline_log_dirs.v[i]);
         }
     }
+    if (v >= 2 && !(v >= 2)) {
+        kp_write_array_len(w, true, p->cordoned_log_dirs.n);
+        for (int32_t i = 0; i < p->cordoned_log_dirs.n; i++) {
+            kp_write_uuid(w, &p->cordoned_log_dirs.v[i]);
+        }
+    }
     {
         uint32_t ntags = 0;
         if (v >= 1 && p->offline_log_dirs.n != 0)
+            ntags++;
+        if (v >= 2 && p->cordoned_log_dirs.n != -1)
             ntags++;
         kp_write_uvarint(w, ntags);
         if (v >= 1 && p->offline_log_dirs.n != 0) {
@@ -101,6 +142,19 @@ static void kp_broker_heartbeat_req_write(kp_writer *w, const kp_broker_heartbea
             kp_write_array_len(w, true, p->offline_log_dirs.n);
             for (int32_t i = 0; i < p->offline_log_dirs.n; i++) {
                 kp_write_uuid(w, &p->offline_log_dirs.v[i]);
+            }
+        }
+        if (v >= 2 && p->cordoned_log_dirs.n != -1) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_array_len(&cw, true, p->cordoned_log_dirs.n);
+            for (int32_t i = 0; i < p->cordoned_log_dirs.n; i++) {
+                kp_write_uuid(&cw, &p->cordoned_log_dirs.v[i]);
+            }
+            kp_write_tag_header(w, 1u, cw.total);
+            kp_write_array_len(w, true, p->cordoned_log_dirs.n);
+            for (int32_t i = 0; i < p->cordoned_log_dirs.n; i++) {
+                kp_write_uuid(w, &p->cordoned_log_dirs.v[i]);
             }
         }
     }

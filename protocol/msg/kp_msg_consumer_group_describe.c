@@ -188,6 +188,7 @@ void kp_consumer_group_describe_resp_member_defaults(kp_consumer_group_describe_
     p->subscribed_topic_regex = KP_STR_NULL;
     kp_consumer_group_describe_resp_assignment_defaults(&p->assignment);
     kp_consumer_group_describe_resp_assignment_defaults(&p->target_assignment);
+    p->member_type = -1;
 }
 
 static size_t kp_consumer_group_describe_resp_member_min_size(int16_t v)
@@ -204,6 +205,9 @@ static size_t kp_consumer_group_describe_resp_member_min_size(int16_t v)
     n += (true ? 1u : 2u);
     n += kp_consumer_group_describe_resp_assignment_min_size(v);
     n += kp_consumer_group_describe_resp_assignment_min_size(v);
+    if (v >= 1) {
+        n += 1u;
+    }
     n += 1;
     return n;
 }
@@ -241,6 +245,9 @@ static void kp_consumer_group_describe_resp_member_read(kp_reader *r, kp_arena *
     p->subscribed_topic_regex = kp_read_str(r, true);
     kp_consumer_group_describe_resp_assignment_read(r, a, &p->assignment, v);
     kp_consumer_group_describe_resp_assignment_read(r, a, &p->target_assignment, v);
+    if (v >= 1) {
+        p->member_type = kp_read_i8(r);
+    }
     kp_skip_tags(r);
 }
 
@@ -261,6 +268,9 @@ static void kp_consumer_group_describe_resp_member_write(kp_writer *w, const kp_
     kp_write_str(w, true, p->subscribed_topic_regex);
     kp_consumer_group_describe_resp_assignment_write(w, &p->assignment, v);
     kp_consumer_group_describe_resp_assignment_write(w, &p->target_assignment, v);
+    if (v >= 1) {
+        kp_write_i8(w, p->member_type);
+    }
     kp_write_uvarint(w, 0);
 }
 

@@ -22,9 +22,7 @@ static size_t kp_create_acls_req_acl_creation_min_size(int16_t v)
     (void)v;
     n += 1u;
     n += ((v >= 2) ? 1u : 2u);
-    if (v >= 1) {
-        n += 1u;
-    }
+    n += 1u;
     n += ((v >= 2) ? 1u : 2u);
     n += ((v >= 2) ? 1u : 2u);
     n += 1u;
@@ -44,9 +42,7 @@ static void kp_create_acls_req_acl_creation_read(kp_reader *r, kp_arena *a, kp_c
     p->resource_name = kp_read_str(r, (v >= 2));
     if (p->resource_name.len < 0)
         kp_reader_fail(r, KP_ERR__MALFORMED);
-    if (v >= 1) {
-        p->resource_pattern_type = kp_read_i8(r);
-    }
+    p->resource_pattern_type = kp_read_i8(r);
     p->principal = kp_read_str(r, (v >= 2));
     if (p->principal.len < 0)
         kp_reader_fail(r, KP_ERR__MALFORMED);
@@ -66,9 +62,7 @@ static void kp_create_acls_req_acl_creation_write(kp_writer *w, const kp_create_
     (void)v;
     kp_write_i8(w, p->resource_type);
     kp_write_str(w, (v >= 2), p->resource_name);
-    if (v >= 1) {
-        kp_write_i8(w, p->resource_pattern_type);
-    }
+    kp_write_i8(w, p->resource_pattern_type);
     kp_write_str(w, (v >= 2), p->principal);
     kp_write_str(w, (v >= 2), p->host);
     kp_write_i8(w, p->operation);

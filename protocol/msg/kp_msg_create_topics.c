@@ -220,9 +220,7 @@ static void kp_create_topics_req_read(kp_reader *r, kp_arena *a, kp_create_topic
         }
     }
     p->timeout_ms = kp_read_i32(r);
-    if (v >= 1) {
-        p->validate_only = kp_read_bool(r);
-    }
+    p->validate_only = kp_read_bool(r);
     if ((v >= 5)) {
         kp_skip_tags(r);
     }
@@ -237,9 +235,7 @@ static void kp_create_topics_req_write(kp_writer *w, const kp_create_topics_req 
         kp_create_topics_req_creatable_topic_write(w, &p->topics.v[i], v);
     }
     kp_write_i32(w, p->timeout_ms);
-    if (v >= 1) {
-        kp_write_bool(w, p->validate_only);
-    }
+    kp_write_bool(w, p->validate_only);
     if ((v >= 5)) {
         kp_write_uvarint(w, 0);
     }
@@ -373,9 +369,7 @@ static size_t kp_create_topics_resp_creatable_topic_result_min_size(int16_t v)
         n += 16u;
     }
     n += 2u;
-    if (v >= 1) {
-        n += ((v >= 5) ? 1u : 2u);
-    }
+    n += ((v >= 5) ? 1u : 2u);
     if (v >= 5 && !(v >= 5)) {
         n += 2u;
     }
@@ -406,9 +400,7 @@ static void kp_create_topics_resp_creatable_topic_result_read(kp_reader *r, kp_a
         p->topic_id = kp_read_uuid(r);
     }
     p->error_code = kp_read_i16(r);
-    if (v >= 1) {
-        p->error_message = kp_read_str(r, (v >= 5));
-    }
+    p->error_message = kp_read_str(r, (v >= 5));
     if (v >= 5 && !(v >= 5)) {
         p->topic_config_error_code = kp_read_i16(r);
     }
@@ -434,7 +426,7 @@ static void kp_create_topics_resp_creatable_topic_result_read(kp_reader *r, kp_a
         }
     }
     if ((v >= 5)) {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);
@@ -462,9 +454,7 @@ static void kp_create_topics_resp_creatable_topic_result_write(kp_writer *w, con
         kp_write_uuid(w, &p->topic_id);
     }
     kp_write_i16(w, p->error_code);
-    if (v >= 1) {
-        kp_write_str(w, (v >= 5), p->error_message);
-    }
+    kp_write_str(w, (v >= 5), p->error_message);
     if (v >= 5 && !(v >= 5)) {
         kp_write_i16(w, p->topic_config_error_code);
     }
@@ -505,9 +495,7 @@ static void kp_create_topics_resp_read(kp_reader *r, kp_arena *a, kp_create_topi
     (void)a;
     (void)v;
     kp_create_topics_resp_defaults(p);
-    if (v >= 2) {
-        p->throttle_time_ms = kp_read_i32(r);
-    }
+    p->throttle_time_ms = kp_read_i32(r);
     {
         p->topics.n = kp_read_array_len(r, (v >= 5), kp_create_topics_resp_creatable_topic_result_min_size(v));
         if (p->topics.n < 0)
@@ -530,9 +518,7 @@ static void kp_create_topics_resp_write(kp_writer *w, const kp_create_topics_res
 {
     (void)p;
     (void)v;
-    if (v >= 2) {
-        kp_write_i32(w, p->throttle_time_ms);
-    }
+    kp_write_i32(w, p->throttle_time_ms);
     kp_write_array_len(w, (v >= 5), p->topics.n);
     for (int32_t i = 0; i < p->topics.n; i++) {
         kp_create_topics_resp_creatable_topic_result_write(w, &p->topics.v[i], v);

@@ -4,6 +4,54 @@
 
 #include <string.h>
 
+static void kp_aborted_txn_read(kp_reader *r, kp_arena *a, kp_aborted_txn *p, int16_t v);
+static void kp_aborted_txn_write(kp_writer *w, const kp_aborted_txn *p, int16_t v);
+
+void kp_aborted_txn_defaults(kp_aborted_txn *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_aborted_txn_read(kp_reader *r, kp_arena *a, kp_aborted_txn *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_aborted_txn_defaults(p);
+    p->producer_id = kp_read_i64(r);
+    p->first_offset = kp_read_i64(r);
+    p->last_offset = kp_read_i64(r);
+    p->last_stable_offset = kp_read_i64(r);
+}
+
+static void kp_aborted_txn_write(kp_writer *w, const kp_aborted_txn *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_i64(w, p->producer_id);
+    kp_write_i64(w, p->first_offset);
+    kp_write_i64(w, p->last_offset);
+    kp_write_i64(w, p->last_stable_offset);
+}
+
+kp_err kp_aborted_txn_decode(kp_reader *r, kp_arena *a, kp_aborted_txn *p, int16_t v)
+{
+    kp_aborted_txn_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_aborted_txn_encode(kp_writer *w, const kp_aborted_txn *p, int16_t v)
+{
+    kp_aborted_txn_write(w, p, v);
+}
+
+size_t kp_aborted_txn_size(const kp_aborted_txn *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_aborted_txn_write(&w, p, v);
+    return w.total;
+}
+
 static void kp_consumer_protocol_assignment_topic_partition_read(kp_reader *r, kp_arena *a, kp_consumer_protocol_assignment_topic_partition *p, int16_t v);
 static void kp_consumer_protocol_assignment_topic_partition_write(kp_writer *w, const kp_consumer_protocol_assignment_topic_partition *p, int16_t v);
 static size_t kp_consumer_protocol_assignment_topic_partition_min_size(int16_t v);
@@ -275,6 +323,48 @@ size_t kp_consumer_protocol_subscription_size(const kp_consumer_protocol_subscri
     return w.total;
 }
 
+static void kp_control_record_type_schema_read(kp_reader *r, kp_arena *a, kp_control_record_type_schema *p, int16_t v);
+static void kp_control_record_type_schema_write(kp_writer *w, const kp_control_record_type_schema *p, int16_t v);
+
+void kp_control_record_type_schema_defaults(kp_control_record_type_schema *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_control_record_type_schema_read(kp_reader *r, kp_arena *a, kp_control_record_type_schema *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_control_record_type_schema_defaults(p);
+    p->type = kp_read_i16(r);
+}
+
+static void kp_control_record_type_schema_write(kp_writer *w, const kp_control_record_type_schema *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_i16(w, p->type);
+}
+
+kp_err kp_control_record_type_schema_decode(kp_reader *r, kp_arena *a, kp_control_record_type_schema *p, int16_t v)
+{
+    kp_control_record_type_schema_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_control_record_type_schema_encode(kp_writer *w, const kp_control_record_type_schema *p, int16_t v)
+{
+    kp_control_record_type_schema_write(w, p, v);
+}
+
+size_t kp_control_record_type_schema_size(const kp_control_record_type_schema *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_control_record_type_schema_write(&w, p, v);
+    return w.total;
+}
+
 static void kp_default_principal_data_read(kp_reader *r, kp_arena *a, kp_default_principal_data *p, int16_t v);
 static void kp_default_principal_data_write(kp_writer *w, const kp_default_principal_data *p, int16_t v);
 
@@ -324,6 +414,48 @@ size_t kp_default_principal_data_size(const kp_default_principal_data *p, int16_
     kp_writer w;
     kp_writer_init_count(&w);
     kp_default_principal_data_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_end_txn_marker_read(kp_reader *r, kp_arena *a, kp_end_txn_marker *p, int16_t v);
+static void kp_end_txn_marker_write(kp_writer *w, const kp_end_txn_marker *p, int16_t v);
+
+void kp_end_txn_marker_defaults(kp_end_txn_marker *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_end_txn_marker_read(kp_reader *r, kp_arena *a, kp_end_txn_marker *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_end_txn_marker_defaults(p);
+    p->coordinator_epoch = kp_read_i32(r);
+}
+
+static void kp_end_txn_marker_write(kp_writer *w, const kp_end_txn_marker *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_i32(w, p->coordinator_epoch);
+}
+
+kp_err kp_end_txn_marker_decode(kp_reader *r, kp_arena *a, kp_end_txn_marker *p, int16_t v)
+{
+    kp_end_txn_marker_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_end_txn_marker_encode(kp_writer *w, const kp_end_txn_marker *p, int16_t v)
+{
+    kp_end_txn_marker_write(w, p, v);
+}
+
+size_t kp_end_txn_marker_size(const kp_end_txn_marker *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_end_txn_marker_write(&w, p, v);
     return w.total;
 }
 
@@ -512,11 +644,7 @@ static void kp_request_header_read(kp_reader *r, kp_arena *a, kp_request_header 
     p->request_api_key = kp_read_i16(r);
     p->request_api_version = kp_read_i16(r);
     p->correlation_id = kp_read_i32(r);
-    if (v >= 1) {
-        p->client_id = kp_read_str(r, false);
-        if (p->client_id.len < 0 && !(v >= 1))
-            kp_reader_fail(r, KP_ERR__MALFORMED);
-    }
+    p->client_id = kp_read_str(r, false);
     if ((v >= 2)) {
         kp_skip_tags(r);
     }
@@ -529,9 +657,7 @@ static void kp_request_header_write(kp_writer *w, const kp_request_header *p, in
     kp_write_i16(w, p->request_api_key);
     kp_write_i16(w, p->request_api_version);
     kp_write_i32(w, p->correlation_id);
-    if (v >= 1) {
-        kp_write_str(w, false, p->client_id);
-    }
+    kp_write_str(w, false, p->client_id);
     if ((v >= 2)) {
         kp_write_uvarint(w, 0);
     }
@@ -983,7 +1109,32 @@ static void kp_consumer_group_current_member_assignment_value_topic_partitions_r
             }
         }
     }
-    kp_skip_tags(r);
+    {
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                {
+                    p->assignment_epochs.n = kp_read_array_len((&sub), true, 4u);
+                    if (p->assignment_epochs.n > 0) {
+                        p->assignment_epochs.v = kp_arena_calloc(a, (size_t)p->assignment_epochs.n, sizeof(*p->assignment_epochs.v));
+                        if (p->assignment_epochs.v == NULL)
+                            kp_reader_fail((&sub), KP_ERR__NOMEM);
+                        for (int32_t i = 0; i < p->assignment_epochs.n && (&sub)->err == KP_ERR_NONE; i++) {
+                            p->assignment_epochs.v[i] = kp_read_i32((&sub));
+                        }
+                    }
+                }
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
+    }
 }
 
 static void kp_consumer_group_current_member_assignment_value_topic_partitions_write(kp_writer *w, const kp_consumer_group_current_member_assignment_value_topic_partitions *p, int16_t v)
@@ -995,7 +1146,25 @@ static void kp_consumer_group_current_member_assignment_value_topic_partitions_w
     for (int32_t i = 0; i < p->partitions.n; i++) {
         kp_write_i32(w, p->partitions.v[i]);
     }
-    kp_write_uvarint(w, 0);
+    {
+        uint32_t ntags = 0;
+        if (p->assignment_epochs.n != 0)
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (p->assignment_epochs.n != 0) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_array_len(&cw, true, p->assignment_epochs.n);
+            for (int32_t i = 0; i < p->assignment_epochs.n; i++) {
+                kp_write_i32(&cw, p->assignment_epochs.v[i]);
+            }
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_array_len(w, true, p->assignment_epochs.n);
+            for (int32_t i = 0; i < p->assignment_epochs.n; i++) {
+                kp_write_i32(w, p->assignment_epochs.v[i]);
+            }
+        }
+    }
 }
 
 void kp_consumer_group_current_member_assignment_value_defaults(kp_consumer_group_current_member_assignment_value *p)
@@ -1246,7 +1415,7 @@ static void kp_consumer_group_member_metadata_value_read(kp_reader *r, kp_arena 
     p->rebalance_timeout_ms = kp_read_i32(r);
     p->server_assignor = kp_read_str(r, true);
     {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);
@@ -1392,7 +1561,22 @@ static void kp_consumer_group_metadata_value_read(kp_reader *r, kp_arena *a, kp_
     (void)v;
     kp_consumer_group_metadata_value_defaults(p);
     p->epoch = kp_read_i32(r);
-    kp_skip_tags(r);
+    {
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                p->metadata_hash = kp_read_i64((&sub));
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
+    }
 }
 
 static void kp_consumer_group_metadata_value_write(kp_writer *w, const kp_consumer_group_metadata_value *p, int16_t v)
@@ -1400,7 +1584,19 @@ static void kp_consumer_group_metadata_value_write(kp_writer *w, const kp_consum
     (void)p;
     (void)v;
     kp_write_i32(w, p->epoch);
-    kp_write_uvarint(w, 0);
+    {
+        uint32_t ntags = 0;
+        if (p->metadata_hash != 0)
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (p->metadata_hash != 0) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i64(&cw, p->metadata_hash);
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_i64(w, p->metadata_hash);
+        }
+    }
 }
 
 kp_err kp_consumer_group_metadata_value_decode(kp_reader *r, kp_arena *a, kp_consumer_group_metadata_value *p, int16_t v)
@@ -1637,6 +1833,117 @@ size_t kp_consumer_group_partition_metadata_value_size(const kp_consumer_group_p
     return w.total;
 }
 
+static void kp_consumer_group_regular_expression_key_read(kp_reader *r, kp_arena *a, kp_consumer_group_regular_expression_key *p, int16_t v);
+static void kp_consumer_group_regular_expression_key_write(kp_writer *w, const kp_consumer_group_regular_expression_key *p, int16_t v);
+
+void kp_consumer_group_regular_expression_key_defaults(kp_consumer_group_regular_expression_key *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_consumer_group_regular_expression_key_read(kp_reader *r, kp_arena *a, kp_consumer_group_regular_expression_key *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_consumer_group_regular_expression_key_defaults(p);
+    p->group_id = kp_read_str(r, false);
+    if (p->group_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->regular_expression = kp_read_str(r, false);
+    if (p->regular_expression.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+}
+
+static void kp_consumer_group_regular_expression_key_write(kp_writer *w, const kp_consumer_group_regular_expression_key *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, false, p->group_id);
+    kp_write_str(w, false, p->regular_expression);
+}
+
+kp_err kp_consumer_group_regular_expression_key_decode(kp_reader *r, kp_arena *a, kp_consumer_group_regular_expression_key *p, int16_t v)
+{
+    kp_consumer_group_regular_expression_key_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_consumer_group_regular_expression_key_encode(kp_writer *w, const kp_consumer_group_regular_expression_key *p, int16_t v)
+{
+    kp_consumer_group_regular_expression_key_write(w, p, v);
+}
+
+size_t kp_consumer_group_regular_expression_key_size(const kp_consumer_group_regular_expression_key *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_consumer_group_regular_expression_key_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_consumer_group_regular_expression_value_read(kp_reader *r, kp_arena *a, kp_consumer_group_regular_expression_value *p, int16_t v);
+static void kp_consumer_group_regular_expression_value_write(kp_writer *w, const kp_consumer_group_regular_expression_value *p, int16_t v);
+
+void kp_consumer_group_regular_expression_value_defaults(kp_consumer_group_regular_expression_value *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_consumer_group_regular_expression_value_read(kp_reader *r, kp_arena *a, kp_consumer_group_regular_expression_value *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_consumer_group_regular_expression_value_defaults(p);
+    {
+        p->topics.n = kp_read_array_len(r, true, (true ? 1u : 2u));
+        if (p->topics.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->topics.n > 0) {
+            p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n, sizeof(*p->topics.v));
+            if (p->topics.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->topics.n && r->err == KP_ERR_NONE; i++) {
+                p->topics.v[i] = kp_read_str(r, true);
+            }
+        }
+    }
+    p->version = kp_read_i64(r);
+    p->timestamp = kp_read_i64(r);
+    kp_skip_tags(r);
+}
+
+static void kp_consumer_group_regular_expression_value_write(kp_writer *w, const kp_consumer_group_regular_expression_value *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_array_len(w, true, p->topics.n);
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_write_str(w, true, p->topics.v[i]);
+    }
+    kp_write_i64(w, p->version);
+    kp_write_i64(w, p->timestamp);
+    kp_write_uvarint(w, 0);
+}
+
+kp_err kp_consumer_group_regular_expression_value_decode(kp_reader *r, kp_arena *a, kp_consumer_group_regular_expression_value *p, int16_t v)
+{
+    kp_consumer_group_regular_expression_value_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_consumer_group_regular_expression_value_encode(kp_writer *w, const kp_consumer_group_regular_expression_value *p, int16_t v)
+{
+    kp_consumer_group_regular_expression_value_write(w, p, v);
+}
+
+size_t kp_consumer_group_regular_expression_value_size(const kp_consumer_group_regular_expression_value *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_consumer_group_regular_expression_value_write(&w, p, v);
+    return w.total;
+}
+
 static void kp_consumer_group_target_assignment_member_key_read(kp_reader *r, kp_arena *a, kp_consumer_group_target_assignment_member_key *p, int16_t v);
 static void kp_consumer_group_target_assignment_member_key_write(kp_writer *w, const kp_consumer_group_target_assignment_member_key *p, int16_t v);
 
@@ -1854,7 +2161,22 @@ static void kp_consumer_group_target_assignment_metadata_value_read(kp_reader *r
     (void)v;
     kp_consumer_group_target_assignment_metadata_value_defaults(p);
     p->assignment_epoch = kp_read_i32(r);
-    kp_skip_tags(r);
+    {
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                p->assignment_timestamp = kp_read_i64((&sub));
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
+    }
 }
 
 static void kp_consumer_group_target_assignment_metadata_value_write(kp_writer *w, const kp_consumer_group_target_assignment_metadata_value *p, int16_t v)
@@ -1862,7 +2184,19 @@ static void kp_consumer_group_target_assignment_metadata_value_write(kp_writer *
     (void)p;
     (void)v;
     kp_write_i32(w, p->assignment_epoch);
-    kp_write_uvarint(w, 0);
+    {
+        uint32_t ntags = 0;
+        if (p->assignment_timestamp != 0)
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (p->assignment_timestamp != 0) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i64(&cw, p->assignment_timestamp);
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_i64(w, p->assignment_timestamp);
+        }
+    }
 }
 
 kp_err kp_consumer_group_target_assignment_metadata_value_decode(kp_reader *r, kp_arena *a, kp_consumer_group_target_assignment_metadata_value *p, int16_t v)
@@ -2095,6 +2429,104 @@ size_t kp_group_metadata_value_size(const kp_group_metadata_value *p, int16_t v)
     return w.total;
 }
 
+static void kp_legacy_offset_commit_key_read(kp_reader *r, kp_arena *a, kp_legacy_offset_commit_key *p, int16_t v);
+static void kp_legacy_offset_commit_key_write(kp_writer *w, const kp_legacy_offset_commit_key *p, int16_t v);
+
+void kp_legacy_offset_commit_key_defaults(kp_legacy_offset_commit_key *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_legacy_offset_commit_key_read(kp_reader *r, kp_arena *a, kp_legacy_offset_commit_key *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_legacy_offset_commit_key_defaults(p);
+    p->group = kp_read_str(r, false);
+    if (p->group.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->topic = kp_read_str(r, false);
+    if (p->topic.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->partition = kp_read_i32(r);
+}
+
+static void kp_legacy_offset_commit_key_write(kp_writer *w, const kp_legacy_offset_commit_key *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, false, p->group);
+    kp_write_str(w, false, p->topic);
+    kp_write_i32(w, p->partition);
+}
+
+kp_err kp_legacy_offset_commit_key_decode(kp_reader *r, kp_arena *a, kp_legacy_offset_commit_key *p, int16_t v)
+{
+    kp_legacy_offset_commit_key_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_legacy_offset_commit_key_encode(kp_writer *w, const kp_legacy_offset_commit_key *p, int16_t v)
+{
+    kp_legacy_offset_commit_key_write(w, p, v);
+}
+
+size_t kp_legacy_offset_commit_key_size(const kp_legacy_offset_commit_key *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_legacy_offset_commit_key_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_legacy_offset_commit_value_read(kp_reader *r, kp_arena *a, kp_legacy_offset_commit_value *p, int16_t v);
+static void kp_legacy_offset_commit_value_write(kp_writer *w, const kp_legacy_offset_commit_value *p, int16_t v);
+
+void kp_legacy_offset_commit_value_defaults(kp_legacy_offset_commit_value *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_legacy_offset_commit_value_read(kp_reader *r, kp_arena *a, kp_legacy_offset_commit_value *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_legacy_offset_commit_value_defaults(p);
+    p->offset = kp_read_i64(r);
+    p->metadata = kp_read_str(r, false);
+    if (p->metadata.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->commit_timestamp = kp_read_i64(r);
+}
+
+static void kp_legacy_offset_commit_value_write(kp_writer *w, const kp_legacy_offset_commit_value *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_i64(w, p->offset);
+    kp_write_str(w, false, p->metadata);
+    kp_write_i64(w, p->commit_timestamp);
+}
+
+kp_err kp_legacy_offset_commit_value_decode(kp_reader *r, kp_arena *a, kp_legacy_offset_commit_value *p, int16_t v)
+{
+    kp_legacy_offset_commit_value_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_legacy_offset_commit_value_encode(kp_writer *w, const kp_legacy_offset_commit_value *p, int16_t v)
+{
+    kp_legacy_offset_commit_value_write(w, p, v);
+}
+
+size_t kp_legacy_offset_commit_value_size(const kp_legacy_offset_commit_value *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_legacy_offset_commit_value_write(&w, p, v);
+    return w.total;
+}
+
 static void kp_offset_commit_key_read(kp_reader *r, kp_arena *a, kp_offset_commit_key *p, int16_t v);
 static void kp_offset_commit_key_write(kp_writer *w, const kp_offset_commit_key *p, int16_t v);
 
@@ -2171,8 +2603,26 @@ static void kp_offset_commit_value_read(kp_reader *r, kp_arena *a, kp_offset_com
     if (v >= 1 && v <= 1) {
         p->expire_timestamp = kp_read_i64(r);
     }
+    if (v >= 4 && !(v >= 4)) {
+        p->topic_id = kp_read_uuid(r);
+    }
     if ((v >= 4)) {
-        kp_skip_tags(r);
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                if (v >= 4) {
+                    p->topic_id = kp_read_uuid((&sub));
+                }
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
     }
 }
 
@@ -2189,8 +2639,21 @@ static void kp_offset_commit_value_write(kp_writer *w, const kp_offset_commit_va
     if (v >= 1 && v <= 1) {
         kp_write_i64(w, p->expire_timestamp);
     }
+    if (v >= 4 && !(v >= 4)) {
+        kp_write_uuid(w, &p->topic_id);
+    }
     if ((v >= 4)) {
-        kp_write_uvarint(w, 0);
+        uint32_t ntags = 0;
+        if (v >= 4 && !kp_uuid_is_zero(&p->topic_id))
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (v >= 4 && !kp_uuid_is_zero(&p->topic_id)) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_uuid(&cw, &p->topic_id);
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_uuid(w, &p->topic_id);
+        }
     }
 }
 
@@ -2664,6 +3127,7 @@ static void kp_share_group_metadata_value_read(kp_reader *r, kp_arena *a, kp_sha
     (void)v;
     kp_share_group_metadata_value_defaults(p);
     p->epoch = kp_read_i32(r);
+    p->metadata_hash = kp_read_i64(r);
     kp_skip_tags(r);
 }
 
@@ -2672,6 +3136,7 @@ static void kp_share_group_metadata_value_write(kp_writer *w, const kp_share_gro
     (void)p;
     (void)v;
     kp_write_i32(w, p->epoch);
+    kp_write_i64(w, p->metadata_hash);
     kp_write_uvarint(w, 0);
 }
 
@@ -2691,221 +3156,6 @@ size_t kp_share_group_metadata_value_size(const kp_share_group_metadata_value *p
     kp_writer w;
     kp_writer_init_count(&w);
     kp_share_group_metadata_value_write(&w, p, v);
-    return w.total;
-}
-
-static void kp_share_group_partition_metadata_key_read(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_key *p, int16_t v);
-static void kp_share_group_partition_metadata_key_write(kp_writer *w, const kp_share_group_partition_metadata_key *p, int16_t v);
-
-void kp_share_group_partition_metadata_key_defaults(kp_share_group_partition_metadata_key *p)
-{
-    memset(p, 0, sizeof(*p));
-}
-
-static void kp_share_group_partition_metadata_key_read(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_key *p, int16_t v)
-{
-    (void)a;
-    (void)v;
-    kp_share_group_partition_metadata_key_defaults(p);
-    p->group_id = kp_read_str(r, false);
-    if (p->group_id.len < 0)
-        kp_reader_fail(r, KP_ERR__MALFORMED);
-}
-
-static void kp_share_group_partition_metadata_key_write(kp_writer *w, const kp_share_group_partition_metadata_key *p, int16_t v)
-{
-    (void)p;
-    (void)v;
-    kp_write_str(w, false, p->group_id);
-}
-
-kp_err kp_share_group_partition_metadata_key_decode(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_key *p, int16_t v)
-{
-    kp_share_group_partition_metadata_key_read(r, a, p, v);
-    return r->err;
-}
-
-void kp_share_group_partition_metadata_key_encode(kp_writer *w, const kp_share_group_partition_metadata_key *p, int16_t v)
-{
-    kp_share_group_partition_metadata_key_write(w, p, v);
-}
-
-size_t kp_share_group_partition_metadata_key_size(const kp_share_group_partition_metadata_key *p, int16_t v)
-{
-    kp_writer w;
-    kp_writer_init_count(&w);
-    kp_share_group_partition_metadata_key_write(&w, p, v);
-    return w.total;
-}
-
-static void kp_share_group_partition_metadata_value_partition_metadata_read(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_value_partition_metadata *p, int16_t v);
-static void kp_share_group_partition_metadata_value_partition_metadata_write(kp_writer *w, const kp_share_group_partition_metadata_value_partition_metadata *p, int16_t v);
-static size_t kp_share_group_partition_metadata_value_partition_metadata_min_size(int16_t v);
-static void kp_share_group_partition_metadata_value_topic_metadata_read(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_value_topic_metadata *p, int16_t v);
-static void kp_share_group_partition_metadata_value_topic_metadata_write(kp_writer *w, const kp_share_group_partition_metadata_value_topic_metadata *p, int16_t v);
-static size_t kp_share_group_partition_metadata_value_topic_metadata_min_size(int16_t v);
-static void kp_share_group_partition_metadata_value_read(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_value *p, int16_t v);
-static void kp_share_group_partition_metadata_value_write(kp_writer *w, const kp_share_group_partition_metadata_value *p, int16_t v);
-
-void kp_share_group_partition_metadata_value_partition_metadata_defaults(kp_share_group_partition_metadata_value_partition_metadata *p)
-{
-    memset(p, 0, sizeof(*p));
-}
-
-static size_t kp_share_group_partition_metadata_value_partition_metadata_min_size(int16_t v)
-{
-    size_t n = 0;
-    (void)v;
-    n += 4u;
-    n += (true ? 1u : 4u);
-    n += 1;
-    return n;
-}
-
-static void kp_share_group_partition_metadata_value_partition_metadata_read(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_value_partition_metadata *p, int16_t v)
-{
-    (void)a;
-    (void)v;
-    kp_share_group_partition_metadata_value_partition_metadata_defaults(p);
-    p->partition = kp_read_i32(r);
-    {
-        p->racks.n = kp_read_array_len(r, true, (true ? 1u : 2u));
-        if (p->racks.n < 0)
-            kp_reader_fail(r, KP_ERR__MALFORMED);
-        if (p->racks.n > 0) {
-            p->racks.v = kp_arena_calloc(a, (size_t)p->racks.n, sizeof(*p->racks.v));
-            if (p->racks.v == NULL)
-                kp_reader_fail(r, KP_ERR__NOMEM);
-            for (int32_t i = 0; i < p->racks.n && r->err == KP_ERR_NONE; i++) {
-                p->racks.v[i] = kp_read_str(r, true);
-            }
-        }
-    }
-    kp_skip_tags(r);
-}
-
-static void kp_share_group_partition_metadata_value_partition_metadata_write(kp_writer *w, const kp_share_group_partition_metadata_value_partition_metadata *p, int16_t v)
-{
-    (void)p;
-    (void)v;
-    kp_write_i32(w, p->partition);
-    kp_write_array_len(w, true, p->racks.n);
-    for (int32_t i = 0; i < p->racks.n; i++) {
-        kp_write_str(w, true, p->racks.v[i]);
-    }
-    kp_write_uvarint(w, 0);
-}
-
-void kp_share_group_partition_metadata_value_topic_metadata_defaults(kp_share_group_partition_metadata_value_topic_metadata *p)
-{
-    memset(p, 0, sizeof(*p));
-}
-
-static size_t kp_share_group_partition_metadata_value_topic_metadata_min_size(int16_t v)
-{
-    size_t n = 0;
-    (void)v;
-    n += 16u;
-    n += (true ? 1u : 2u);
-    n += 4u;
-    n += (true ? 1u : 4u);
-    n += 1;
-    return n;
-}
-
-static void kp_share_group_partition_metadata_value_topic_metadata_read(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_value_topic_metadata *p, int16_t v)
-{
-    (void)a;
-    (void)v;
-    kp_share_group_partition_metadata_value_topic_metadata_defaults(p);
-    p->topic_id = kp_read_uuid(r);
-    p->topic_name = kp_read_str(r, true);
-    if (p->topic_name.len < 0)
-        kp_reader_fail(r, KP_ERR__MALFORMED);
-    p->num_partitions = kp_read_i32(r);
-    {
-        p->partition_metadata.n = kp_read_array_len(r, true, kp_share_group_partition_metadata_value_partition_metadata_min_size(v));
-        if (p->partition_metadata.n < 0)
-            kp_reader_fail(r, KP_ERR__MALFORMED);
-        if (p->partition_metadata.n > 0) {
-            p->partition_metadata.v = kp_arena_calloc(a, (size_t)p->partition_metadata.n, sizeof(*p->partition_metadata.v));
-            if (p->partition_metadata.v == NULL)
-                kp_reader_fail(r, KP_ERR__NOMEM);
-            for (int32_t i = 0; i < p->partition_metadata.n && r->err == KP_ERR_NONE; i++) {
-                kp_share_group_partition_metadata_value_partition_metadata_read(r, a, &p->partition_metadata.v[i], v);
-            }
-        }
-    }
-    kp_skip_tags(r);
-}
-
-static void kp_share_group_partition_metadata_value_topic_metadata_write(kp_writer *w, const kp_share_group_partition_metadata_value_topic_metadata *p, int16_t v)
-{
-    (void)p;
-    (void)v;
-    kp_write_uuid(w, &p->topic_id);
-    kp_write_str(w, true, p->topic_name);
-    kp_write_i32(w, p->num_partitions);
-    kp_write_array_len(w, true, p->partition_metadata.n);
-    for (int32_t i = 0; i < p->partition_metadata.n; i++) {
-        kp_share_group_partition_metadata_value_partition_metadata_write(w, &p->partition_metadata.v[i], v);
-    }
-    kp_write_uvarint(w, 0);
-}
-
-void kp_share_group_partition_metadata_value_defaults(kp_share_group_partition_metadata_value *p)
-{
-    memset(p, 0, sizeof(*p));
-}
-
-static void kp_share_group_partition_metadata_value_read(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_value *p, int16_t v)
-{
-    (void)a;
-    (void)v;
-    kp_share_group_partition_metadata_value_defaults(p);
-    {
-        p->topics.n = kp_read_array_len(r, true, kp_share_group_partition_metadata_value_topic_metadata_min_size(v));
-        if (p->topics.n < 0)
-            kp_reader_fail(r, KP_ERR__MALFORMED);
-        if (p->topics.n > 0) {
-            p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n, sizeof(*p->topics.v));
-            if (p->topics.v == NULL)
-                kp_reader_fail(r, KP_ERR__NOMEM);
-            for (int32_t i = 0; i < p->topics.n && r->err == KP_ERR_NONE; i++) {
-                kp_share_group_partition_metadata_value_topic_metadata_read(r, a, &p->topics.v[i], v);
-            }
-        }
-    }
-    kp_skip_tags(r);
-}
-
-static void kp_share_group_partition_metadata_value_write(kp_writer *w, const kp_share_group_partition_metadata_value *p, int16_t v)
-{
-    (void)p;
-    (void)v;
-    kp_write_array_len(w, true, p->topics.n);
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_share_group_partition_metadata_value_topic_metadata_write(w, &p->topics.v[i], v);
-    }
-    kp_write_uvarint(w, 0);
-}
-
-kp_err kp_share_group_partition_metadata_value_decode(kp_reader *r, kp_arena *a, kp_share_group_partition_metadata_value *p, int16_t v)
-{
-    kp_share_group_partition_metadata_value_read(r, a, p, v);
-    return r->err;
-}
-
-void kp_share_group_partition_metadata_value_encode(kp_writer *w, const kp_share_group_partition_metadata_value *p, int16_t v)
-{
-    kp_share_group_partition_metadata_value_write(w, p, v);
-}
-
-size_t kp_share_group_partition_metadata_value_size(const kp_share_group_partition_metadata_value *p, int16_t v)
-{
-    kp_writer w;
-    kp_writer_init_count(&w);
-    kp_share_group_partition_metadata_value_write(&w, p, v);
     return w.total;
 }
 
@@ -3063,6 +3313,19 @@ static void kp_share_group_state_partition_metadata_value_read(kp_reader *r, kp_
     (void)v;
     kp_share_group_state_partition_metadata_value_defaults(p);
     {
+        p->initializing_topics.n = kp_read_array_len(r, true, kp_share_group_state_partition_metadata_value_topic_partitions_info_min_size(v));
+        if (p->initializing_topics.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->initializing_topics.n > 0) {
+            p->initializing_topics.v = kp_arena_calloc(a, (size_t)p->initializing_topics.n, sizeof(*p->initializing_topics.v));
+            if (p->initializing_topics.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->initializing_topics.n && r->err == KP_ERR_NONE; i++) {
+                kp_share_group_state_partition_metadata_value_topic_partitions_info_read(r, a, &p->initializing_topics.v[i], v);
+            }
+        }
+    }
+    {
         p->initialized_topics.n = kp_read_array_len(r, true, kp_share_group_state_partition_metadata_value_topic_partitions_info_min_size(v));
         if (p->initialized_topics.n < 0)
             kp_reader_fail(r, KP_ERR__MALFORMED);
@@ -3095,6 +3358,10 @@ static void kp_share_group_state_partition_metadata_value_write(kp_writer *w, co
 {
     (void)p;
     (void)v;
+    kp_write_array_len(w, true, p->initializing_topics.n);
+    for (int32_t i = 0; i < p->initializing_topics.n; i++) {
+        kp_share_group_state_partition_metadata_value_topic_partitions_info_write(w, &p->initializing_topics.v[i], v);
+    }
     kp_write_array_len(w, true, p->initialized_topics.n);
     for (int32_t i = 0; i < p->initialized_topics.n; i++) {
         kp_share_group_state_partition_metadata_value_topic_partitions_info_write(w, &p->initialized_topics.v[i], v);
@@ -3342,7 +3609,22 @@ static void kp_share_group_target_assignment_metadata_value_read(kp_reader *r, k
     (void)v;
     kp_share_group_target_assignment_metadata_value_defaults(p);
     p->assignment_epoch = kp_read_i32(r);
-    kp_skip_tags(r);
+    {
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                p->assignment_timestamp = kp_read_i64((&sub));
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
+    }
 }
 
 static void kp_share_group_target_assignment_metadata_value_write(kp_writer *w, const kp_share_group_target_assignment_metadata_value *p, int16_t v)
@@ -3350,7 +3632,19 @@ static void kp_share_group_target_assignment_metadata_value_write(kp_writer *w, 
     (void)p;
     (void)v;
     kp_write_i32(w, p->assignment_epoch);
-    kp_write_uvarint(w, 0);
+    {
+        uint32_t ntags = 0;
+        if (p->assignment_timestamp != 0)
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (p->assignment_timestamp != 0) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i64(&cw, p->assignment_timestamp);
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_i64(w, p->assignment_timestamp);
+        }
+    }
 }
 
 kp_err kp_share_group_target_assignment_metadata_value_decode(kp_reader *r, kp_arena *a, kp_share_group_target_assignment_metadata_value *p, int16_t v)
@@ -3469,6 +3763,7 @@ static void kp_share_snapshot_value_state_batch_write(kp_writer *w, const kp_sha
 void kp_share_snapshot_value_defaults(kp_share_snapshot_value *p)
 {
     memset(p, 0, sizeof(*p));
+    p->delivery_complete_count = -1;
 }
 
 static void kp_share_snapshot_value_read(kp_reader *r, kp_arena *a, kp_share_snapshot_value *p, int16_t v)
@@ -3476,10 +3771,12 @@ static void kp_share_snapshot_value_read(kp_reader *r, kp_arena *a, kp_share_sna
     (void)a;
     (void)v;
     kp_share_snapshot_value_defaults(p);
-    p->snapshot_epoch = kp_read_u16(r);
+    p->snapshot_epoch = kp_read_i32(r);
     p->state_epoch = kp_read_i32(r);
     p->leader_epoch = kp_read_i32(r);
     p->start_offset = kp_read_i64(r);
+    p->create_timestamp = kp_read_i64(r);
+    p->write_timestamp = kp_read_i64(r);
     {
         p->state_batches.n = kp_read_array_len(r, true, kp_share_snapshot_value_state_batch_min_size(v));
         if (p->state_batches.n < 0)
@@ -3493,22 +3790,51 @@ static void kp_share_snapshot_value_read(kp_reader *r, kp_arena *a, kp_share_sna
             }
         }
     }
-    kp_skip_tags(r);
+    {
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                p->delivery_complete_count = kp_read_i32((&sub));
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
+    }
 }
 
 static void kp_share_snapshot_value_write(kp_writer *w, const kp_share_snapshot_value *p, int16_t v)
 {
     (void)p;
     (void)v;
-    kp_write_u16(w, p->snapshot_epoch);
+    kp_write_i32(w, p->snapshot_epoch);
     kp_write_i32(w, p->state_epoch);
     kp_write_i32(w, p->leader_epoch);
     kp_write_i64(w, p->start_offset);
+    kp_write_i64(w, p->create_timestamp);
+    kp_write_i64(w, p->write_timestamp);
     kp_write_array_len(w, true, p->state_batches.n);
     for (int32_t i = 0; i < p->state_batches.n; i++) {
         kp_share_snapshot_value_state_batch_write(w, &p->state_batches.v[i], v);
     }
-    kp_write_uvarint(w, 0);
+    {
+        uint32_t ntags = 0;
+        if (p->delivery_complete_count != -1)
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (p->delivery_complete_count != -1) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i32(&cw, p->delivery_complete_count);
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_i32(w, p->delivery_complete_count);
+        }
+    }
 }
 
 kp_err kp_share_snapshot_value_decode(kp_reader *r, kp_arena *a, kp_share_snapshot_value *p, int16_t v)
@@ -3627,6 +3953,7 @@ static void kp_share_update_value_state_batch_write(kp_writer *w, const kp_share
 void kp_share_update_value_defaults(kp_share_update_value *p)
 {
     memset(p, 0, sizeof(*p));
+    p->delivery_complete_count = -1;
 }
 
 static void kp_share_update_value_read(kp_reader *r, kp_arena *a, kp_share_update_value *p, int16_t v)
@@ -3634,7 +3961,7 @@ static void kp_share_update_value_read(kp_reader *r, kp_arena *a, kp_share_updat
     (void)a;
     (void)v;
     kp_share_update_value_defaults(p);
-    p->snapshot_epoch = kp_read_u16(r);
+    p->snapshot_epoch = kp_read_i32(r);
     p->leader_epoch = kp_read_i32(r);
     p->start_offset = kp_read_i64(r);
     {
@@ -3650,21 +3977,48 @@ static void kp_share_update_value_read(kp_reader *r, kp_arena *a, kp_share_updat
             }
         }
     }
-    kp_skip_tags(r);
+    {
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                p->delivery_complete_count = kp_read_i32((&sub));
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
+    }
 }
 
 static void kp_share_update_value_write(kp_writer *w, const kp_share_update_value *p, int16_t v)
 {
     (void)p;
     (void)v;
-    kp_write_u16(w, p->snapshot_epoch);
+    kp_write_i32(w, p->snapshot_epoch);
     kp_write_i32(w, p->leader_epoch);
     kp_write_i64(w, p->start_offset);
     kp_write_array_len(w, true, p->state_batches.n);
     for (int32_t i = 0; i < p->state_batches.n; i++) {
         kp_share_update_value_state_batch_write(w, &p->state_batches.v[i], v);
     }
-    kp_write_uvarint(w, 0);
+    {
+        uint32_t ntags = 0;
+        if (p->delivery_complete_count != -1)
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (p->delivery_complete_count != -1) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i32(&cw, p->delivery_complete_count);
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_i32(w, p->delivery_complete_count);
+        }
+    }
 }
 
 kp_err kp_share_update_value_decode(kp_reader *r, kp_arena *a, kp_share_update_value *p, int16_t v)
@@ -3683,6 +4037,1473 @@ size_t kp_share_update_value_size(const kp_share_update_value *p, int16_t v)
     kp_writer w;
     kp_writer_init_count(&w);
     kp_share_update_value_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_current_member_assignment_key_read(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_key *p, int16_t v);
+static void kp_streams_group_current_member_assignment_key_write(kp_writer *w, const kp_streams_group_current_member_assignment_key *p, int16_t v);
+
+void kp_streams_group_current_member_assignment_key_defaults(kp_streams_group_current_member_assignment_key *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_current_member_assignment_key_read(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_key *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_current_member_assignment_key_defaults(p);
+    p->group_id = kp_read_str(r, false);
+    if (p->group_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->member_id = kp_read_str(r, false);
+    if (p->member_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+}
+
+static void kp_streams_group_current_member_assignment_key_write(kp_writer *w, const kp_streams_group_current_member_assignment_key *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, false, p->group_id);
+    kp_write_str(w, false, p->member_id);
+}
+
+kp_err kp_streams_group_current_member_assignment_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_key *p, int16_t v)
+{
+    kp_streams_group_current_member_assignment_key_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_current_member_assignment_key_encode(kp_writer *w, const kp_streams_group_current_member_assignment_key *p, int16_t v)
+{
+    kp_streams_group_current_member_assignment_key_write(w, p, v);
+}
+
+size_t kp_streams_group_current_member_assignment_key_size(const kp_streams_group_current_member_assignment_key *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_current_member_assignment_key_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_current_member_assignment_value_task_ids_read(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_value_task_ids *p, int16_t v);
+static void kp_streams_group_current_member_assignment_value_task_ids_write(kp_writer *w, const kp_streams_group_current_member_assignment_value_task_ids *p, int16_t v);
+static size_t kp_streams_group_current_member_assignment_value_task_ids_min_size(int16_t v);
+static void kp_streams_group_current_member_assignment_value_read(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_value *p, int16_t v);
+static void kp_streams_group_current_member_assignment_value_write(kp_writer *w, const kp_streams_group_current_member_assignment_value *p, int16_t v);
+
+void kp_streams_group_current_member_assignment_value_task_ids_defaults(kp_streams_group_current_member_assignment_value_task_ids *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static size_t kp_streams_group_current_member_assignment_value_task_ids_min_size(int16_t v)
+{
+    size_t n = 0;
+    (void)v;
+    n += (true ? 1u : 2u);
+    n += (true ? 1u : 4u);
+    n += 1;
+    return n;
+}
+
+static void kp_streams_group_current_member_assignment_value_task_ids_read(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_value_task_ids *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_current_member_assignment_value_task_ids_defaults(p);
+    p->subtopology_id = kp_read_str(r, true);
+    if (p->subtopology_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    {
+        p->partitions.n = kp_read_array_len(r, true, 4u);
+        if (p->partitions.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->partitions.n > 0) {
+            p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n, sizeof(*p->partitions.v));
+            if (p->partitions.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->partitions.n && r->err == KP_ERR_NONE; i++) {
+                p->partitions.v[i] = kp_read_i32(r);
+            }
+        }
+    }
+    {
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                {
+                    p->assignment_epochs.n = kp_read_array_len((&sub), true, 4u);
+                    if (p->assignment_epochs.n > 0) {
+                        p->assignment_epochs.v = kp_arena_calloc(a, (size_t)p->assignment_epochs.n, sizeof(*p->assignment_epochs.v));
+                        if (p->assignment_epochs.v == NULL)
+                            kp_reader_fail((&sub), KP_ERR__NOMEM);
+                        for (int32_t i = 0; i < p->assignment_epochs.n && (&sub)->err == KP_ERR_NONE; i++) {
+                            p->assignment_epochs.v[i] = kp_read_i32((&sub));
+                        }
+                    }
+                }
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
+    }
+}
+
+static void kp_streams_group_current_member_assignment_value_task_ids_write(kp_writer *w, const kp_streams_group_current_member_assignment_value_task_ids *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, true, p->subtopology_id);
+    kp_write_array_len(w, true, p->partitions.n);
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_write_i32(w, p->partitions.v[i]);
+    }
+    {
+        uint32_t ntags = 0;
+        if (p->assignment_epochs.n != 0)
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (p->assignment_epochs.n != 0) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_array_len(&cw, true, p->assignment_epochs.n);
+            for (int32_t i = 0; i < p->assignment_epochs.n; i++) {
+                kp_write_i32(&cw, p->assignment_epochs.v[i]);
+            }
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_array_len(w, true, p->assignment_epochs.n);
+            for (int32_t i = 0; i < p->assignment_epochs.n; i++) {
+                kp_write_i32(w, p->assignment_epochs.v[i]);
+            }
+        }
+    }
+}
+
+void kp_streams_group_current_member_assignment_value_defaults(kp_streams_group_current_member_assignment_value *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_current_member_assignment_value_read(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_value *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_current_member_assignment_value_defaults(p);
+    p->member_epoch = kp_read_i32(r);
+    p->previous_member_epoch = kp_read_i32(r);
+    p->state = kp_read_i8(r);
+    {
+        p->active_tasks.n = kp_read_array_len(r, true, kp_streams_group_current_member_assignment_value_task_ids_min_size(v));
+        if (p->active_tasks.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->active_tasks.n > 0) {
+            p->active_tasks.v = kp_arena_calloc(a, (size_t)p->active_tasks.n, sizeof(*p->active_tasks.v));
+            if (p->active_tasks.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->active_tasks.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_current_member_assignment_value_task_ids_read(r, a, &p->active_tasks.v[i], v);
+            }
+        }
+    }
+    {
+        p->standby_tasks.n = kp_read_array_len(r, true, kp_streams_group_current_member_assignment_value_task_ids_min_size(v));
+        if (p->standby_tasks.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->standby_tasks.n > 0) {
+            p->standby_tasks.v = kp_arena_calloc(a, (size_t)p->standby_tasks.n, sizeof(*p->standby_tasks.v));
+            if (p->standby_tasks.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->standby_tasks.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_current_member_assignment_value_task_ids_read(r, a, &p->standby_tasks.v[i], v);
+            }
+        }
+    }
+    {
+        p->warmup_tasks.n = kp_read_array_len(r, true, kp_streams_group_current_member_assignment_value_task_ids_min_size(v));
+        if (p->warmup_tasks.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->warmup_tasks.n > 0) {
+            p->warmup_tasks.v = kp_arena_calloc(a, (size_t)p->warmup_tasks.n, sizeof(*p->warmup_tasks.v));
+            if (p->warmup_tasks.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->warmup_tasks.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_current_member_assignment_value_task_ids_read(r, a, &p->warmup_tasks.v[i], v);
+            }
+        }
+    }
+    {
+        p->active_tasks_pending_revocation.n = kp_read_array_len(r, true, kp_streams_group_current_member_assignment_value_task_ids_min_size(v));
+        if (p->active_tasks_pending_revocation.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->active_tasks_pending_revocation.n > 0) {
+            p->active_tasks_pending_revocation.v = kp_arena_calloc(a, (size_t)p->active_tasks_pending_revocation.n, sizeof(*p->active_tasks_pending_revocation.v));
+            if (p->active_tasks_pending_revocation.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->active_tasks_pending_revocation.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_current_member_assignment_value_task_ids_read(r, a, &p->active_tasks_pending_revocation.v[i], v);
+            }
+        }
+    }
+    {
+        p->standby_tasks_pending_revocation.n = kp_read_array_len(r, true, kp_streams_group_current_member_assignment_value_task_ids_min_size(v));
+        if (p->standby_tasks_pending_revocation.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->standby_tasks_pending_revocation.n > 0) {
+            p->standby_tasks_pending_revocation.v = kp_arena_calloc(a, (size_t)p->standby_tasks_pending_revocation.n, sizeof(*p->standby_tasks_pending_revocation.v));
+            if (p->standby_tasks_pending_revocation.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->standby_tasks_pending_revocation.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_current_member_assignment_value_task_ids_read(r, a, &p->standby_tasks_pending_revocation.v[i], v);
+            }
+        }
+    }
+    {
+        p->warmup_tasks_pending_revocation.n = kp_read_array_len(r, true, kp_streams_group_current_member_assignment_value_task_ids_min_size(v));
+        if (p->warmup_tasks_pending_revocation.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->warmup_tasks_pending_revocation.n > 0) {
+            p->warmup_tasks_pending_revocation.v = kp_arena_calloc(a, (size_t)p->warmup_tasks_pending_revocation.n, sizeof(*p->warmup_tasks_pending_revocation.v));
+            if (p->warmup_tasks_pending_revocation.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->warmup_tasks_pending_revocation.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_current_member_assignment_value_task_ids_read(r, a, &p->warmup_tasks_pending_revocation.v[i], v);
+            }
+        }
+    }
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_current_member_assignment_value_write(kp_writer *w, const kp_streams_group_current_member_assignment_value *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_i32(w, p->member_epoch);
+    kp_write_i32(w, p->previous_member_epoch);
+    kp_write_i8(w, p->state);
+    kp_write_array_len(w, true, p->active_tasks.n);
+    for (int32_t i = 0; i < p->active_tasks.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_write(w, &p->active_tasks.v[i], v);
+    }
+    kp_write_array_len(w, true, p->standby_tasks.n);
+    for (int32_t i = 0; i < p->standby_tasks.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_write(w, &p->standby_tasks.v[i], v);
+    }
+    kp_write_array_len(w, true, p->warmup_tasks.n);
+    for (int32_t i = 0; i < p->warmup_tasks.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_write(w, &p->warmup_tasks.v[i], v);
+    }
+    kp_write_array_len(w, true, p->active_tasks_pending_revocation.n);
+    for (int32_t i = 0; i < p->active_tasks_pending_revocation.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_write(w, &p->active_tasks_pending_revocation.v[i], v);
+    }
+    kp_write_array_len(w, true, p->standby_tasks_pending_revocation.n);
+    for (int32_t i = 0; i < p->standby_tasks_pending_revocation.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_write(w, &p->standby_tasks_pending_revocation.v[i], v);
+    }
+    kp_write_array_len(w, true, p->warmup_tasks_pending_revocation.n);
+    for (int32_t i = 0; i < p->warmup_tasks_pending_revocation.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_write(w, &p->warmup_tasks_pending_revocation.v[i], v);
+    }
+    kp_write_uvarint(w, 0);
+}
+
+kp_err kp_streams_group_current_member_assignment_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_current_member_assignment_value *p, int16_t v)
+{
+    kp_streams_group_current_member_assignment_value_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_current_member_assignment_value_encode(kp_writer *w, const kp_streams_group_current_member_assignment_value *p, int16_t v)
+{
+    kp_streams_group_current_member_assignment_value_write(w, p, v);
+}
+
+size_t kp_streams_group_current_member_assignment_value_size(const kp_streams_group_current_member_assignment_value *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_current_member_assignment_value_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_member_metadata_key_read(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_key *p, int16_t v);
+static void kp_streams_group_member_metadata_key_write(kp_writer *w, const kp_streams_group_member_metadata_key *p, int16_t v);
+
+void kp_streams_group_member_metadata_key_defaults(kp_streams_group_member_metadata_key *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_member_metadata_key_read(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_key *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_member_metadata_key_defaults(p);
+    p->group_id = kp_read_str(r, false);
+    if (p->group_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->member_id = kp_read_str(r, false);
+    if (p->member_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+}
+
+static void kp_streams_group_member_metadata_key_write(kp_writer *w, const kp_streams_group_member_metadata_key *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, false, p->group_id);
+    kp_write_str(w, false, p->member_id);
+}
+
+kp_err kp_streams_group_member_metadata_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_key *p, int16_t v)
+{
+    kp_streams_group_member_metadata_key_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_member_metadata_key_encode(kp_writer *w, const kp_streams_group_member_metadata_key *p, int16_t v)
+{
+    kp_streams_group_member_metadata_key_write(w, p, v);
+}
+
+size_t kp_streams_group_member_metadata_key_size(const kp_streams_group_member_metadata_key *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_member_metadata_key_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_member_metadata_value_endpoint_read(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_value_endpoint *p, int16_t v);
+static void kp_streams_group_member_metadata_value_endpoint_write(kp_writer *w, const kp_streams_group_member_metadata_value_endpoint *p, int16_t v);
+static void kp_streams_group_member_metadata_value_key_value_read(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_value_key_value *p, int16_t v);
+static void kp_streams_group_member_metadata_value_key_value_write(kp_writer *w, const kp_streams_group_member_metadata_value_key_value *p, int16_t v);
+static size_t kp_streams_group_member_metadata_value_key_value_min_size(int16_t v);
+static void kp_streams_group_member_metadata_value_read(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_value *p, int16_t v);
+static void kp_streams_group_member_metadata_value_write(kp_writer *w, const kp_streams_group_member_metadata_value *p, int16_t v);
+
+void kp_streams_group_member_metadata_value_endpoint_defaults(kp_streams_group_member_metadata_value_endpoint *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_member_metadata_value_endpoint_read(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_value_endpoint *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_member_metadata_value_endpoint_defaults(p);
+    p->host = kp_read_str(r, true);
+    if (p->host.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->port = kp_read_u16(r);
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_member_metadata_value_endpoint_write(kp_writer *w, const kp_streams_group_member_metadata_value_endpoint *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, true, p->host);
+    kp_write_u16(w, p->port);
+    kp_write_uvarint(w, 0);
+}
+
+void kp_streams_group_member_metadata_value_key_value_defaults(kp_streams_group_member_metadata_value_key_value *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static size_t kp_streams_group_member_metadata_value_key_value_min_size(int16_t v)
+{
+    size_t n = 0;
+    (void)v;
+    n += (true ? 1u : 2u);
+    n += (true ? 1u : 2u);
+    n += 1;
+    return n;
+}
+
+static void kp_streams_group_member_metadata_value_key_value_read(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_value_key_value *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_member_metadata_value_key_value_defaults(p);
+    p->key = kp_read_str(r, true);
+    if (p->key.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->value = kp_read_str(r, true);
+    if (p->value.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_member_metadata_value_key_value_write(kp_writer *w, const kp_streams_group_member_metadata_value_key_value *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, true, p->key);
+    kp_write_str(w, true, p->value);
+    kp_write_uvarint(w, 0);
+}
+
+void kp_streams_group_member_metadata_value_defaults(kp_streams_group_member_metadata_value *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->rebalance_timeout_ms = -1;
+}
+
+static void kp_streams_group_member_metadata_value_read(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_value *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_member_metadata_value_defaults(p);
+    p->instance_id = kp_read_str(r, true);
+    p->rack_id = kp_read_str(r, true);
+    p->client_id = kp_read_str(r, true);
+    if (p->client_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->client_host = kp_read_str(r, true);
+    if (p->client_host.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->rebalance_timeout_ms = kp_read_i32(r);
+    p->topology_epoch = kp_read_i32(r);
+    p->process_id = kp_read_str(r, true);
+    if (p->process_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    if (true && kp_read_i8(r) < 0) {
+        p->user_endpoint = NULL;
+    } else {
+        p->user_endpoint = kp_arena_alloc(a, sizeof(*p->user_endpoint));
+        if (p->user_endpoint == NULL)
+            kp_reader_fail(r, KP_ERR__NOMEM);
+        else
+            kp_streams_group_member_metadata_value_endpoint_read(r, a, p->user_endpoint, v);
+    }
+    {
+        p->client_tags.n = kp_read_array_len(r, true, kp_streams_group_member_metadata_value_key_value_min_size(v));
+        if (p->client_tags.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->client_tags.n > 0) {
+            p->client_tags.v = kp_arena_calloc(a, (size_t)p->client_tags.n, sizeof(*p->client_tags.v));
+            if (p->client_tags.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->client_tags.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_member_metadata_value_key_value_read(r, a, &p->client_tags.v[i], v);
+            }
+        }
+    }
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_member_metadata_value_write(kp_writer *w, const kp_streams_group_member_metadata_value *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, true, p->instance_id);
+    kp_write_str(w, true, p->rack_id);
+    kp_write_str(w, true, p->client_id);
+    kp_write_str(w, true, p->client_host);
+    kp_write_i32(w, p->rebalance_timeout_ms);
+    kp_write_i32(w, p->topology_epoch);
+    kp_write_str(w, true, p->process_id);
+    if (true && p->user_endpoint == NULL) {
+        kp_write_i8(w, -1);
+    } else {
+        static const kp_streams_group_member_metadata_value_endpoint kp_streams_group_member_metadata_value_endpoint_zero;
+        if (true)
+            kp_write_i8(w, 1);
+        kp_streams_group_member_metadata_value_endpoint_write(w, p->user_endpoint != NULL ? p->user_endpoint : &kp_streams_group_member_metadata_value_endpoint_zero, v);
+    }
+    kp_write_array_len(w, true, p->client_tags.n);
+    for (int32_t i = 0; i < p->client_tags.n; i++) {
+        kp_streams_group_member_metadata_value_key_value_write(w, &p->client_tags.v[i], v);
+    }
+    kp_write_uvarint(w, 0);
+}
+
+kp_err kp_streams_group_member_metadata_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_member_metadata_value *p, int16_t v)
+{
+    kp_streams_group_member_metadata_value_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_member_metadata_value_encode(kp_writer *w, const kp_streams_group_member_metadata_value *p, int16_t v)
+{
+    kp_streams_group_member_metadata_value_write(w, p, v);
+}
+
+size_t kp_streams_group_member_metadata_value_size(const kp_streams_group_member_metadata_value *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_member_metadata_value_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_metadata_key_read(kp_reader *r, kp_arena *a, kp_streams_group_metadata_key *p, int16_t v);
+static void kp_streams_group_metadata_key_write(kp_writer *w, const kp_streams_group_metadata_key *p, int16_t v);
+
+void kp_streams_group_metadata_key_defaults(kp_streams_group_metadata_key *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_metadata_key_read(kp_reader *r, kp_arena *a, kp_streams_group_metadata_key *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_metadata_key_defaults(p);
+    p->group_id = kp_read_str(r, false);
+    if (p->group_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+}
+
+static void kp_streams_group_metadata_key_write(kp_writer *w, const kp_streams_group_metadata_key *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, false, p->group_id);
+}
+
+kp_err kp_streams_group_metadata_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_metadata_key *p, int16_t v)
+{
+    kp_streams_group_metadata_key_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_metadata_key_encode(kp_writer *w, const kp_streams_group_metadata_key *p, int16_t v)
+{
+    kp_streams_group_metadata_key_write(w, p, v);
+}
+
+size_t kp_streams_group_metadata_key_size(const kp_streams_group_metadata_key *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_metadata_key_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_metadata_value_last_assignment_config_read(kp_reader *r, kp_arena *a, kp_streams_group_metadata_value_last_assignment_config *p, int16_t v);
+static void kp_streams_group_metadata_value_last_assignment_config_write(kp_writer *w, const kp_streams_group_metadata_value_last_assignment_config *p, int16_t v);
+static size_t kp_streams_group_metadata_value_last_assignment_config_min_size(int16_t v);
+static void kp_streams_group_metadata_value_read(kp_reader *r, kp_arena *a, kp_streams_group_metadata_value *p, int16_t v);
+static void kp_streams_group_metadata_value_write(kp_writer *w, const kp_streams_group_metadata_value *p, int16_t v);
+
+void kp_streams_group_metadata_value_last_assignment_config_defaults(kp_streams_group_metadata_value_last_assignment_config *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static size_t kp_streams_group_metadata_value_last_assignment_config_min_size(int16_t v)
+{
+    size_t n = 0;
+    (void)v;
+    n += (true ? 1u : 2u);
+    n += (true ? 1u : 2u);
+    n += 1;
+    return n;
+}
+
+static void kp_streams_group_metadata_value_last_assignment_config_read(kp_reader *r, kp_arena *a, kp_streams_group_metadata_value_last_assignment_config *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_metadata_value_last_assignment_config_defaults(p);
+    p->key = kp_read_str(r, true);
+    if (p->key.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->value = kp_read_str(r, true);
+    if (p->value.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_metadata_value_last_assignment_config_write(kp_writer *w, const kp_streams_group_metadata_value_last_assignment_config *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, true, p->key);
+    kp_write_str(w, true, p->value);
+    kp_write_uvarint(w, 0);
+}
+
+void kp_streams_group_metadata_value_defaults(kp_streams_group_metadata_value *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->validated_topology_epoch = -1;
+    p->stored_description_topology_epoch = -1;
+    p->failed_description_topology_epoch = -1;
+}
+
+static void kp_streams_group_metadata_value_read(kp_reader *r, kp_arena *a, kp_streams_group_metadata_value *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_metadata_value_defaults(p);
+    p->epoch = kp_read_i32(r);
+    p->metadata_hash = kp_read_i64(r);
+    {
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                p->validated_topology_epoch = kp_read_i32((&sub));
+                break;
+            case 1:
+                {
+                    p->last_assignment_configs.n = kp_read_array_len((&sub), true, kp_streams_group_metadata_value_last_assignment_config_min_size(v));
+                    if (p->last_assignment_configs.n > 0) {
+                        p->last_assignment_configs.v = kp_arena_calloc(a, (size_t)p->last_assignment_configs.n, sizeof(*p->last_assignment_configs.v));
+                        if (p->last_assignment_configs.v == NULL)
+                            kp_reader_fail((&sub), KP_ERR__NOMEM);
+                        for (int32_t i = 0; i < p->last_assignment_configs.n && (&sub)->err == KP_ERR_NONE; i++) {
+                            kp_streams_group_metadata_value_last_assignment_config_read((&sub), a, &p->last_assignment_configs.v[i], v);
+                        }
+                    }
+                }
+                break;
+            case 2:
+                p->stored_description_topology_epoch = kp_read_i32((&sub));
+                break;
+            case 3:
+                p->failed_description_topology_epoch = kp_read_i32((&sub));
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
+    }
+}
+
+static void kp_streams_group_metadata_value_write(kp_writer *w, const kp_streams_group_metadata_value *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_i32(w, p->epoch);
+    kp_write_i64(w, p->metadata_hash);
+    {
+        uint32_t ntags = 0;
+        if (p->validated_topology_epoch != -1)
+            ntags++;
+        if (p->last_assignment_configs.n != 0)
+            ntags++;
+        if (p->stored_description_topology_epoch != -1)
+            ntags++;
+        if (p->failed_description_topology_epoch != -1)
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (p->validated_topology_epoch != -1) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i32(&cw, p->validated_topology_epoch);
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_i32(w, p->validated_topology_epoch);
+        }
+        if (p->last_assignment_configs.n != 0) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_array_len(&cw, true, p->last_assignment_configs.n);
+            for (int32_t i = 0; i < p->last_assignment_configs.n; i++) {
+                kp_streams_group_metadata_value_last_assignment_config_write(&cw, &p->last_assignment_configs.v[i], v);
+            }
+            kp_write_tag_header(w, 1u, cw.total);
+            kp_write_array_len(w, true, p->last_assignment_configs.n);
+            for (int32_t i = 0; i < p->last_assignment_configs.n; i++) {
+                kp_streams_group_metadata_value_last_assignment_config_write(w, &p->last_assignment_configs.v[i], v);
+            }
+        }
+        if (p->stored_description_topology_epoch != -1) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i32(&cw, p->stored_description_topology_epoch);
+            kp_write_tag_header(w, 2u, cw.total);
+            kp_write_i32(w, p->stored_description_topology_epoch);
+        }
+        if (p->failed_description_topology_epoch != -1) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i32(&cw, p->failed_description_topology_epoch);
+            kp_write_tag_header(w, 3u, cw.total);
+            kp_write_i32(w, p->failed_description_topology_epoch);
+        }
+    }
+}
+
+kp_err kp_streams_group_metadata_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_metadata_value *p, int16_t v)
+{
+    kp_streams_group_metadata_value_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_metadata_value_encode(kp_writer *w, const kp_streams_group_metadata_value *p, int16_t v)
+{
+    kp_streams_group_metadata_value_write(w, p, v);
+}
+
+size_t kp_streams_group_metadata_value_size(const kp_streams_group_metadata_value *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_metadata_value_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_target_assignment_member_key_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_key *p, int16_t v);
+static void kp_streams_group_target_assignment_member_key_write(kp_writer *w, const kp_streams_group_target_assignment_member_key *p, int16_t v);
+
+void kp_streams_group_target_assignment_member_key_defaults(kp_streams_group_target_assignment_member_key *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_target_assignment_member_key_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_key *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_target_assignment_member_key_defaults(p);
+    p->group_id = kp_read_str(r, false);
+    if (p->group_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->member_id = kp_read_str(r, false);
+    if (p->member_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+}
+
+static void kp_streams_group_target_assignment_member_key_write(kp_writer *w, const kp_streams_group_target_assignment_member_key *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, false, p->group_id);
+    kp_write_str(w, false, p->member_id);
+}
+
+kp_err kp_streams_group_target_assignment_member_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_key *p, int16_t v)
+{
+    kp_streams_group_target_assignment_member_key_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_target_assignment_member_key_encode(kp_writer *w, const kp_streams_group_target_assignment_member_key *p, int16_t v)
+{
+    kp_streams_group_target_assignment_member_key_write(w, p, v);
+}
+
+size_t kp_streams_group_target_assignment_member_key_size(const kp_streams_group_target_assignment_member_key *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_target_assignment_member_key_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_target_assignment_member_value_task_ids_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_value_task_ids *p, int16_t v);
+static void kp_streams_group_target_assignment_member_value_task_ids_write(kp_writer *w, const kp_streams_group_target_assignment_member_value_task_ids *p, int16_t v);
+static size_t kp_streams_group_target_assignment_member_value_task_ids_min_size(int16_t v);
+static void kp_streams_group_target_assignment_member_value_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_value *p, int16_t v);
+static void kp_streams_group_target_assignment_member_value_write(kp_writer *w, const kp_streams_group_target_assignment_member_value *p, int16_t v);
+
+void kp_streams_group_target_assignment_member_value_task_ids_defaults(kp_streams_group_target_assignment_member_value_task_ids *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static size_t kp_streams_group_target_assignment_member_value_task_ids_min_size(int16_t v)
+{
+    size_t n = 0;
+    (void)v;
+    n += (true ? 1u : 2u);
+    n += (true ? 1u : 4u);
+    n += 1;
+    return n;
+}
+
+static void kp_streams_group_target_assignment_member_value_task_ids_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_value_task_ids *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_target_assignment_member_value_task_ids_defaults(p);
+    p->subtopology_id = kp_read_str(r, true);
+    if (p->subtopology_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    {
+        p->partitions.n = kp_read_array_len(r, true, 4u);
+        if (p->partitions.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->partitions.n > 0) {
+            p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n, sizeof(*p->partitions.v));
+            if (p->partitions.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->partitions.n && r->err == KP_ERR_NONE; i++) {
+                p->partitions.v[i] = kp_read_i32(r);
+            }
+        }
+    }
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_target_assignment_member_value_task_ids_write(kp_writer *w, const kp_streams_group_target_assignment_member_value_task_ids *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, true, p->subtopology_id);
+    kp_write_array_len(w, true, p->partitions.n);
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_write_i32(w, p->partitions.v[i]);
+    }
+    kp_write_uvarint(w, 0);
+}
+
+void kp_streams_group_target_assignment_member_value_defaults(kp_streams_group_target_assignment_member_value *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_target_assignment_member_value_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_value *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_target_assignment_member_value_defaults(p);
+    {
+        p->active_tasks.n = kp_read_array_len(r, true, kp_streams_group_target_assignment_member_value_task_ids_min_size(v));
+        if (p->active_tasks.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->active_tasks.n > 0) {
+            p->active_tasks.v = kp_arena_calloc(a, (size_t)p->active_tasks.n, sizeof(*p->active_tasks.v));
+            if (p->active_tasks.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->active_tasks.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_target_assignment_member_value_task_ids_read(r, a, &p->active_tasks.v[i], v);
+            }
+        }
+    }
+    {
+        p->standby_tasks.n = kp_read_array_len(r, true, kp_streams_group_target_assignment_member_value_task_ids_min_size(v));
+        if (p->standby_tasks.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->standby_tasks.n > 0) {
+            p->standby_tasks.v = kp_arena_calloc(a, (size_t)p->standby_tasks.n, sizeof(*p->standby_tasks.v));
+            if (p->standby_tasks.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->standby_tasks.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_target_assignment_member_value_task_ids_read(r, a, &p->standby_tasks.v[i], v);
+            }
+        }
+    }
+    {
+        p->warmup_tasks.n = kp_read_array_len(r, true, kp_streams_group_target_assignment_member_value_task_ids_min_size(v));
+        if (p->warmup_tasks.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->warmup_tasks.n > 0) {
+            p->warmup_tasks.v = kp_arena_calloc(a, (size_t)p->warmup_tasks.n, sizeof(*p->warmup_tasks.v));
+            if (p->warmup_tasks.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->warmup_tasks.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_target_assignment_member_value_task_ids_read(r, a, &p->warmup_tasks.v[i], v);
+            }
+        }
+    }
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_target_assignment_member_value_write(kp_writer *w, const kp_streams_group_target_assignment_member_value *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_array_len(w, true, p->active_tasks.n);
+    for (int32_t i = 0; i < p->active_tasks.n; i++) {
+        kp_streams_group_target_assignment_member_value_task_ids_write(w, &p->active_tasks.v[i], v);
+    }
+    kp_write_array_len(w, true, p->standby_tasks.n);
+    for (int32_t i = 0; i < p->standby_tasks.n; i++) {
+        kp_streams_group_target_assignment_member_value_task_ids_write(w, &p->standby_tasks.v[i], v);
+    }
+    kp_write_array_len(w, true, p->warmup_tasks.n);
+    for (int32_t i = 0; i < p->warmup_tasks.n; i++) {
+        kp_streams_group_target_assignment_member_value_task_ids_write(w, &p->warmup_tasks.v[i], v);
+    }
+    kp_write_uvarint(w, 0);
+}
+
+kp_err kp_streams_group_target_assignment_member_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_member_value *p, int16_t v)
+{
+    kp_streams_group_target_assignment_member_value_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_target_assignment_member_value_encode(kp_writer *w, const kp_streams_group_target_assignment_member_value *p, int16_t v)
+{
+    kp_streams_group_target_assignment_member_value_write(w, p, v);
+}
+
+size_t kp_streams_group_target_assignment_member_value_size(const kp_streams_group_target_assignment_member_value *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_target_assignment_member_value_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_target_assignment_metadata_key_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_metadata_key *p, int16_t v);
+static void kp_streams_group_target_assignment_metadata_key_write(kp_writer *w, const kp_streams_group_target_assignment_metadata_key *p, int16_t v);
+
+void kp_streams_group_target_assignment_metadata_key_defaults(kp_streams_group_target_assignment_metadata_key *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_target_assignment_metadata_key_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_metadata_key *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_target_assignment_metadata_key_defaults(p);
+    p->group_id = kp_read_str(r, false);
+    if (p->group_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+}
+
+static void kp_streams_group_target_assignment_metadata_key_write(kp_writer *w, const kp_streams_group_target_assignment_metadata_key *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, false, p->group_id);
+}
+
+kp_err kp_streams_group_target_assignment_metadata_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_metadata_key *p, int16_t v)
+{
+    kp_streams_group_target_assignment_metadata_key_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_target_assignment_metadata_key_encode(kp_writer *w, const kp_streams_group_target_assignment_metadata_key *p, int16_t v)
+{
+    kp_streams_group_target_assignment_metadata_key_write(w, p, v);
+}
+
+size_t kp_streams_group_target_assignment_metadata_key_size(const kp_streams_group_target_assignment_metadata_key *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_target_assignment_metadata_key_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_target_assignment_metadata_value_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_metadata_value *p, int16_t v);
+static void kp_streams_group_target_assignment_metadata_value_write(kp_writer *w, const kp_streams_group_target_assignment_metadata_value *p, int16_t v);
+
+void kp_streams_group_target_assignment_metadata_value_defaults(kp_streams_group_target_assignment_metadata_value *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_target_assignment_metadata_value_read(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_metadata_value *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_target_assignment_metadata_value_defaults(p);
+    p->assignment_epoch = kp_read_i32(r);
+    {
+        uint32_t ntags = kp_read_tag_count(r);
+        for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
+            kp_reader sub;
+            uint32_t tag = kp_read_tag(r, &sub);
+            switch (tag) {
+            case 0:
+                p->assignment_timestamp = kp_read_i64((&sub));
+                break;
+            default:
+                break;
+            }
+            if (sub.err != KP_ERR_NONE)
+                kp_reader_fail(r, sub.err);
+        }
+    }
+}
+
+static void kp_streams_group_target_assignment_metadata_value_write(kp_writer *w, const kp_streams_group_target_assignment_metadata_value *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_i32(w, p->assignment_epoch);
+    {
+        uint32_t ntags = 0;
+        if (p->assignment_timestamp != 0)
+            ntags++;
+        kp_write_uvarint(w, ntags);
+        if (p->assignment_timestamp != 0) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i64(&cw, p->assignment_timestamp);
+            kp_write_tag_header(w, 0u, cw.total);
+            kp_write_i64(w, p->assignment_timestamp);
+        }
+    }
+}
+
+kp_err kp_streams_group_target_assignment_metadata_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_target_assignment_metadata_value *p, int16_t v)
+{
+    kp_streams_group_target_assignment_metadata_value_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_target_assignment_metadata_value_encode(kp_writer *w, const kp_streams_group_target_assignment_metadata_value *p, int16_t v)
+{
+    kp_streams_group_target_assignment_metadata_value_write(w, p, v);
+}
+
+size_t kp_streams_group_target_assignment_metadata_value_size(const kp_streams_group_target_assignment_metadata_value *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_target_assignment_metadata_value_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_topology_key_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_key *p, int16_t v);
+static void kp_streams_group_topology_key_write(kp_writer *w, const kp_streams_group_topology_key *p, int16_t v);
+
+void kp_streams_group_topology_key_defaults(kp_streams_group_topology_key *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_topology_key_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_key *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_topology_key_defaults(p);
+    p->group_id = kp_read_str(r, false);
+    if (p->group_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+}
+
+static void kp_streams_group_topology_key_write(kp_writer *w, const kp_streams_group_topology_key *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, false, p->group_id);
+}
+
+kp_err kp_streams_group_topology_key_decode(kp_reader *r, kp_arena *a, kp_streams_group_topology_key *p, int16_t v)
+{
+    kp_streams_group_topology_key_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_topology_key_encode(kp_writer *w, const kp_streams_group_topology_key *p, int16_t v)
+{
+    kp_streams_group_topology_key_write(w, p, v);
+}
+
+size_t kp_streams_group_topology_key_size(const kp_streams_group_topology_key *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_topology_key_write(&w, p, v);
+    return w.total;
+}
+
+static void kp_streams_group_topology_value_topic_config_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value_topic_config *p, int16_t v);
+static void kp_streams_group_topology_value_topic_config_write(kp_writer *w, const kp_streams_group_topology_value_topic_config *p, int16_t v);
+static size_t kp_streams_group_topology_value_topic_config_min_size(int16_t v);
+static void kp_streams_group_topology_value_topic_info_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value_topic_info *p, int16_t v);
+static void kp_streams_group_topology_value_topic_info_write(kp_writer *w, const kp_streams_group_topology_value_topic_info *p, int16_t v);
+static size_t kp_streams_group_topology_value_topic_info_min_size(int16_t v);
+static void kp_streams_group_topology_value_copartition_group_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value_copartition_group *p, int16_t v);
+static void kp_streams_group_topology_value_copartition_group_write(kp_writer *w, const kp_streams_group_topology_value_copartition_group *p, int16_t v);
+static size_t kp_streams_group_topology_value_copartition_group_min_size(int16_t v);
+static void kp_streams_group_topology_value_subtopology_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value_subtopology *p, int16_t v);
+static void kp_streams_group_topology_value_subtopology_write(kp_writer *w, const kp_streams_group_topology_value_subtopology *p, int16_t v);
+static size_t kp_streams_group_topology_value_subtopology_min_size(int16_t v);
+static void kp_streams_group_topology_value_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value *p, int16_t v);
+static void kp_streams_group_topology_value_write(kp_writer *w, const kp_streams_group_topology_value *p, int16_t v);
+
+void kp_streams_group_topology_value_topic_config_defaults(kp_streams_group_topology_value_topic_config *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static size_t kp_streams_group_topology_value_topic_config_min_size(int16_t v)
+{
+    size_t n = 0;
+    (void)v;
+    n += (true ? 1u : 2u);
+    n += (true ? 1u : 2u);
+    n += 1;
+    return n;
+}
+
+static void kp_streams_group_topology_value_topic_config_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value_topic_config *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_topology_value_topic_config_defaults(p);
+    p->key = kp_read_str(r, true);
+    if (p->key.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->value = kp_read_str(r, true);
+    if (p->value.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_topology_value_topic_config_write(kp_writer *w, const kp_streams_group_topology_value_topic_config *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, true, p->key);
+    kp_write_str(w, true, p->value);
+    kp_write_uvarint(w, 0);
+}
+
+void kp_streams_group_topology_value_topic_info_defaults(kp_streams_group_topology_value_topic_info *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static size_t kp_streams_group_topology_value_topic_info_min_size(int16_t v)
+{
+    size_t n = 0;
+    (void)v;
+    n += (true ? 1u : 2u);
+    n += 4u;
+    n += 2u;
+    n += (true ? 1u : 4u);
+    n += 1;
+    return n;
+}
+
+static void kp_streams_group_topology_value_topic_info_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value_topic_info *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_topology_value_topic_info_defaults(p);
+    p->name = kp_read_str(r, true);
+    if (p->name.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->partitions = kp_read_i32(r);
+    p->replication_factor = kp_read_i16(r);
+    {
+        p->topic_configs.n = kp_read_array_len(r, true, kp_streams_group_topology_value_topic_config_min_size(v));
+        if (p->topic_configs.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->topic_configs.n > 0) {
+            p->topic_configs.v = kp_arena_calloc(a, (size_t)p->topic_configs.n, sizeof(*p->topic_configs.v));
+            if (p->topic_configs.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->topic_configs.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_topology_value_topic_config_read(r, a, &p->topic_configs.v[i], v);
+            }
+        }
+    }
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_topology_value_topic_info_write(kp_writer *w, const kp_streams_group_topology_value_topic_info *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, true, p->name);
+    kp_write_i32(w, p->partitions);
+    kp_write_i16(w, p->replication_factor);
+    kp_write_array_len(w, true, p->topic_configs.n);
+    for (int32_t i = 0; i < p->topic_configs.n; i++) {
+        kp_streams_group_topology_value_topic_config_write(w, &p->topic_configs.v[i], v);
+    }
+    kp_write_uvarint(w, 0);
+}
+
+void kp_streams_group_topology_value_copartition_group_defaults(kp_streams_group_topology_value_copartition_group *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static size_t kp_streams_group_topology_value_copartition_group_min_size(int16_t v)
+{
+    size_t n = 0;
+    (void)v;
+    n += (true ? 1u : 4u);
+    n += (true ? 1u : 4u);
+    n += (true ? 1u : 4u);
+    n += 1;
+    return n;
+}
+
+static void kp_streams_group_topology_value_copartition_group_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value_copartition_group *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_topology_value_copartition_group_defaults(p);
+    {
+        p->source_topics.n = kp_read_array_len(r, true, 2u);
+        if (p->source_topics.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->source_topics.n > 0) {
+            p->source_topics.v = kp_arena_calloc(a, (size_t)p->source_topics.n, sizeof(*p->source_topics.v));
+            if (p->source_topics.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->source_topics.n && r->err == KP_ERR_NONE; i++) {
+                p->source_topics.v[i] = kp_read_i16(r);
+            }
+        }
+    }
+    {
+        p->source_topic_regex.n = kp_read_array_len(r, true, 2u);
+        if (p->source_topic_regex.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->source_topic_regex.n > 0) {
+            p->source_topic_regex.v = kp_arena_calloc(a, (size_t)p->source_topic_regex.n, sizeof(*p->source_topic_regex.v));
+            if (p->source_topic_regex.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->source_topic_regex.n && r->err == KP_ERR_NONE; i++) {
+                p->source_topic_regex.v[i] = kp_read_i16(r);
+            }
+        }
+    }
+    {
+        p->repartition_source_topics.n = kp_read_array_len(r, true, 2u);
+        if (p->repartition_source_topics.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->repartition_source_topics.n > 0) {
+            p->repartition_source_topics.v = kp_arena_calloc(a, (size_t)p->repartition_source_topics.n, sizeof(*p->repartition_source_topics.v));
+            if (p->repartition_source_topics.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->repartition_source_topics.n && r->err == KP_ERR_NONE; i++) {
+                p->repartition_source_topics.v[i] = kp_read_i16(r);
+            }
+        }
+    }
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_topology_value_copartition_group_write(kp_writer *w, const kp_streams_group_topology_value_copartition_group *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_array_len(w, true, p->source_topics.n);
+    for (int32_t i = 0; i < p->source_topics.n; i++) {
+        kp_write_i16(w, p->source_topics.v[i]);
+    }
+    kp_write_array_len(w, true, p->source_topic_regex.n);
+    for (int32_t i = 0; i < p->source_topic_regex.n; i++) {
+        kp_write_i16(w, p->source_topic_regex.v[i]);
+    }
+    kp_write_array_len(w, true, p->repartition_source_topics.n);
+    for (int32_t i = 0; i < p->repartition_source_topics.n; i++) {
+        kp_write_i16(w, p->repartition_source_topics.v[i]);
+    }
+    kp_write_uvarint(w, 0);
+}
+
+void kp_streams_group_topology_value_subtopology_defaults(kp_streams_group_topology_value_subtopology *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static size_t kp_streams_group_topology_value_subtopology_min_size(int16_t v)
+{
+    size_t n = 0;
+    (void)v;
+    n += (true ? 1u : 2u);
+    n += (true ? 1u : 4u);
+    n += (true ? 1u : 4u);
+    n += (true ? 1u : 4u);
+    n += (true ? 1u : 4u);
+    n += (true ? 1u : 4u);
+    n += (true ? 1u : 4u);
+    n += 1;
+    return n;
+}
+
+static void kp_streams_group_topology_value_subtopology_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value_subtopology *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_topology_value_subtopology_defaults(p);
+    p->subtopology_id = kp_read_str(r, true);
+    if (p->subtopology_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    {
+        p->source_topics.n = kp_read_array_len(r, true, (true ? 1u : 2u));
+        if (p->source_topics.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->source_topics.n > 0) {
+            p->source_topics.v = kp_arena_calloc(a, (size_t)p->source_topics.n, sizeof(*p->source_topics.v));
+            if (p->source_topics.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->source_topics.n && r->err == KP_ERR_NONE; i++) {
+                p->source_topics.v[i] = kp_read_str(r, true);
+            }
+        }
+    }
+    {
+        p->source_topic_regex.n = kp_read_array_len(r, true, (true ? 1u : 2u));
+        if (p->source_topic_regex.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->source_topic_regex.n > 0) {
+            p->source_topic_regex.v = kp_arena_calloc(a, (size_t)p->source_topic_regex.n, sizeof(*p->source_topic_regex.v));
+            if (p->source_topic_regex.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->source_topic_regex.n && r->err == KP_ERR_NONE; i++) {
+                p->source_topic_regex.v[i] = kp_read_str(r, true);
+            }
+        }
+    }
+    {
+        p->state_changelog_topics.n = kp_read_array_len(r, true, kp_streams_group_topology_value_topic_info_min_size(v));
+        if (p->state_changelog_topics.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->state_changelog_topics.n > 0) {
+            p->state_changelog_topics.v = kp_arena_calloc(a, (size_t)p->state_changelog_topics.n, sizeof(*p->state_changelog_topics.v));
+            if (p->state_changelog_topics.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->state_changelog_topics.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_topology_value_topic_info_read(r, a, &p->state_changelog_topics.v[i], v);
+            }
+        }
+    }
+    {
+        p->repartition_sink_topics.n = kp_read_array_len(r, true, (true ? 1u : 2u));
+        if (p->repartition_sink_topics.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->repartition_sink_topics.n > 0) {
+            p->repartition_sink_topics.v = kp_arena_calloc(a, (size_t)p->repartition_sink_topics.n, sizeof(*p->repartition_sink_topics.v));
+            if (p->repartition_sink_topics.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->repartition_sink_topics.n && r->err == KP_ERR_NONE; i++) {
+                p->repartition_sink_topics.v[i] = kp_read_str(r, true);
+            }
+        }
+    }
+    {
+        p->repartition_source_topics.n = kp_read_array_len(r, true, kp_streams_group_topology_value_topic_info_min_size(v));
+        if (p->repartition_source_topics.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->repartition_source_topics.n > 0) {
+            p->repartition_source_topics.v = kp_arena_calloc(a, (size_t)p->repartition_source_topics.n, sizeof(*p->repartition_source_topics.v));
+            if (p->repartition_source_topics.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->repartition_source_topics.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_topology_value_topic_info_read(r, a, &p->repartition_source_topics.v[i], v);
+            }
+        }
+    }
+    {
+        p->copartition_groups.n = kp_read_array_len(r, true, kp_streams_group_topology_value_copartition_group_min_size(v));
+        if (p->copartition_groups.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->copartition_groups.n > 0) {
+            p->copartition_groups.v = kp_arena_calloc(a, (size_t)p->copartition_groups.n, sizeof(*p->copartition_groups.v));
+            if (p->copartition_groups.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->copartition_groups.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_topology_value_copartition_group_read(r, a, &p->copartition_groups.v[i], v);
+            }
+        }
+    }
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_topology_value_subtopology_write(kp_writer *w, const kp_streams_group_topology_value_subtopology *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_str(w, true, p->subtopology_id);
+    kp_write_array_len(w, true, p->source_topics.n);
+    for (int32_t i = 0; i < p->source_topics.n; i++) {
+        kp_write_str(w, true, p->source_topics.v[i]);
+    }
+    kp_write_array_len(w, true, p->source_topic_regex.n);
+    for (int32_t i = 0; i < p->source_topic_regex.n; i++) {
+        kp_write_str(w, true, p->source_topic_regex.v[i]);
+    }
+    kp_write_array_len(w, true, p->state_changelog_topics.n);
+    for (int32_t i = 0; i < p->state_changelog_topics.n; i++) {
+        kp_streams_group_topology_value_topic_info_write(w, &p->state_changelog_topics.v[i], v);
+    }
+    kp_write_array_len(w, true, p->repartition_sink_topics.n);
+    for (int32_t i = 0; i < p->repartition_sink_topics.n; i++) {
+        kp_write_str(w, true, p->repartition_sink_topics.v[i]);
+    }
+    kp_write_array_len(w, true, p->repartition_source_topics.n);
+    for (int32_t i = 0; i < p->repartition_source_topics.n; i++) {
+        kp_streams_group_topology_value_topic_info_write(w, &p->repartition_source_topics.v[i], v);
+    }
+    kp_write_array_len(w, true, p->copartition_groups.n);
+    for (int32_t i = 0; i < p->copartition_groups.n; i++) {
+        kp_streams_group_topology_value_copartition_group_write(w, &p->copartition_groups.v[i], v);
+    }
+    kp_write_uvarint(w, 0);
+}
+
+void kp_streams_group_topology_value_defaults(kp_streams_group_topology_value *p)
+{
+    memset(p, 0, sizeof(*p));
+}
+
+static void kp_streams_group_topology_value_read(kp_reader *r, kp_arena *a, kp_streams_group_topology_value *p, int16_t v)
+{
+    (void)a;
+    (void)v;
+    kp_streams_group_topology_value_defaults(p);
+    p->epoch = kp_read_i32(r);
+    {
+        p->subtopologies.n = kp_read_array_len(r, true, kp_streams_group_topology_value_subtopology_min_size(v));
+        if (p->subtopologies.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->subtopologies.n > 0) {
+            p->subtopologies.v = kp_arena_calloc(a, (size_t)p->subtopologies.n, sizeof(*p->subtopologies.v));
+            if (p->subtopologies.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->subtopologies.n && r->err == KP_ERR_NONE; i++) {
+                kp_streams_group_topology_value_subtopology_read(r, a, &p->subtopologies.v[i], v);
+            }
+        }
+    }
+    kp_skip_tags(r);
+}
+
+static void kp_streams_group_topology_value_write(kp_writer *w, const kp_streams_group_topology_value *p, int16_t v)
+{
+    (void)p;
+    (void)v;
+    kp_write_i32(w, p->epoch);
+    kp_write_array_len(w, true, p->subtopologies.n);
+    for (int32_t i = 0; i < p->subtopologies.n; i++) {
+        kp_streams_group_topology_value_subtopology_write(w, &p->subtopologies.v[i], v);
+    }
+    kp_write_uvarint(w, 0);
+}
+
+kp_err kp_streams_group_topology_value_decode(kp_reader *r, kp_arena *a, kp_streams_group_topology_value *p, int16_t v)
+{
+    kp_streams_group_topology_value_read(r, a, p, v);
+    return r->err;
+}
+
+void kp_streams_group_topology_value_encode(kp_writer *w, const kp_streams_group_topology_value *p, int16_t v)
+{
+    kp_streams_group_topology_value_write(w, p, v);
+}
+
+size_t kp_streams_group_topology_value_size(const kp_streams_group_topology_value *p, int16_t v)
+{
+    kp_writer w;
+    kp_writer_init_count(&w);
+    kp_streams_group_topology_value_write(&w, p, v);
     return w.total;
 }
 
@@ -3798,6 +5619,7 @@ void kp_transaction_log_value_defaults(kp_transaction_log_value *p)
     memset(p, 0, sizeof(*p));
     p->previous_producer_id = -1;
     p->next_producer_id = -1;
+    p->next_producer_epoch = -1;
 }
 
 static void kp_transaction_log_value_read(kp_reader *r, kp_arena *a, kp_transaction_log_value *p, int16_t v)
@@ -3813,6 +5635,9 @@ static void kp_transaction_log_value_read(kp_reader *r, kp_arena *a, kp_transact
         p->next_producer_id = kp_read_i64(r);
     }
     p->producer_epoch = kp_read_i16(r);
+    if (v >= 1 && !(v >= 1)) {
+        p->next_producer_epoch = kp_read_i16(r);
+    }
     p->transaction_timeout_ms = kp_read_i32(r);
     p->transaction_status = kp_read_i8(r);
     {
@@ -3832,7 +5657,7 @@ static void kp_transaction_log_value_read(kp_reader *r, kp_arena *a, kp_transact
         p->client_transaction_version = kp_read_i16(r);
     }
     if ((v >= 1)) {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);
@@ -3850,6 +5675,11 @@ static void kp_transaction_log_value_read(kp_reader *r, kp_arena *a, kp_transact
             case 2:
                 if (v >= 1) {
                     p->client_transaction_version = kp_read_i16((&sub));
+                }
+                break;
+            case 3:
+                if (v >= 1) {
+                    p->next_producer_epoch = kp_read_i16((&sub));
                 }
                 break;
             default:
@@ -3873,6 +5703,9 @@ static void kp_transaction_log_value_write(kp_writer *w, const kp_transaction_lo
         kp_write_i64(w, p->next_producer_id);
     }
     kp_write_i16(w, p->producer_epoch);
+    if (v >= 1 && !(v >= 1)) {
+        kp_write_i16(w, p->next_producer_epoch);
+    }
     kp_write_i32(w, p->transaction_timeout_ms);
     kp_write_i8(w, p->transaction_status);
     kp_write_array_len(w, (v >= 1), p->transaction_partitions.n);
@@ -3891,6 +5724,8 @@ static void kp_transaction_log_value_write(kp_writer *w, const kp_transaction_lo
         if (v >= 1 && p->next_producer_id != -1)
             ntags++;
         if (v >= 1 && p->client_transaction_version != 0)
+            ntags++;
+        if (v >= 1 && p->next_producer_epoch != -1)
             ntags++;
         kp_write_uvarint(w, ntags);
         if (v >= 1 && p->previous_producer_id != -1) {
@@ -3913,6 +5748,13 @@ static void kp_transaction_log_value_write(kp_writer *w, const kp_transaction_lo
             kp_write_i16(&cw, p->client_transaction_version);
             kp_write_tag_header(w, 2u, cw.total);
             kp_write_i16(w, p->client_transaction_version);
+        }
+        if (v >= 1 && p->next_producer_epoch != -1) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i16(&cw, p->next_producer_epoch);
+            kp_write_tag_header(w, 3u, cw.total);
+            kp_write_i16(w, p->next_producer_epoch);
         }
     }
 }

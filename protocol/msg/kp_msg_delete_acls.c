@@ -22,9 +22,7 @@ static size_t kp_delete_acls_req_delete_acls_filter_min_size(int16_t v)
     (void)v;
     n += 1u;
     n += ((v >= 2) ? 1u : 2u);
-    if (v >= 1) {
-        n += 1u;
-    }
+    n += 1u;
     n += ((v >= 2) ? 1u : 2u);
     n += ((v >= 2) ? 1u : 2u);
     n += 1u;
@@ -42,9 +40,7 @@ static void kp_delete_acls_req_delete_acls_filter_read(kp_reader *r, kp_arena *a
     kp_delete_acls_req_delete_acls_filter_defaults(p);
     p->resource_type_filter = kp_read_i8(r);
     p->resource_name_filter = kp_read_str(r, (v >= 2));
-    if (v >= 1) {
-        p->pattern_type_filter = kp_read_i8(r);
-    }
+    p->pattern_type_filter = kp_read_i8(r);
     p->principal_filter = kp_read_str(r, (v >= 2));
     p->host_filter = kp_read_str(r, (v >= 2));
     p->operation = kp_read_i8(r);
@@ -60,9 +56,7 @@ static void kp_delete_acls_req_delete_acls_filter_write(kp_writer *w, const kp_d
     (void)v;
     kp_write_i8(w, p->resource_type_filter);
     kp_write_str(w, (v >= 2), p->resource_name_filter);
-    if (v >= 1) {
-        kp_write_i8(w, p->pattern_type_filter);
-    }
+    kp_write_i8(w, p->pattern_type_filter);
     kp_write_str(w, (v >= 2), p->principal_filter);
     kp_write_str(w, (v >= 2), p->host_filter);
     kp_write_i8(w, p->operation);
@@ -155,9 +149,7 @@ static size_t kp_delete_acls_resp_delete_acls_matching_acl_min_size(int16_t v)
     n += ((v >= 2) ? 1u : 2u);
     n += 1u;
     n += ((v >= 2) ? 1u : 2u);
-    if (v >= 1) {
-        n += 1u;
-    }
+    n += 1u;
     n += ((v >= 2) ? 1u : 2u);
     n += ((v >= 2) ? 1u : 2u);
     n += 1u;
@@ -179,9 +171,7 @@ static void kp_delete_acls_resp_delete_acls_matching_acl_read(kp_reader *r, kp_a
     p->resource_name = kp_read_str(r, (v >= 2));
     if (p->resource_name.len < 0)
         kp_reader_fail(r, KP_ERR__MALFORMED);
-    if (v >= 1) {
-        p->pattern_type = kp_read_i8(r);
-    }
+    p->pattern_type = kp_read_i8(r);
     p->principal = kp_read_str(r, (v >= 2));
     if (p->principal.len < 0)
         kp_reader_fail(r, KP_ERR__MALFORMED);
@@ -203,9 +193,7 @@ static void kp_delete_acls_resp_delete_acls_matching_acl_write(kp_writer *w, con
     kp_write_str(w, (v >= 2), p->error_message);
     kp_write_i8(w, p->resource_type);
     kp_write_str(w, (v >= 2), p->resource_name);
-    if (v >= 1) {
-        kp_write_i8(w, p->pattern_type);
-    }
+    kp_write_i8(w, p->pattern_type);
     kp_write_str(w, (v >= 2), p->principal);
     kp_write_str(w, (v >= 2), p->host);
     kp_write_i8(w, p->operation);

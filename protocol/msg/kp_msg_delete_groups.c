@@ -76,6 +76,7 @@ static void kp_delete_groups_resp_write(kp_writer *w, const kp_delete_groups_res
 void kp_delete_groups_resp_deletable_group_result_defaults(kp_delete_groups_resp_deletable_group_result *p)
 {
     memset(p, 0, sizeof(*p));
+    p->error_message = KP_STR_NULL;
 }
 
 static size_t kp_delete_groups_resp_deletable_group_result_min_size(int16_t v)
@@ -84,6 +85,9 @@ static size_t kp_delete_groups_resp_deletable_group_result_min_size(int16_t v)
     (void)v;
     n += ((v >= 2) ? 1u : 2u);
     n += 2u;
+    if (v >= 3) {
+        n += ((v >= 2) ? 1u : 2u);
+    }
     if ((v >= 2)) {
         n += 1;
     }
@@ -99,6 +103,11 @@ static void kp_delete_groups_resp_deletable_group_result_read(kp_reader *r, kp_a
     if (p->group_id.len < 0)
         kp_reader_fail(r, KP_ERR__MALFORMED);
     p->error_code = kp_read_i16(r);
+    if (v >= 3) {
+        p->error_message = kp_read_str(r, (v >= 2));
+        if (p->error_message.len < 0 && !(v >= 3))
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
     if ((v >= 2)) {
         kp_skip_tags(r);
     }
@@ -110,6 +119,9 @@ static void kp_delete_groups_resp_deletable_group_result_write(kp_writer *w, con
     (void)v;
     kp_write_str(w, (v >= 2), p->group_id);
     kp_write_i16(w, p->error_code);
+    if (v >= 3) {
+        kp_write_str(w, (v >= 2), p->error_message);
+    }
     if ((v >= 2)) {
         kp_write_uvarint(w, 0);
     }

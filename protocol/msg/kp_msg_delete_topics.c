@@ -231,9 +231,7 @@ static void kp_delete_topics_resp_read(kp_reader *r, kp_arena *a, kp_delete_topi
     (void)a;
     (void)v;
     kp_delete_topics_resp_defaults(p);
-    if (v >= 1) {
-        p->throttle_time_ms = kp_read_i32(r);
-    }
+    p->throttle_time_ms = kp_read_i32(r);
     {
         p->responses.n = kp_read_array_len(r, (v >= 4), kp_delete_topics_resp_deletable_topic_result_min_size(v));
         if (p->responses.n < 0)
@@ -256,9 +254,7 @@ static void kp_delete_topics_resp_write(kp_writer *w, const kp_delete_topics_res
 {
     (void)p;
     (void)v;
-    if (v >= 1) {
-        kp_write_i32(w, p->throttle_time_ms);
-    }
+    kp_write_i32(w, p->throttle_time_ms);
     kp_write_array_len(w, (v >= 4), p->responses.n);
     for (int32_t i = 0; i < p->responses.n; i++) {
         kp_delete_topics_resp_deletable_topic_result_write(w, &p->responses.v[i], v);

@@ -20,9 +20,7 @@ static void kp_describe_acls_req_read(kp_reader *r, kp_arena *a, kp_describe_acl
     kp_describe_acls_req_defaults(p);
     p->resource_type_filter = kp_read_i8(r);
     p->resource_name_filter = kp_read_str(r, (v >= 2));
-    if (v >= 1) {
-        p->pattern_type_filter = kp_read_i8(r);
-    }
+    p->pattern_type_filter = kp_read_i8(r);
     p->principal_filter = kp_read_str(r, (v >= 2));
     p->host_filter = kp_read_str(r, (v >= 2));
     p->operation = kp_read_i8(r);
@@ -38,9 +36,7 @@ static void kp_describe_acls_req_write(kp_writer *w, const kp_describe_acls_req 
     (void)v;
     kp_write_i8(w, p->resource_type_filter);
     kp_write_str(w, (v >= 2), p->resource_name_filter);
-    if (v >= 1) {
-        kp_write_i8(w, p->pattern_type_filter);
-    }
+    kp_write_i8(w, p->pattern_type_filter);
     kp_write_str(w, (v >= 2), p->principal_filter);
     kp_write_str(w, (v >= 2), p->host_filter);
     kp_write_i8(w, p->operation);
@@ -140,9 +136,7 @@ static size_t kp_describe_acls_resp_describe_acls_resource_min_size(int16_t v)
     (void)v;
     n += 1u;
     n += ((v >= 2) ? 1u : 2u);
-    if (v >= 1) {
-        n += 1u;
-    }
+    n += 1u;
     n += ((v >= 2) ? 1u : 4u);
     if ((v >= 2)) {
         n += 1;
@@ -159,9 +153,7 @@ static void kp_describe_acls_resp_describe_acls_resource_read(kp_reader *r, kp_a
     p->resource_name = kp_read_str(r, (v >= 2));
     if (p->resource_name.len < 0)
         kp_reader_fail(r, KP_ERR__MALFORMED);
-    if (v >= 1) {
-        p->pattern_type = kp_read_i8(r);
-    }
+    p->pattern_type = kp_read_i8(r);
     {
         p->acls.n = kp_read_array_len(r, (v >= 2), kp_describe_acls_resp_acl_description_min_size(v));
         if (p->acls.n < 0)
@@ -186,9 +178,7 @@ static void kp_describe_acls_resp_describe_acls_resource_write(kp_writer *w, con
     (void)v;
     kp_write_i8(w, p->resource_type);
     kp_write_str(w, (v >= 2), p->resource_name);
-    if (v >= 1) {
-        kp_write_i8(w, p->pattern_type);
-    }
+    kp_write_i8(w, p->pattern_type);
     kp_write_array_len(w, (v >= 2), p->acls.n);
     for (int32_t i = 0; i < p->acls.n; i++) {
         kp_describe_acls_resp_acl_description_write(w, &p->acls.v[i], v);

@@ -22,6 +22,9 @@ static void kp_describe_cluster_req_read(kp_reader *r, kp_arena *a, kp_describe_
     if (v >= 1) {
         p->endpoint_type = kp_read_i8(r);
     }
+    if (v >= 2) {
+        p->include_fenced_brokers = kp_read_bool(r);
+    }
     kp_skip_tags(r);
 }
 
@@ -32,6 +35,9 @@ static void kp_describe_cluster_req_write(kp_writer *w, const kp_describe_cluste
     kp_write_bool(w, p->include_cluster_authorized_operations);
     if (v >= 1) {
         kp_write_i8(w, p->endpoint_type);
+    }
+    if (v >= 2) {
+        kp_write_bool(w, p->include_fenced_brokers);
     }
     kp_write_uvarint(w, 0);
 }
@@ -75,6 +81,9 @@ static size_t kp_describe_cluster_resp_describe_cluster_broker_min_size(int16_t 
     n += (true ? 1u : 2u);
     n += 4u;
     n += (true ? 1u : 2u);
+    if (v >= 2) {
+        n += 1u;
+    }
     n += 1;
     return n;
 }
@@ -90,6 +99,9 @@ static void kp_describe_cluster_resp_describe_cluster_broker_read(kp_reader *r, 
         kp_reader_fail(r, KP_ERR__MALFORMED);
     p->port = kp_read_i32(r);
     p->rack = kp_read_str(r, true);
+    if (v >= 2) {
+        p->is_fenced = kp_read_bool(r);
+    }
     kp_skip_tags(r);
 }
 
@@ -101,6 +113,9 @@ static void kp_describe_cluster_resp_describe_cluster_broker_write(kp_writer *w,
     kp_write_str(w, true, p->host);
     kp_write_i32(w, p->port);
     kp_write_str(w, true, p->rack);
+    if (v >= 2) {
+        kp_write_bool(w, p->is_fenced);
+    }
     kp_write_uvarint(w, 0);
 }
 

@@ -93,9 +93,7 @@ static void kp_describe_configs_req_read(kp_reader *r, kp_arena *a, kp_describe_
             }
         }
     }
-    if (v >= 1) {
-        p->include_synonyms = kp_read_bool(r);
-    }
+    p->include_synonyms = kp_read_bool(r);
     if (v >= 3) {
         p->include_documentation = kp_read_bool(r);
     }
@@ -112,9 +110,7 @@ static void kp_describe_configs_req_write(kp_writer *w, const kp_describe_config
     for (int32_t i = 0; i < p->resources.n; i++) {
         kp_describe_configs_req_describe_configs_resource_write(w, &p->resources.v[i], v);
     }
-    if (v >= 1) {
-        kp_write_bool(w, p->include_synonyms);
-    }
+    kp_write_bool(w, p->include_synonyms);
     if (v >= 3) {
         kp_write_bool(w, p->include_documentation);
     }
@@ -163,15 +159,9 @@ static size_t kp_describe_configs_resp_describe_configs_synonym_min_size(int16_t
 {
     size_t n = 0;
     (void)v;
-    if (v >= 1) {
-        n += ((v >= 4) ? 1u : 2u);
-    }
-    if (v >= 1) {
-        n += ((v >= 4) ? 1u : 2u);
-    }
-    if (v >= 1) {
-        n += 1u;
-    }
+    n += ((v >= 4) ? 1u : 2u);
+    n += ((v >= 4) ? 1u : 2u);
+    n += 1u;
     if ((v >= 4)) {
         n += 1;
     }
@@ -183,17 +173,11 @@ static void kp_describe_configs_resp_describe_configs_synonym_read(kp_reader *r,
     (void)a;
     (void)v;
     kp_describe_configs_resp_describe_configs_synonym_defaults(p);
-    if (v >= 1) {
-        p->name = kp_read_str(r, (v >= 4));
-        if (p->name.len < 0)
-            kp_reader_fail(r, KP_ERR__MALFORMED);
-    }
-    if (v >= 1) {
-        p->value = kp_read_str(r, (v >= 4));
-    }
-    if (v >= 1) {
-        p->source = kp_read_i8(r);
-    }
+    p->name = kp_read_str(r, (v >= 4));
+    if (p->name.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
+    p->value = kp_read_str(r, (v >= 4));
+    p->source = kp_read_i8(r);
     if ((v >= 4)) {
         kp_skip_tags(r);
     }
@@ -203,15 +187,9 @@ static void kp_describe_configs_resp_describe_configs_synonym_write(kp_writer *w
 {
     (void)p;
     (void)v;
-    if (v >= 1) {
-        kp_write_str(w, (v >= 4), p->name);
-    }
-    if (v >= 1) {
-        kp_write_str(w, (v >= 4), p->value);
-    }
-    if (v >= 1) {
-        kp_write_i8(w, p->source);
-    }
+    kp_write_str(w, (v >= 4), p->name);
+    kp_write_str(w, (v >= 4), p->value);
+    kp_write_i8(w, p->source);
     if ((v >= 4)) {
         kp_write_uvarint(w, 0);
     }
@@ -230,16 +208,9 @@ static size_t kp_describe_configs_resp_describe_configs_resource_result_min_size
     n += ((v >= 4) ? 1u : 2u);
     n += ((v >= 4) ? 1u : 2u);
     n += 1u;
-    if (v <= 0) {
-        n += 1u;
-    }
-    if (v >= 1) {
-        n += 1u;
-    }
     n += 1u;
-    if (v >= 1) {
-        n += ((v >= 4) ? 1u : 4u);
-    }
+    n += 1u;
+    n += ((v >= 4) ? 1u : 4u);
     if (v >= 3) {
         n += 1u;
     }
@@ -262,25 +233,18 @@ static void kp_describe_configs_resp_describe_configs_resource_result_read(kp_re
         kp_reader_fail(r, KP_ERR__MALFORMED);
     p->value = kp_read_str(r, (v >= 4));
     p->read_only = kp_read_bool(r);
-    if (v <= 0) {
-        p->is_default = kp_read_bool(r);
-    }
-    if (v >= 1) {
-        p->config_source = kp_read_i8(r);
-    }
+    p->config_source = kp_read_i8(r);
     p->is_sensitive = kp_read_bool(r);
-    if (v >= 1) {
-        {
-            p->synonyms.n = kp_read_array_len(r, (v >= 4), kp_describe_configs_resp_describe_configs_synonym_min_size(v));
-            if (p->synonyms.n < 0)
-                kp_reader_fail(r, KP_ERR__MALFORMED);
-            if (p->synonyms.n > 0) {
-                p->synonyms.v = kp_arena_calloc(a, (size_t)p->synonyms.n, sizeof(*p->synonyms.v));
-                if (p->synonyms.v == NULL)
-                    kp_reader_fail(r, KP_ERR__NOMEM);
-                for (int32_t i = 0; i < p->synonyms.n && r->err == KP_ERR_NONE; i++) {
-                    kp_describe_configs_resp_describe_configs_synonym_read(r, a, &p->synonyms.v[i], v);
-                }
+    {
+        p->synonyms.n = kp_read_array_len(r, (v >= 4), kp_describe_configs_resp_describe_configs_synonym_min_size(v));
+        if (p->synonyms.n < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+        if (p->synonyms.n > 0) {
+            p->synonyms.v = kp_arena_calloc(a, (size_t)p->synonyms.n, sizeof(*p->synonyms.v));
+            if (p->synonyms.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->synonyms.n && r->err == KP_ERR_NONE; i++) {
+                kp_describe_configs_resp_describe_configs_synonym_read(r, a, &p->synonyms.v[i], v);
             }
         }
     }
@@ -302,18 +266,11 @@ static void kp_describe_configs_resp_describe_configs_resource_result_write(kp_w
     kp_write_str(w, (v >= 4), p->name);
     kp_write_str(w, (v >= 4), p->value);
     kp_write_bool(w, p->read_only);
-    if (v <= 0) {
-        kp_write_bool(w, p->is_default);
-    }
-    if (v >= 1) {
-        kp_write_i8(w, p->config_source);
-    }
+    kp_write_i8(w, p->config_source);
     kp_write_bool(w, p->is_sensitive);
-    if (v >= 1) {
-        kp_write_array_len(w, (v >= 4), p->synonyms.n);
-        for (int32_t i = 0; i < p->synonyms.n; i++) {
-            kp_describe_configs_resp_describe_configs_synonym_write(w, &p->synonyms.v[i], v);
-        }
+    kp_write_array_len(w, (v >= 4), p->synonyms.n);
+    for (int32_t i = 0; i < p->synonyms.n; i++) {
+        kp_describe_configs_resp_describe_configs_synonym_write(w, &p->synonyms.v[i], v);
     }
     if (v >= 3) {
         kp_write_i8(w, p->config_type);

@@ -156,6 +156,7 @@ static void kp_describe_groups_resp_described_group_member_write(kp_writer *w, c
 void kp_describe_groups_resp_described_group_defaults(kp_describe_groups_resp_described_group *p)
 {
     memset(p, 0, sizeof(*p));
+    p->error_message = KP_STR_NULL;
     p->authorized_operations = INT32_MIN;
 }
 
@@ -164,6 +165,9 @@ static size_t kp_describe_groups_resp_described_group_min_size(int16_t v)
     size_t n = 0;
     (void)v;
     n += 2u;
+    if (v >= 6) {
+        n += ((v >= 5) ? 1u : 2u);
+    }
     n += ((v >= 5) ? 1u : 2u);
     n += ((v >= 5) ? 1u : 2u);
     n += ((v >= 5) ? 1u : 2u);
@@ -184,6 +188,11 @@ static void kp_describe_groups_resp_described_group_read(kp_reader *r, kp_arena 
     (void)v;
     kp_describe_groups_resp_described_group_defaults(p);
     p->error_code = kp_read_i16(r);
+    if (v >= 6) {
+        p->error_message = kp_read_str(r, (v >= 5));
+        if (p->error_message.len < 0 && !(v >= 6))
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
     p->group_id = kp_read_str(r, (v >= 5));
     if (p->group_id.len < 0)
         kp_reader_fail(r, KP_ERR__MALFORMED);
@@ -222,6 +231,9 @@ static void kp_describe_groups_resp_described_group_write(kp_writer *w, const kp
     (void)p;
     (void)v;
     kp_write_i16(w, p->error_code);
+    if (v >= 6) {
+        kp_write_str(w, (v >= 5), p->error_message);
+    }
     kp_write_str(w, (v >= 5), p->group_id);
     kp_write_str(w, (v >= 5), p->group_state);
     kp_write_str(w, (v >= 5), p->protocol_type);

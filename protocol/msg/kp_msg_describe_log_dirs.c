@@ -245,6 +245,7 @@ void kp_describe_log_dirs_resp_describe_log_dirs_result_defaults(kp_describe_log
     memset(p, 0, sizeof(*p));
     p->total_bytes = -1;
     p->usable_bytes = -1;
+    p->is_cordoned = false;
 }
 
 static size_t kp_describe_log_dirs_resp_describe_log_dirs_result_min_size(int16_t v)
@@ -259,6 +260,9 @@ static size_t kp_describe_log_dirs_resp_describe_log_dirs_result_min_size(int16_
     }
     if (v >= 4) {
         n += 8u;
+    }
+    if (v >= 5) {
+        n += 1u;
     }
     if ((v >= 2)) {
         n += 1;
@@ -294,6 +298,9 @@ static void kp_describe_log_dirs_resp_describe_log_dirs_result_read(kp_reader *r
     if (v >= 4) {
         p->usable_bytes = kp_read_i64(r);
     }
+    if (v >= 5) {
+        p->is_cordoned = kp_read_bool(r);
+    }
     if ((v >= 2)) {
         kp_skip_tags(r);
     }
@@ -314,6 +321,9 @@ static void kp_describe_log_dirs_resp_describe_log_dirs_result_write(kp_writer *
     }
     if (v >= 4) {
         kp_write_i64(w, p->usable_bytes);
+    }
+    if (v >= 5) {
+        kp_write_bool(w, p->is_cordoned);
     }
     if ((v >= 2)) {
         kp_write_uvarint(w, 0);

@@ -68,6 +68,7 @@ void kp_fetch_req_fetch_partition_defaults(kp_fetch_req_fetch_partition *p)
     p->current_leader_epoch = -1;
     p->last_fetched_epoch = -1;
     p->log_start_offset = -1;
+    p->high_watermark = INT64_C(9223372036854775807);
 }
 
 static size_t kp_fetch_req_fetch_partition_min_size(int16_t v)
@@ -88,6 +89,9 @@ static size_t kp_fetch_req_fetch_partition_min_size(int16_t v)
     n += 4u;
     if (v >= 17 && !(v >= 17)) {
         n += 16u;
+    }
+    if (v >= 18 && !(v >= 18)) {
+        n += 8u;
     }
     if ((v >= 12)) {
         n += 1;
@@ -115,8 +119,11 @@ static void kp_fetch_req_fetch_partition_read(kp_reader *r, kp_arena *a, kp_fetc
     if (v >= 17 && !(v >= 17)) {
         p->replica_directory_id = kp_read_uuid(r);
     }
+    if (v >= 18 && !(v >= 18)) {
+        p->high_watermark = kp_read_i64(r);
+    }
     if ((v >= 12)) {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);
@@ -124,6 +131,11 @@ static void kp_fetch_req_fetch_partition_read(kp_reader *r, kp_arena *a, kp_fetc
             case 0:
                 if (v >= 17) {
                     p->replica_directory_id = kp_read_uuid((&sub));
+                }
+                break;
+            case 1:
+                if (v >= 18) {
+                    p->high_watermark = kp_read_i64((&sub));
                 }
                 break;
             default:
@@ -154,9 +166,14 @@ static void kp_fetch_req_fetch_partition_write(kp_writer *w, const kp_fetch_req_
     if (v >= 17 && !(v >= 17)) {
         kp_write_uuid(w, &p->replica_directory_id);
     }
+    if (v >= 18 && !(v >= 18)) {
+        kp_write_i64(w, p->high_watermark);
+    }
     if ((v >= 12)) {
         uint32_t ntags = 0;
         if (v >= 17 && !kp_uuid_is_zero(&p->replica_directory_id))
+            ntags++;
+        if (v >= 18 && p->high_watermark != INT64_C(9223372036854775807))
             ntags++;
         kp_write_uvarint(w, ntags);
         if (v >= 17 && !kp_uuid_is_zero(&p->replica_directory_id)) {
@@ -165,6 +182,13 @@ static void kp_fetch_req_fetch_partition_write(kp_writer *w, const kp_fetch_req_
             kp_write_uuid(&cw, &p->replica_directory_id);
             kp_write_tag_header(w, 0u, cw.total);
             kp_write_uuid(w, &p->replica_directory_id);
+        }
+        if (v >= 18 && p->high_watermark != INT64_C(9223372036854775807)) {
+            kp_writer cw;
+            kp_writer_init_count(&cw);
+            kp_write_i64(&cw, p->high_watermark);
+            kp_write_tag_header(w, 1u, cw.total);
+            kp_write_i64(w, p->high_watermark);
         }
     }
 }
@@ -347,12 +371,8 @@ static void kp_fetch_req_read(kp_reader *r, kp_arena *a, kp_fetch_req *p, int16_
     }
     p->max_wait_ms = kp_read_i32(r);
     p->min_bytes = kp_read_i32(r);
-    if (v >= 3) {
-        p->max_bytes = kp_read_i32(r);
-    }
-    if (v >= 4) {
-        p->isolation_level = kp_read_i8(r);
-    }
+    p->max_bytes = kp_read_i32(r);
+    p->isolation_level = kp_read_i8(r);
     if (v >= 7) {
         p->session_id = kp_read_i32(r);
     }
@@ -393,7 +413,7 @@ static void kp_fetch_req_read(kp_reader *r, kp_arena *a, kp_fetch_req *p, int16_
             kp_reader_fail(r, KP_ERR__MALFORMED);
     }
     if ((v >= 12)) {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);
@@ -434,12 +454,8 @@ static void kp_fetch_req_write(kp_writer *w, const kp_fetch_req *p, int16_t v)
     }
     kp_write_i32(w, p->max_wait_ms);
     kp_write_i32(w, p->min_bytes);
-    if (v >= 3) {
-        kp_write_i32(w, p->max_bytes);
-    }
-    if (v >= 4) {
-        kp_write_i8(w, p->isolation_level);
-    }
+    kp_write_i32(w, p->max_bytes);
+    kp_write_i8(w, p->isolation_level);
     if (v >= 7) {
         kp_write_i32(w, p->session_id);
     }
@@ -703,12 +719,8 @@ static size_t kp_fetch_resp_aborted_transaction_min_size(int16_t v)
 {
     size_t n = 0;
     (void)v;
-    if (v >= 4) {
-        n += 8u;
-    }
-    if (v >= 4) {
-        n += 8u;
-    }
+    n += 8u;
+    n += 8u;
     if ((v >= 12)) {
         n += 1;
     }
@@ -720,12 +732,8 @@ static void kp_fetch_resp_aborted_transaction_read(kp_reader *r, kp_arena *a, kp
     (void)a;
     (void)v;
     kp_fetch_resp_aborted_transaction_defaults(p);
-    if (v >= 4) {
-        p->producer_id = kp_read_i64(r);
-    }
-    if (v >= 4) {
-        p->first_offset = kp_read_i64(r);
-    }
+    p->producer_id = kp_read_i64(r);
+    p->first_offset = kp_read_i64(r);
     if ((v >= 12)) {
         kp_skip_tags(r);
     }
@@ -735,12 +743,8 @@ static void kp_fetch_resp_aborted_transaction_write(kp_writer *w, const kp_fetch
 {
     (void)p;
     (void)v;
-    if (v >= 4) {
-        kp_write_i64(w, p->producer_id);
-    }
-    if (v >= 4) {
-        kp_write_i64(w, p->first_offset);
-    }
+    kp_write_i64(w, p->producer_id);
+    kp_write_i64(w, p->first_offset);
     if ((v >= 12)) {
         kp_write_uvarint(w, 0);
     }
@@ -764,9 +768,7 @@ static size_t kp_fetch_resp_partition_data_min_size(int16_t v)
     n += 4u;
     n += 2u;
     n += 8u;
-    if (v >= 4) {
-        n += 8u;
-    }
+    n += 8u;
     if (v >= 5) {
         n += 8u;
     }
@@ -779,9 +781,7 @@ static size_t kp_fetch_resp_partition_data_min_size(int16_t v)
     if (v >= 12 && !(v >= 12)) {
         n += kp_fetch_resp_snapshot_id_min_size(v);
     }
-    if (v >= 4) {
-        n += ((v >= 12) ? 1u : 4u);
-    }
+    n += ((v >= 12) ? 1u : 4u);
     if (v >= 11) {
         n += 4u;
     }
@@ -800,9 +800,7 @@ static void kp_fetch_resp_partition_data_read(kp_reader *r, kp_arena *a, kp_fetc
     p->partition_index = kp_read_i32(r);
     p->error_code = kp_read_i16(r);
     p->high_watermark = kp_read_i64(r);
-    if (v >= 4) {
-        p->last_stable_offset = kp_read_i64(r);
-    }
+    p->last_stable_offset = kp_read_i64(r);
     if (v >= 5) {
         p->log_start_offset = kp_read_i64(r);
     }
@@ -815,18 +813,14 @@ static void kp_fetch_resp_partition_data_read(kp_reader *r, kp_arena *a, kp_fetc
     if (v >= 12 && !(v >= 12)) {
         kp_fetch_resp_snapshot_id_read(r, a, &p->snapshot_id, v);
     }
-    if (v >= 4) {
-        {
-            p->aborted_transactions.n = kp_read_array_len(r, (v >= 12), kp_fetch_resp_aborted_transaction_min_size(v));
-            if (p->aborted_transactions.n < 0 && !(v >= 4))
-                kp_reader_fail(r, KP_ERR__MALFORMED);
-            if (p->aborted_transactions.n > 0) {
-                p->aborted_transactions.v = kp_arena_calloc(a, (size_t)p->aborted_transactions.n, sizeof(*p->aborted_transactions.v));
-                if (p->aborted_transactions.v == NULL)
-                    kp_reader_fail(r, KP_ERR__NOMEM);
-                for (int32_t i = 0; i < p->aborted_transactions.n && r->err == KP_ERR_NONE; i++) {
-                    kp_fetch_resp_aborted_transaction_read(r, a, &p->aborted_transactions.v[i], v);
-                }
+    {
+        p->aborted_transactions.n = kp_read_array_len(r, (v >= 12), kp_fetch_resp_aborted_transaction_min_size(v));
+        if (p->aborted_transactions.n > 0) {
+            p->aborted_transactions.v = kp_arena_calloc(a, (size_t)p->aborted_transactions.n, sizeof(*p->aborted_transactions.v));
+            if (p->aborted_transactions.v == NULL)
+                kp_reader_fail(r, KP_ERR__NOMEM);
+            for (int32_t i = 0; i < p->aborted_transactions.n && r->err == KP_ERR_NONE; i++) {
+                kp_fetch_resp_aborted_transaction_read(r, a, &p->aborted_transactions.v[i], v);
             }
         }
     }
@@ -835,7 +829,7 @@ static void kp_fetch_resp_partition_data_read(kp_reader *r, kp_arena *a, kp_fetc
     }
     p->records = kp_read_records(r, (v >= 12));
     if ((v >= 12)) {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);
@@ -871,9 +865,7 @@ static void kp_fetch_resp_partition_data_write(kp_writer *w, const kp_fetch_resp
     kp_write_i32(w, p->partition_index);
     kp_write_i16(w, p->error_code);
     kp_write_i64(w, p->high_watermark);
-    if (v >= 4) {
-        kp_write_i64(w, p->last_stable_offset);
-    }
+    kp_write_i64(w, p->last_stable_offset);
     if (v >= 5) {
         kp_write_i64(w, p->log_start_offset);
     }
@@ -886,11 +878,9 @@ static void kp_fetch_resp_partition_data_write(kp_writer *w, const kp_fetch_resp
     if (v >= 12 && !(v >= 12)) {
         kp_fetch_resp_snapshot_id_write(w, &p->snapshot_id, v);
     }
-    if (v >= 4) {
-        kp_write_array_len(w, (v >= 12), p->aborted_transactions.n);
-        for (int32_t i = 0; i < p->aborted_transactions.n; i++) {
-            kp_fetch_resp_aborted_transaction_write(w, &p->aborted_transactions.v[i], v);
-        }
+    kp_write_array_len(w, (v >= 12), p->aborted_transactions.n);
+    for (int32_t i = 0; i < p->aborted_transactions.n; i++) {
+        kp_fetch_resp_aborted_transaction_write(w, &p->aborted_transactions.v[i], v);
     }
     if (v >= 11) {
         kp_write_i32(w, p->preferred_read_replica);
@@ -1086,9 +1076,7 @@ static void kp_fetch_resp_read(kp_reader *r, kp_arena *a, kp_fetch_resp *p, int1
     (void)a;
     (void)v;
     kp_fetch_resp_defaults(p);
-    if (v >= 1) {
-        p->throttle_time_ms = kp_read_i32(r);
-    }
+    p->throttle_time_ms = kp_read_i32(r);
     if (v >= 7) {
         p->error_code = kp_read_i16(r);
     }
@@ -1124,7 +1112,7 @@ static void kp_fetch_resp_read(kp_reader *r, kp_arena *a, kp_fetch_resp *p, int1
         }
     }
     if ((v >= 12)) {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);
@@ -1159,9 +1147,7 @@ static void kp_fetch_resp_write(kp_writer *w, const kp_fetch_resp *p, int16_t v)
 {
     (void)p;
     (void)v;
-    if (v >= 1) {
-        kp_write_i32(w, p->throttle_time_ms);
-    }
+    kp_write_i32(w, p->throttle_time_ms);
     if (v >= 7) {
         kp_write_i16(w, p->error_code);
     }

@@ -32,6 +32,19 @@ kp_uuid kp_fill_uuid(uint32_t *seed)
     return u;
 }
 
+void kp_aborted_txn_fill(kp_aborted_txn *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_aborted_txn_defaults(p);
+    p->producer_id = (int64_t)kp_fill_next(seed);
+    p->first_offset = (int64_t)kp_fill_next(seed);
+    p->last_offset = (int64_t)kp_fill_next(seed);
+    p->last_stable_offset = (int64_t)kp_fill_next(seed);
+}
+
 void kp_add_offsets_to_txn_req_fill(kp_add_offsets_to_txn_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -201,52 +214,6 @@ void kp_add_partitions_to_txn_resp_fill(kp_add_partitions_to_txn_resp *p, kp_are
             kp_add_partitions_to_txn_resp_add_partitions_to_txn_topic_result_fill(&p->results_by_topic_v3_and_below.v[i], a, v, seed, depth + 1);
         }
     }
-}
-
-void kp_add_raft_voter_req_listener_fill(kp_add_raft_voter_req_listener *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_add_raft_voter_req_listener_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->port = (uint16_t)kp_fill_next(seed);
-}
-
-void kp_add_raft_voter_req_fill(kp_add_raft_voter_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_add_raft_voter_req_defaults(p);
-    p->cluster_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->cluster_id = KP_STR_NULL;
-    p->timeout_ms = (int32_t)kp_fill_next(seed);
-    p->voter_id = (int32_t)kp_fill_next(seed);
-    p->voter_directory_id = kp_fill_uuid(seed);
-    p->listeners.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->listeners.v = kp_arena_calloc(a, (size_t)p->listeners.n + 1, sizeof(*p->listeners.v));
-    for (int32_t i = 0; i < p->listeners.n; i++) {
-        kp_add_raft_voter_req_listener_fill(&p->listeners.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_add_raft_voter_resp_fill(kp_add_raft_voter_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_add_raft_voter_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
 }
 
 void kp_alter_client_quotas_req_entity_data_fill(kp_alter_client_quotas_req_entity_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -468,6 +435,9 @@ void kp_alter_partition_reassignments_req_fill(kp_alter_partition_reassignments_
     (void)depth;
     kp_alter_partition_reassignments_req_defaults(p);
     p->timeout_ms = (int32_t)kp_fill_next(seed);
+    if (v >= 1) {
+        p->allow_replication_factor_change = (kp_fill_next(seed) & 1) != 0;
+    }
     p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
     for (int32_t i = 0; i < p->topics.n; i++) {
@@ -512,6 +482,9 @@ void kp_alter_partition_reassignments_resp_fill(kp_alter_partition_reassignments
     (void)depth;
     kp_alter_partition_reassignments_resp_defaults(p);
     p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    if (v >= 1) {
+        p->allow_replication_factor_change = (kp_fill_next(seed) & 1) != 0;
+    }
     p->error_code = (int16_t)kp_fill_next(seed);
     p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     if (true && kp_fill_next(seed) % 4u == 0)
@@ -520,91 +493,6 @@ void kp_alter_partition_reassignments_resp_fill(kp_alter_partition_reassignments
     p->responses.v = kp_arena_calloc(a, (size_t)p->responses.n + 1, sizeof(*p->responses.v));
     for (int32_t i = 0; i < p->responses.n; i++) {
         kp_alter_partition_reassignments_resp_reassignable_topic_response_fill(&p->responses.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic_fill(kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
-    }
-}
-
-void kp_alter_replica_log_dirs_req_alter_replica_log_dir_fill(kp_alter_replica_log_dirs_req_alter_replica_log_dir *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_alter_replica_log_dirs_req_alter_replica_log_dir_defaults(p);
-    p->path = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_alter_replica_log_dirs_req_alter_replica_log_dir_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_alter_replica_log_dirs_req_fill(kp_alter_replica_log_dirs_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_alter_replica_log_dirs_req_defaults(p);
-    p->dirs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->dirs.v = kp_arena_calloc(a, (size_t)p->dirs.n + 1, sizeof(*p->dirs.v));
-    for (int32_t i = 0; i < p->dirs.n; i++) {
-        kp_alter_replica_log_dirs_req_alter_replica_log_dir_fill(&p->dirs.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result_fill(kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result_defaults(p);
-    p->partition_index = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-}
-
-void kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result_fill(kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result_defaults(p);
-    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_alter_replica_log_dirs_resp_alter_replica_log_dir_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_alter_replica_log_dirs_resp_fill(kp_alter_replica_log_dirs_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_alter_replica_log_dirs_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
-    for (int32_t i = 0; i < p->results.n; i++) {
-        kp_alter_replica_log_dirs_resp_alter_replica_log_dir_topic_result_fill(&p->results.v[i], a, v, seed, depth + 1);
     }
 }
 
@@ -693,6 +581,14 @@ void kp_api_versions_req_fill(kp_api_versions_req *p, kp_arena *a, int16_t v, ui
     }
     if (v >= 3) {
         p->client_software_version = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 5) {
+        p->cluster_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+        if ((v >= 5) && kp_fill_next(seed) % 4u == 0)
+            p->cluster_id = KP_STR_NULL;
+    }
+    if (v >= 5) {
+        p->node_id = (int32_t)kp_fill_next(seed);
     }
 }
 
@@ -800,6 +696,15 @@ void kp_broker_heartbeat_req_fill(kp_broker_heartbeat_req *p, kp_arena *a, int16
         for (int32_t i = 0; i < p->offline_log_dirs.n; i++) {
             p->offline_log_dirs.v[i] = kp_fill_uuid(seed);
         }
+    }
+    if (v >= 2) {
+        p->cordoned_log_dirs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->cordoned_log_dirs.v = kp_arena_calloc(a, (size_t)p->cordoned_log_dirs.n + 1, sizeof(*p->cordoned_log_dirs.v));
+        for (int32_t i = 0; i < p->cordoned_log_dirs.n; i++) {
+            p->cordoned_log_dirs.v[i] = kp_fill_uuid(seed);
+        }
+        if ((v >= 2) && kp_fill_next(seed) % 4u == 0)
+            p->cordoned_log_dirs.n = -1;
     }
 }
 
@@ -964,6 +869,9 @@ void kp_consumer_group_describe_resp_member_fill(kp_consumer_group_describe_resp
         p->subscribed_topic_regex = KP_STR_NULL;
     kp_consumer_group_describe_resp_assignment_fill(&p->assignment, a, v, seed, depth + 1);
     kp_consumer_group_describe_resp_assignment_fill(&p->target_assignment, a, v, seed, depth + 1);
+    if (v >= 1) {
+        p->member_type = (int8_t)kp_fill_next(seed);
+    }
 }
 
 void kp_consumer_group_describe_resp_described_group_fill(kp_consumer_group_describe_resp_described_group *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -1196,6 +1104,16 @@ void kp_consumer_protocol_subscription_fill(kp_consumer_protocol_subscription *p
     }
 }
 
+void kp_control_record_type_schema_fill(kp_control_record_type_schema *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_control_record_type_schema_defaults(p);
+    p->type = (int16_t)kp_fill_next(seed);
+}
+
 void kp_create_acls_req_acl_creation_fill(kp_create_acls_req_acl_creation *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -1205,9 +1123,7 @@ void kp_create_acls_req_acl_creation_fill(kp_create_acls_req_acl_creation *p, kp
     kp_create_acls_req_acl_creation_defaults(p);
     p->resource_type = (int8_t)kp_fill_next(seed);
     p->resource_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (v >= 1) {
-        p->resource_pattern_type = (int8_t)kp_fill_next(seed);
-    }
+    p->resource_pattern_type = (int8_t)kp_fill_next(seed);
     p->principal = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     p->operation = (int8_t)kp_fill_next(seed);
@@ -1456,9 +1372,7 @@ void kp_create_topics_req_fill(kp_create_topics_req *p, kp_arena *a, int16_t v, 
         kp_create_topics_req_creatable_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
     }
     p->timeout_ms = (int32_t)kp_fill_next(seed);
-    if (v >= 1) {
-        p->validate_only = (kp_fill_next(seed) & 1) != 0;
-    }
+    p->validate_only = (kp_fill_next(seed) & 1) != 0;
 }
 
 void kp_create_topics_resp_creatable_topic_configs_fill(kp_create_topics_resp_creatable_topic_configs *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -1499,11 +1413,9 @@ void kp_create_topics_resp_creatable_topic_result_fill(kp_create_topics_resp_cre
         p->topic_id = kp_fill_uuid(seed);
     }
     p->error_code = (int16_t)kp_fill_next(seed);
-    if (v >= 1) {
-        p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-        if (true && kp_fill_next(seed) % 4u == 0)
-            p->error_message = KP_STR_NULL;
-    }
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
     if (v >= 5) {
         p->topic_config_error_code = (int16_t)kp_fill_next(seed);
     }
@@ -1531,9 +1443,7 @@ void kp_create_topics_resp_fill(kp_create_topics_resp *p, kp_arena *a, int16_t v
     (void)seed;
     (void)depth;
     kp_create_topics_resp_defaults(p);
-    if (v >= 2) {
-        p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    }
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
     p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
     for (int32_t i = 0; i < p->topics.n; i++) {
@@ -1564,9 +1474,7 @@ void kp_delete_acls_req_delete_acls_filter_fill(kp_delete_acls_req_delete_acls_f
     p->resource_name_filter = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     if (true && kp_fill_next(seed) % 4u == 0)
         p->resource_name_filter = KP_STR_NULL;
-    if (v >= 1) {
-        p->pattern_type_filter = (int8_t)kp_fill_next(seed);
-    }
+    p->pattern_type_filter = (int8_t)kp_fill_next(seed);
     p->principal_filter = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     if (true && kp_fill_next(seed) % 4u == 0)
         p->principal_filter = KP_STR_NULL;
@@ -1604,9 +1512,7 @@ void kp_delete_acls_resp_delete_acls_matching_acl_fill(kp_delete_acls_resp_delet
         p->error_message = KP_STR_NULL;
     p->resource_type = (int8_t)kp_fill_next(seed);
     p->resource_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (v >= 1) {
-        p->pattern_type = (int8_t)kp_fill_next(seed);
-    }
+    p->pattern_type = (int8_t)kp_fill_next(seed);
     p->principal = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     p->operation = (int8_t)kp_fill_next(seed);
@@ -1669,6 +1575,11 @@ void kp_delete_groups_resp_deletable_group_result_fill(kp_delete_groups_resp_del
     kp_delete_groups_resp_deletable_group_result_defaults(p);
     p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     p->error_code = (int16_t)kp_fill_next(seed);
+    if (v >= 3) {
+        p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+        if ((v >= 3) && kp_fill_next(seed) % 4u == 0)
+            p->error_message = KP_STR_NULL;
+    }
 }
 
 void kp_delete_groups_resp_fill(kp_delete_groups_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -1769,89 +1680,6 @@ void kp_delete_records_resp_fill(kp_delete_records_resp *p, kp_arena *a, int16_t
     }
 }
 
-void kp_delete_share_group_state_req_partition_data_fill(kp_delete_share_group_state_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_delete_share_group_state_req_partition_data_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-}
-
-void kp_delete_share_group_state_req_delete_state_data_fill(kp_delete_share_group_state_req_delete_state_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_delete_share_group_state_req_delete_state_data_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_delete_share_group_state_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_delete_share_group_state_req_fill(kp_delete_share_group_state_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_delete_share_group_state_req_defaults(p);
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_delete_share_group_state_req_delete_state_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_delete_share_group_state_resp_partition_result_fill(kp_delete_share_group_state_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_delete_share_group_state_resp_partition_result_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-}
-
-void kp_delete_share_group_state_resp_delete_state_result_fill(kp_delete_share_group_state_resp_delete_state_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_delete_share_group_state_resp_delete_state_result_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_delete_share_group_state_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_delete_share_group_state_resp_fill(kp_delete_share_group_state_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_delete_share_group_state_resp_defaults(p);
-    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
-    for (int32_t i = 0; i < p->results.n; i++) {
-        kp_delete_share_group_state_resp_delete_state_result_fill(&p->results.v[i], a, v, seed, depth + 1);
-    }
-}
-
 void kp_delete_topics_req_delete_topic_state_fill(kp_delete_topics_req_delete_topic_state *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -1921,9 +1749,7 @@ void kp_delete_topics_resp_fill(kp_delete_topics_resp *p, kp_arena *a, int16_t v
     (void)seed;
     (void)depth;
     kp_delete_topics_resp_defaults(p);
-    if (v >= 1) {
-        p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    }
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
     p->responses.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->responses.v = kp_arena_calloc(a, (size_t)p->responses.n + 1, sizeof(*p->responses.v));
     for (int32_t i = 0; i < p->responses.n; i++) {
@@ -1942,9 +1768,7 @@ void kp_describe_acls_req_fill(kp_describe_acls_req *p, kp_arena *a, int16_t v, 
     p->resource_name_filter = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     if (true && kp_fill_next(seed) % 4u == 0)
         p->resource_name_filter = KP_STR_NULL;
-    if (v >= 1) {
-        p->pattern_type_filter = (int8_t)kp_fill_next(seed);
-    }
+    p->pattern_type_filter = (int8_t)kp_fill_next(seed);
     p->principal_filter = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     if (true && kp_fill_next(seed) % 4u == 0)
         p->principal_filter = KP_STR_NULL;
@@ -1977,9 +1801,7 @@ void kp_describe_acls_resp_describe_acls_resource_fill(kp_describe_acls_resp_des
     kp_describe_acls_resp_describe_acls_resource_defaults(p);
     p->resource_type = (int8_t)kp_fill_next(seed);
     p->resource_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (v >= 1) {
-        p->pattern_type = (int8_t)kp_fill_next(seed);
-    }
+    p->pattern_type = (int8_t)kp_fill_next(seed);
     p->acls.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->acls.v = kp_arena_calloc(a, (size_t)p->acls.n + 1, sizeof(*p->acls.v));
     for (int32_t i = 0; i < p->acls.n; i++) {
@@ -2110,6 +1932,9 @@ void kp_describe_cluster_req_fill(kp_describe_cluster_req *p, kp_arena *a, int16
     if (v >= 1) {
         p->endpoint_type = (int8_t)kp_fill_next(seed);
     }
+    if (v >= 2) {
+        p->include_fenced_brokers = (kp_fill_next(seed) & 1) != 0;
+    }
 }
 
 void kp_describe_cluster_resp_describe_cluster_broker_fill(kp_describe_cluster_resp_describe_cluster_broker *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -2125,6 +1950,9 @@ void kp_describe_cluster_resp_describe_cluster_broker_fill(kp_describe_cluster_r
     p->rack = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     if (true && kp_fill_next(seed) % 4u == 0)
         p->rack = KP_STR_NULL;
+    if (v >= 2) {
+        p->is_fenced = (kp_fill_next(seed) & 1) != 0;
+    }
 }
 
 void kp_describe_cluster_resp_fill(kp_describe_cluster_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -2182,9 +2010,7 @@ void kp_describe_configs_req_fill(kp_describe_configs_req *p, kp_arena *a, int16
     for (int32_t i = 0; i < p->resources.n; i++) {
         kp_describe_configs_req_describe_configs_resource_fill(&p->resources.v[i], a, v, seed, depth + 1);
     }
-    if (v >= 1) {
-        p->include_synonyms = (kp_fill_next(seed) & 1) != 0;
-    }
+    p->include_synonyms = (kp_fill_next(seed) & 1) != 0;
     if (v >= 3) {
         p->include_documentation = (kp_fill_next(seed) & 1) != 0;
     }
@@ -2197,17 +2023,11 @@ void kp_describe_configs_resp_describe_configs_synonym_fill(kp_describe_configs_
     (void)seed;
     (void)depth;
     kp_describe_configs_resp_describe_configs_synonym_defaults(p);
-    if (v >= 1) {
-        p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    }
-    if (v >= 1) {
-        p->value = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-        if (true && kp_fill_next(seed) % 4u == 0)
-            p->value = KP_STR_NULL;
-    }
-    if (v >= 1) {
-        p->source = (int8_t)kp_fill_next(seed);
-    }
+    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->value = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->value = KP_STR_NULL;
+    p->source = (int8_t)kp_fill_next(seed);
 }
 
 void kp_describe_configs_resp_describe_configs_resource_result_fill(kp_describe_configs_resp_describe_configs_resource_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -2222,19 +2042,12 @@ void kp_describe_configs_resp_describe_configs_resource_result_fill(kp_describe_
     if (true && kp_fill_next(seed) % 4u == 0)
         p->value = KP_STR_NULL;
     p->read_only = (kp_fill_next(seed) & 1) != 0;
-    if (v <= 0) {
-        p->is_default = (kp_fill_next(seed) & 1) != 0;
-    }
-    if (v >= 1) {
-        p->config_source = (int8_t)kp_fill_next(seed);
-    }
+    p->config_source = (int8_t)kp_fill_next(seed);
     p->is_sensitive = (kp_fill_next(seed) & 1) != 0;
-    if (v >= 1) {
-        p->synonyms.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-        p->synonyms.v = kp_arena_calloc(a, (size_t)p->synonyms.n + 1, sizeof(*p->synonyms.v));
-        for (int32_t i = 0; i < p->synonyms.n; i++) {
-            kp_describe_configs_resp_describe_configs_synonym_fill(&p->synonyms.v[i], a, v, seed, depth + 1);
-        }
+    p->synonyms.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->synonyms.v = kp_arena_calloc(a, (size_t)p->synonyms.n + 1, sizeof(*p->synonyms.v));
+    for (int32_t i = 0; i < p->synonyms.n; i++) {
+        kp_describe_configs_resp_describe_configs_synonym_fill(&p->synonyms.v[i], a, v, seed, depth + 1);
     }
     if (v >= 3) {
         p->config_type = (int8_t)kp_fill_next(seed);
@@ -2406,6 +2219,11 @@ void kp_describe_groups_resp_described_group_fill(kp_describe_groups_resp_descri
     (void)depth;
     kp_describe_groups_resp_described_group_defaults(p);
     p->error_code = (int16_t)kp_fill_next(seed);
+    if (v >= 6) {
+        p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+        if ((v >= 6) && kp_fill_next(seed) % 4u == 0)
+            p->error_message = KP_STR_NULL;
+    }
     p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     p->group_state = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     p->protocol_type = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
@@ -2515,6 +2333,9 @@ void kp_describe_log_dirs_resp_describe_log_dirs_result_fill(kp_describe_log_dir
     }
     if (v >= 4) {
         p->usable_bytes = (int64_t)kp_fill_next(seed);
+    }
+    if (v >= 5) {
+        p->is_cordoned = (kp_fill_next(seed) & 1) != 0;
     }
 }
 
@@ -3151,6 +2972,16 @@ void kp_elect_leaders_resp_fill(kp_elect_leaders_resp *p, kp_arena *a, int16_t v
     }
 }
 
+void kp_end_txn_marker_fill(kp_end_txn_marker *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_end_txn_marker_defaults(p);
+    p->coordinator_epoch = (int32_t)kp_fill_next(seed);
+}
+
 void kp_end_txn_req_fill(kp_end_txn_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -3241,6 +3072,9 @@ void kp_fetch_req_fetch_partition_fill(kp_fetch_req_fetch_partition *p, kp_arena
     if (v >= 17) {
         p->replica_directory_id = kp_fill_uuid(seed);
     }
+    if (v >= 18) {
+        p->high_watermark = (int64_t)kp_fill_next(seed);
+    }
 }
 
 void kp_fetch_req_fetch_topic_fill(kp_fetch_req_fetch_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -3305,12 +3139,8 @@ void kp_fetch_req_fill(kp_fetch_req *p, kp_arena *a, int16_t v, uint32_t *seed, 
     }
     p->max_wait_ms = (int32_t)kp_fill_next(seed);
     p->min_bytes = (int32_t)kp_fill_next(seed);
-    if (v >= 3) {
-        p->max_bytes = (int32_t)kp_fill_next(seed);
-    }
-    if (v >= 4) {
-        p->isolation_level = (int8_t)kp_fill_next(seed);
-    }
+    p->max_bytes = (int32_t)kp_fill_next(seed);
+    p->isolation_level = (int8_t)kp_fill_next(seed);
     if (v >= 7) {
         p->session_id = (int32_t)kp_fill_next(seed);
     }
@@ -3382,12 +3212,8 @@ void kp_fetch_resp_aborted_transaction_fill(kp_fetch_resp_aborted_transaction *p
     (void)seed;
     (void)depth;
     kp_fetch_resp_aborted_transaction_defaults(p);
-    if (v >= 4) {
-        p->producer_id = (int64_t)kp_fill_next(seed);
-    }
-    if (v >= 4) {
-        p->first_offset = (int64_t)kp_fill_next(seed);
-    }
+    p->producer_id = (int64_t)kp_fill_next(seed);
+    p->first_offset = (int64_t)kp_fill_next(seed);
 }
 
 void kp_fetch_resp_partition_data_fill(kp_fetch_resp_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -3400,9 +3226,7 @@ void kp_fetch_resp_partition_data_fill(kp_fetch_resp_partition_data *p, kp_arena
     p->partition_index = (int32_t)kp_fill_next(seed);
     p->error_code = (int16_t)kp_fill_next(seed);
     p->high_watermark = (int64_t)kp_fill_next(seed);
-    if (v >= 4) {
-        p->last_stable_offset = (int64_t)kp_fill_next(seed);
-    }
+    p->last_stable_offset = (int64_t)kp_fill_next(seed);
     if (v >= 5) {
         p->log_start_offset = (int64_t)kp_fill_next(seed);
     }
@@ -3415,15 +3239,13 @@ void kp_fetch_resp_partition_data_fill(kp_fetch_resp_partition_data *p, kp_arena
     if (v >= 12) {
         kp_fetch_resp_snapshot_id_fill(&p->snapshot_id, a, v, seed, depth + 1);
     }
-    if (v >= 4) {
-        p->aborted_transactions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-        p->aborted_transactions.v = kp_arena_calloc(a, (size_t)p->aborted_transactions.n + 1, sizeof(*p->aborted_transactions.v));
-        for (int32_t i = 0; i < p->aborted_transactions.n; i++) {
-            kp_fetch_resp_aborted_transaction_fill(&p->aborted_transactions.v[i], a, v, seed, depth + 1);
-        }
-        if ((v >= 4) && kp_fill_next(seed) % 4u == 0)
-            p->aborted_transactions.n = -1;
+    p->aborted_transactions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->aborted_transactions.v = kp_arena_calloc(a, (size_t)p->aborted_transactions.n + 1, sizeof(*p->aborted_transactions.v));
+    for (int32_t i = 0; i < p->aborted_transactions.n; i++) {
+        kp_fetch_resp_aborted_transaction_fill(&p->aborted_transactions.v[i], a, v, seed, depth + 1);
     }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->aborted_transactions.n = -1;
     if (v >= 11) {
         p->preferred_read_replica = (int32_t)kp_fill_next(seed);
     }
@@ -3485,9 +3307,7 @@ void kp_fetch_resp_fill(kp_fetch_resp *p, kp_arena *a, int16_t v, uint32_t *seed
     (void)seed;
     (void)depth;
     kp_fetch_resp_defaults(p);
-    if (v >= 1) {
-        p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    }
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
     if (v >= 7) {
         p->error_code = (int16_t)kp_fill_next(seed);
     }
@@ -3592,42 +3412,6 @@ void kp_find_coordinator_resp_fill(kp_find_coordinator_resp *p, kp_arena *a, int
         for (int32_t i = 0; i < p->coordinators.n; i++) {
             kp_find_coordinator_resp_coordinator_fill(&p->coordinators.v[i], a, v, seed, depth + 1);
         }
-    }
-}
-
-void kp_get_telemetry_subscriptions_req_fill(kp_get_telemetry_subscriptions_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_get_telemetry_subscriptions_req_defaults(p);
-    p->client_instance_id = kp_fill_uuid(seed);
-}
-
-void kp_get_telemetry_subscriptions_resp_fill(kp_get_telemetry_subscriptions_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_get_telemetry_subscriptions_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->client_instance_id = kp_fill_uuid(seed);
-    p->subscription_id = (int32_t)kp_fill_next(seed);
-    p->accepted_compression_types.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->accepted_compression_types.v = kp_arena_calloc(a, (size_t)p->accepted_compression_types.n + 1, sizeof(*p->accepted_compression_types.v));
-    for (int32_t i = 0; i < p->accepted_compression_types.n; i++) {
-        p->accepted_compression_types.v[i] = (int8_t)kp_fill_next(seed);
-    }
-    p->push_interval_ms = (int32_t)kp_fill_next(seed);
-    p->telemetry_max_bytes = (int32_t)kp_fill_next(seed);
-    p->delta_temporality = (kp_fill_next(seed) & 1) != 0;
-    p->requested_metrics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->requested_metrics.v = kp_arena_calloc(a, (size_t)p->requested_metrics.n + 1, sizeof(*p->requested_metrics.v));
-    for (int32_t i = 0; i < p->requested_metrics.n; i++) {
-        p->requested_metrics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     }
 }
 
@@ -3753,6 +3537,12 @@ void kp_init_producer_id_req_fill(kp_init_producer_id_req *p, kp_arena *a, int16
     if (v >= 3) {
         p->producer_epoch = (int16_t)kp_fill_next(seed);
     }
+    if (v >= 6) {
+        p->enable2_pc = (kp_fill_next(seed) & 1) != 0;
+    }
+    if (v >= 6) {
+        p->keep_prepared_txn = (kp_fill_next(seed) & 1) != 0;
+    }
 }
 
 void kp_init_producer_id_resp_fill(kp_init_producer_id_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -3766,90 +3556,11 @@ void kp_init_producer_id_resp_fill(kp_init_producer_id_resp *p, kp_arena *a, int
     p->error_code = (int16_t)kp_fill_next(seed);
     p->producer_id = (int64_t)kp_fill_next(seed);
     p->producer_epoch = (int16_t)kp_fill_next(seed);
-}
-
-void kp_initialize_share_group_state_req_partition_data_fill(kp_initialize_share_group_state_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_initialize_share_group_state_req_partition_data_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->state_epoch = (int32_t)kp_fill_next(seed);
-    p->start_offset = (int64_t)kp_fill_next(seed);
-}
-
-void kp_initialize_share_group_state_req_initialize_state_data_fill(kp_initialize_share_group_state_req_initialize_state_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_initialize_share_group_state_req_initialize_state_data_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_initialize_share_group_state_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    if (v >= 6) {
+        p->ongoing_txn_producer_id = (int64_t)kp_fill_next(seed);
     }
-}
-
-void kp_initialize_share_group_state_req_fill(kp_initialize_share_group_state_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_initialize_share_group_state_req_defaults(p);
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_initialize_share_group_state_req_initialize_state_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_initialize_share_group_state_resp_partition_result_fill(kp_initialize_share_group_state_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_initialize_share_group_state_resp_partition_result_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-}
-
-void kp_initialize_share_group_state_resp_initialize_state_result_fill(kp_initialize_share_group_state_resp_initialize_state_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_initialize_share_group_state_resp_initialize_state_result_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_initialize_share_group_state_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_initialize_share_group_state_resp_fill(kp_initialize_share_group_state_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_initialize_share_group_state_resp_defaults(p);
-    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
-    for (int32_t i = 0; i < p->results.n; i++) {
-        kp_initialize_share_group_state_resp_initialize_state_result_fill(&p->results.v[i], a, v, seed, depth + 1);
+    if (v >= 6) {
+        p->ongoing_txn_producer_epoch = (int16_t)kp_fill_next(seed);
     }
 }
 
@@ -4070,41 +3781,6 @@ void kp_leave_group_resp_fill(kp_leave_group_resp *p, kp_arena *a, int16_t v, ui
     }
 }
 
-void kp_list_client_metrics_resources_req_fill(kp_list_client_metrics_resources_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_list_client_metrics_resources_req_defaults(p);
-}
-
-void kp_list_client_metrics_resources_resp_client_metrics_resource_fill(kp_list_client_metrics_resources_resp_client_metrics_resource *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_list_client_metrics_resources_resp_client_metrics_resource_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-}
-
-void kp_list_client_metrics_resources_resp_fill(kp_list_client_metrics_resources_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_list_client_metrics_resources_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->client_metrics_resources.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->client_metrics_resources.v = kp_arena_calloc(a, (size_t)p->client_metrics_resources.n + 1, sizeof(*p->client_metrics_resources.v));
-    for (int32_t i = 0; i < p->client_metrics_resources.n; i++) {
-        kp_list_client_metrics_resources_resp_client_metrics_resource_fill(&p->client_metrics_resources.v[i], a, v, seed, depth + 1);
-    }
-}
-
 void kp_list_groups_req_fill(kp_list_groups_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -4175,9 +3851,6 @@ void kp_list_offsets_req_list_offsets_partition_fill(kp_list_offsets_req_list_of
         p->current_leader_epoch = (int32_t)kp_fill_next(seed);
     }
     p->timestamp = (int64_t)kp_fill_next(seed);
-    if (v <= 0) {
-        p->max_num_offsets = (int32_t)kp_fill_next(seed);
-    }
 }
 
 void kp_list_offsets_req_list_offsets_topic_fill(kp_list_offsets_req_list_offsets_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -4225,19 +3898,8 @@ void kp_list_offsets_resp_list_offsets_partition_response_fill(kp_list_offsets_r
     kp_list_offsets_resp_list_offsets_partition_response_defaults(p);
     p->partition_index = (int32_t)kp_fill_next(seed);
     p->error_code = (int16_t)kp_fill_next(seed);
-    if (v <= 0) {
-        p->old_style_offsets.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-        p->old_style_offsets.v = kp_arena_calloc(a, (size_t)p->old_style_offsets.n + 1, sizeof(*p->old_style_offsets.v));
-        for (int32_t i = 0; i < p->old_style_offsets.n; i++) {
-            p->old_style_offsets.v[i] = (int64_t)kp_fill_next(seed);
-        }
-    }
-    if (v >= 1) {
-        p->timestamp = (int64_t)kp_fill_next(seed);
-    }
-    if (v >= 1) {
-        p->offset = (int64_t)kp_fill_next(seed);
-    }
+    p->timestamp = (int64_t)kp_fill_next(seed);
+    p->offset = (int64_t)kp_fill_next(seed);
     if (v >= 4) {
         p->leader_epoch = (int32_t)kp_fill_next(seed);
     }
@@ -4385,6 +4047,11 @@ void kp_list_transactions_req_fill(kp_list_transactions_req *p, kp_arena *a, int
     }
     if (v >= 1) {
         p->duration_filter = (int64_t)kp_fill_next(seed);
+    }
+    if (v >= 2) {
+        p->transactional_id_pattern = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+        if ((v >= 2) && kp_fill_next(seed) % 4u == 0)
+            p->transactional_id_pattern = KP_STR_NULL;
     }
 }
 
@@ -4568,6 +4235,9 @@ void kp_metadata_resp_fill(kp_metadata_resp *p, kp_arena *a, int16_t v, uint32_t
     if (v >= 8 && v <= 10) {
         p->cluster_authorized_operations = (int32_t)kp_fill_next(seed);
     }
+    if (v >= 13) {
+        p->error_code = (int16_t)kp_fill_next(seed);
+    }
 }
 
 void kp_offset_commit_req_offset_commit_request_partition_fill(kp_offset_commit_req_offset_commit_request_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -4582,9 +4252,6 @@ void kp_offset_commit_req_offset_commit_request_partition_fill(kp_offset_commit_
     if (v >= 6) {
         p->committed_leader_epoch = (int32_t)kp_fill_next(seed);
     }
-    if (v >= 1 && v <= 1) {
-        p->commit_timestamp = (int64_t)kp_fill_next(seed);
-    }
     p->committed_metadata = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     if (true && kp_fill_next(seed) % 4u == 0)
         p->committed_metadata = KP_STR_NULL;
@@ -4597,7 +4264,12 @@ void kp_offset_commit_req_offset_commit_request_topic_fill(kp_offset_commit_req_
     (void)seed;
     (void)depth;
     kp_offset_commit_req_offset_commit_request_topic_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (v <= 9) {
+        p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 10) {
+        p->topic_id = kp_fill_uuid(seed);
+    }
     p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
     for (int32_t i = 0; i < p->partitions.n; i++) {
@@ -4613,18 +4285,14 @@ void kp_offset_commit_req_fill(kp_offset_commit_req *p, kp_arena *a, int16_t v, 
     (void)depth;
     kp_offset_commit_req_defaults(p);
     p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (v >= 1) {
-        p->generation_id_or_member_epoch = (int32_t)kp_fill_next(seed);
-    }
-    if (v >= 1) {
-        p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    }
+    p->generation_id_or_member_epoch = (int32_t)kp_fill_next(seed);
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     if (v >= 7) {
         p->group_instance_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
         if ((v >= 7) && kp_fill_next(seed) % 4u == 0)
             p->group_instance_id = KP_STR_NULL;
     }
-    if (v >= 2 && v <= 4) {
+    if (v <= 4) {
         p->retention_time_ms = (int64_t)kp_fill_next(seed);
     }
     p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
@@ -4652,7 +4320,12 @@ void kp_offset_commit_resp_offset_commit_response_topic_fill(kp_offset_commit_re
     (void)seed;
     (void)depth;
     kp_offset_commit_resp_offset_commit_response_topic_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (v <= 9) {
+        p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 10) {
+        p->topic_id = kp_fill_uuid(seed);
+    }
     p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
     for (int32_t i = 0; i < p->partitions.n; i++) {
@@ -4785,8 +4458,11 @@ void kp_offset_fetch_req_offset_fetch_request_topics_fill(kp_offset_fetch_req_of
     (void)seed;
     (void)depth;
     kp_offset_fetch_req_offset_fetch_request_topics_defaults(p);
-    if (v >= 8) {
+    if (v >= 8 && v <= 9) {
         p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 10) {
+        p->topic_id = kp_fill_uuid(seed);
     }
     if (v >= 8) {
         p->partition_indexes.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
@@ -4935,8 +4611,11 @@ void kp_offset_fetch_resp_offset_fetch_response_topics_fill(kp_offset_fetch_resp
     (void)seed;
     (void)depth;
     kp_offset_fetch_resp_offset_fetch_response_topics_defaults(p);
-    if (v >= 8) {
+    if (v >= 8 && v <= 9) {
         p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 10) {
+        p->topic_id = kp_fill_uuid(seed);
     }
     if (v >= 8) {
         p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
@@ -5006,9 +4685,7 @@ void kp_offset_for_leader_epoch_req_offset_for_leader_partition_fill(kp_offset_f
     (void)depth;
     kp_offset_for_leader_epoch_req_offset_for_leader_partition_defaults(p);
     p->partition = (int32_t)kp_fill_next(seed);
-    if (v >= 2) {
-        p->current_leader_epoch = (int32_t)kp_fill_next(seed);
-    }
+    p->current_leader_epoch = (int32_t)kp_fill_next(seed);
     p->leader_epoch = (int32_t)kp_fill_next(seed);
 }
 
@@ -5053,9 +4730,7 @@ void kp_offset_for_leader_epoch_resp_epoch_end_offset_fill(kp_offset_for_leader_
     kp_offset_for_leader_epoch_resp_epoch_end_offset_defaults(p);
     p->error_code = (int16_t)kp_fill_next(seed);
     p->partition = (int32_t)kp_fill_next(seed);
-    if (v >= 1) {
-        p->leader_epoch = (int32_t)kp_fill_next(seed);
-    }
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
     p->end_offset = (int64_t)kp_fill_next(seed);
 }
 
@@ -5081,9 +4756,7 @@ void kp_offset_for_leader_epoch_resp_fill(kp_offset_for_leader_epoch_resp *p, kp
     (void)seed;
     (void)depth;
     kp_offset_for_leader_epoch_resp_defaults(p);
-    if (v >= 2) {
-        p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    }
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
     p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
     for (int32_t i = 0; i < p->topics.n; i++) {
@@ -5114,7 +4787,12 @@ void kp_produce_req_topic_produce_data_fill(kp_produce_req_topic_produce_data *p
     (void)seed;
     (void)depth;
     kp_produce_req_topic_produce_data_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (v <= 12) {
+        p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 13) {
+        p->topic_id = kp_fill_uuid(seed);
+    }
     p->partition_data.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->partition_data.v = kp_arena_calloc(a, (size_t)p->partition_data.n + 1, sizeof(*p->partition_data.v));
     for (int32_t i = 0; i < p->partition_data.n; i++) {
@@ -5215,7 +4893,12 @@ void kp_produce_resp_topic_produce_response_fill(kp_produce_resp_topic_produce_r
     (void)seed;
     (void)depth;
     kp_produce_resp_topic_produce_response_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (v <= 12) {
+        p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 13) {
+        p->topic_id = kp_fill_uuid(seed);
+    }
     p->partition_responses.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->partition_responses.v = kp_arena_calloc(a, (size_t)p->partition_responses.n + 1, sizeof(*p->partition_responses.v));
     for (int32_t i = 0; i < p->partition_responses.n; i++) {
@@ -5270,249 +4953,6 @@ void kp_produce_resp_fill(kp_produce_resp *p, kp_arena *a, int16_t v, uint32_t *
     }
 }
 
-void kp_push_telemetry_req_fill(kp_push_telemetry_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_push_telemetry_req_defaults(p);
-    p->client_instance_id = kp_fill_uuid(seed);
-    p->subscription_id = (int32_t)kp_fill_next(seed);
-    p->terminating = (kp_fill_next(seed) & 1) != 0;
-    p->compression_type = (int8_t)kp_fill_next(seed);
-    p->metrics = kp_fill_bytes(a, seed);
-}
-
-void kp_push_telemetry_resp_fill(kp_push_telemetry_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_push_telemetry_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-}
-
-void kp_read_share_group_state_req_partition_data_fill(kp_read_share_group_state_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_req_partition_data_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->leader_epoch = (int32_t)kp_fill_next(seed);
-}
-
-void kp_read_share_group_state_req_read_state_data_fill(kp_read_share_group_state_req_read_state_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_req_read_state_data_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_read_share_group_state_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_read_share_group_state_req_fill(kp_read_share_group_state_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_req_defaults(p);
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_read_share_group_state_req_read_state_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_read_share_group_state_resp_state_batch_fill(kp_read_share_group_state_resp_state_batch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_resp_state_batch_defaults(p);
-    p->first_offset = (int64_t)kp_fill_next(seed);
-    p->last_offset = (int64_t)kp_fill_next(seed);
-    p->delivery_state = (int8_t)kp_fill_next(seed);
-    p->delivery_count = (int16_t)kp_fill_next(seed);
-}
-
-void kp_read_share_group_state_resp_partition_result_fill(kp_read_share_group_state_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_resp_partition_result_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-    p->state_epoch = (int32_t)kp_fill_next(seed);
-    p->start_offset = (int64_t)kp_fill_next(seed);
-    p->state_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->state_batches.v = kp_arena_calloc(a, (size_t)p->state_batches.n + 1, sizeof(*p->state_batches.v));
-    for (int32_t i = 0; i < p->state_batches.n; i++) {
-        kp_read_share_group_state_resp_state_batch_fill(&p->state_batches.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_read_share_group_state_resp_read_state_result_fill(kp_read_share_group_state_resp_read_state_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_resp_read_state_result_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_read_share_group_state_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_read_share_group_state_resp_fill(kp_read_share_group_state_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_resp_defaults(p);
-    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
-    for (int32_t i = 0; i < p->results.n; i++) {
-        kp_read_share_group_state_resp_read_state_result_fill(&p->results.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_read_share_group_state_summary_req_partition_data_fill(kp_read_share_group_state_summary_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_summary_req_partition_data_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->leader_epoch = (int32_t)kp_fill_next(seed);
-}
-
-void kp_read_share_group_state_summary_req_read_state_summary_data_fill(kp_read_share_group_state_summary_req_read_state_summary_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_summary_req_read_state_summary_data_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_read_share_group_state_summary_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_read_share_group_state_summary_req_fill(kp_read_share_group_state_summary_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_summary_req_defaults(p);
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_read_share_group_state_summary_req_read_state_summary_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_read_share_group_state_summary_resp_partition_result_fill(kp_read_share_group_state_summary_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_summary_resp_partition_result_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-    p->state_epoch = (int32_t)kp_fill_next(seed);
-    p->start_offset = (int64_t)kp_fill_next(seed);
-}
-
-void kp_read_share_group_state_summary_resp_read_state_summary_result_fill(kp_read_share_group_state_summary_resp_read_state_summary_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_summary_resp_read_state_summary_result_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_read_share_group_state_summary_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_read_share_group_state_summary_resp_fill(kp_read_share_group_state_summary_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_read_share_group_state_summary_resp_defaults(p);
-    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
-    for (int32_t i = 0; i < p->results.n; i++) {
-        kp_read_share_group_state_summary_resp_read_state_summary_result_fill(&p->results.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_remove_raft_voter_req_fill(kp_remove_raft_voter_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_remove_raft_voter_req_defaults(p);
-    p->cluster_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->cluster_id = KP_STR_NULL;
-    p->voter_id = (int32_t)kp_fill_next(seed);
-    p->voter_directory_id = kp_fill_uuid(seed);
-}
-
-void kp_remove_raft_voter_resp_fill(kp_remove_raft_voter_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_remove_raft_voter_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-}
-
 void kp_renew_delegation_token_req_fill(kp_renew_delegation_token_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -5546,11 +4986,9 @@ void kp_request_header_fill(kp_request_header *p, kp_arena *a, int16_t v, uint32
     p->request_api_key = (int16_t)kp_fill_next(seed);
     p->request_api_version = (int16_t)kp_fill_next(seed);
     p->correlation_id = (int32_t)kp_fill_next(seed);
-    if (v >= 1) {
-        p->client_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-        if ((v >= 1) && kp_fill_next(seed) % 4u == 0)
-            p->client_id = KP_STR_NULL;
-    }
+    p->client_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->client_id = KP_STR_NULL;
 }
 
 void kp_response_header_fill(kp_response_header *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -5613,531 +5051,6 @@ void kp_sasl_handshake_resp_fill(kp_sasl_handshake_resp *p, kp_arena *a, int16_t
     for (int32_t i = 0; i < p->mechanisms.n; i++) {
         p->mechanisms.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
     }
-}
-
-void kp_share_acknowledge_req_acknowledgement_batch_fill(kp_share_acknowledge_req_acknowledgement_batch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_acknowledge_req_acknowledgement_batch_defaults(p);
-    p->first_offset = (int64_t)kp_fill_next(seed);
-    p->last_offset = (int64_t)kp_fill_next(seed);
-    p->acknowledge_types.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->acknowledge_types.v = kp_arena_calloc(a, (size_t)p->acknowledge_types.n + 1, sizeof(*p->acknowledge_types.v));
-    for (int32_t i = 0; i < p->acknowledge_types.n; i++) {
-        p->acknowledge_types.v[i] = (int8_t)kp_fill_next(seed);
-    }
-}
-
-void kp_share_acknowledge_req_acknowledge_partition_fill(kp_share_acknowledge_req_acknowledge_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_acknowledge_req_acknowledge_partition_defaults(p);
-    p->partition_index = (int32_t)kp_fill_next(seed);
-    p->acknowledgement_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->acknowledgement_batches.v = kp_arena_calloc(a, (size_t)p->acknowledgement_batches.n + 1, sizeof(*p->acknowledgement_batches.v));
-    for (int32_t i = 0; i < p->acknowledgement_batches.n; i++) {
-        kp_share_acknowledge_req_acknowledgement_batch_fill(&p->acknowledgement_batches.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_acknowledge_req_acknowledge_topic_fill(kp_share_acknowledge_req_acknowledge_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_acknowledge_req_acknowledge_topic_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_share_acknowledge_req_acknowledge_partition_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_acknowledge_req_fill(kp_share_acknowledge_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_acknowledge_req_defaults(p);
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->group_id = KP_STR_NULL;
-    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->member_id = KP_STR_NULL;
-    p->share_session_epoch = (int32_t)kp_fill_next(seed);
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_share_acknowledge_req_acknowledge_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_acknowledge_resp_leader_id_and_epoch_fill(kp_share_acknowledge_resp_leader_id_and_epoch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_acknowledge_resp_leader_id_and_epoch_defaults(p);
-    p->leader_id = (int32_t)kp_fill_next(seed);
-    p->leader_epoch = (int32_t)kp_fill_next(seed);
-}
-
-void kp_share_acknowledge_resp_partition_data_fill(kp_share_acknowledge_resp_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_acknowledge_resp_partition_data_defaults(p);
-    p->partition_index = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-    kp_share_acknowledge_resp_leader_id_and_epoch_fill(&p->current_leader, a, v, seed, depth + 1);
-}
-
-void kp_share_acknowledge_resp_share_acknowledge_topic_response_fill(kp_share_acknowledge_resp_share_acknowledge_topic_response *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_acknowledge_resp_share_acknowledge_topic_response_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_share_acknowledge_resp_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_acknowledge_resp_node_endpoint_fill(kp_share_acknowledge_resp_node_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_acknowledge_resp_node_endpoint_defaults(p);
-    p->node_id = (int32_t)kp_fill_next(seed);
-    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->port = (int32_t)kp_fill_next(seed);
-    p->rack = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->rack = KP_STR_NULL;
-}
-
-void kp_share_acknowledge_resp_fill(kp_share_acknowledge_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_acknowledge_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-    p->responses.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->responses.v = kp_arena_calloc(a, (size_t)p->responses.n + 1, sizeof(*p->responses.v));
-    for (int32_t i = 0; i < p->responses.n; i++) {
-        kp_share_acknowledge_resp_share_acknowledge_topic_response_fill(&p->responses.v[i], a, v, seed, depth + 1);
-    }
-    p->node_endpoints.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->node_endpoints.v = kp_arena_calloc(a, (size_t)p->node_endpoints.n + 1, sizeof(*p->node_endpoints.v));
-    for (int32_t i = 0; i < p->node_endpoints.n; i++) {
-        kp_share_acknowledge_resp_node_endpoint_fill(&p->node_endpoints.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_fetch_req_acknowledgement_batch_fill(kp_share_fetch_req_acknowledgement_batch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_req_acknowledgement_batch_defaults(p);
-    p->first_offset = (int64_t)kp_fill_next(seed);
-    p->last_offset = (int64_t)kp_fill_next(seed);
-    p->acknowledge_types.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->acknowledge_types.v = kp_arena_calloc(a, (size_t)p->acknowledge_types.n + 1, sizeof(*p->acknowledge_types.v));
-    for (int32_t i = 0; i < p->acknowledge_types.n; i++) {
-        p->acknowledge_types.v[i] = (int8_t)kp_fill_next(seed);
-    }
-}
-
-void kp_share_fetch_req_fetch_partition_fill(kp_share_fetch_req_fetch_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_req_fetch_partition_defaults(p);
-    p->partition_index = (int32_t)kp_fill_next(seed);
-    p->partition_max_bytes = (int32_t)kp_fill_next(seed);
-    p->acknowledgement_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->acknowledgement_batches.v = kp_arena_calloc(a, (size_t)p->acknowledgement_batches.n + 1, sizeof(*p->acknowledgement_batches.v));
-    for (int32_t i = 0; i < p->acknowledgement_batches.n; i++) {
-        kp_share_fetch_req_acknowledgement_batch_fill(&p->acknowledgement_batches.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_fetch_req_fetch_topic_fill(kp_share_fetch_req_fetch_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_req_fetch_topic_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_share_fetch_req_fetch_partition_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_fetch_req_forgotten_topic_fill(kp_share_fetch_req_forgotten_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_req_forgotten_topic_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
-    }
-}
-
-void kp_share_fetch_req_fill(kp_share_fetch_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_req_defaults(p);
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->group_id = KP_STR_NULL;
-    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->member_id = KP_STR_NULL;
-    p->share_session_epoch = (int32_t)kp_fill_next(seed);
-    p->max_wait_ms = (int32_t)kp_fill_next(seed);
-    p->min_bytes = (int32_t)kp_fill_next(seed);
-    p->max_bytes = (int32_t)kp_fill_next(seed);
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_share_fetch_req_fetch_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-    p->forgotten_topics_data.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->forgotten_topics_data.v = kp_arena_calloc(a, (size_t)p->forgotten_topics_data.n + 1, sizeof(*p->forgotten_topics_data.v));
-    for (int32_t i = 0; i < p->forgotten_topics_data.n; i++) {
-        kp_share_fetch_req_forgotten_topic_fill(&p->forgotten_topics_data.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_fetch_resp_leader_id_and_epoch_fill(kp_share_fetch_resp_leader_id_and_epoch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_resp_leader_id_and_epoch_defaults(p);
-    p->leader_id = (int32_t)kp_fill_next(seed);
-    p->leader_epoch = (int32_t)kp_fill_next(seed);
-}
-
-void kp_share_fetch_resp_acquired_records_fill(kp_share_fetch_resp_acquired_records *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_resp_acquired_records_defaults(p);
-    p->first_offset = (int64_t)kp_fill_next(seed);
-    p->last_offset = (int64_t)kp_fill_next(seed);
-    p->delivery_count = (int16_t)kp_fill_next(seed);
-}
-
-void kp_share_fetch_resp_partition_data_fill(kp_share_fetch_resp_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_resp_partition_data_defaults(p);
-    p->partition_index = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-    p->acknowledge_error_code = (int16_t)kp_fill_next(seed);
-    p->acknowledge_error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->acknowledge_error_message = KP_STR_NULL;
-    kp_share_fetch_resp_leader_id_and_epoch_fill(&p->current_leader, a, v, seed, depth + 1);
-    {
-        kp_slice b = kp_fill_bytes(a, seed);
-        p->records = (kp_records){b.p, b.len, NULL};
-    }
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->records = (kp_records){NULL, -1, NULL};
-    p->acquired_records.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->acquired_records.v = kp_arena_calloc(a, (size_t)p->acquired_records.n + 1, sizeof(*p->acquired_records.v));
-    for (int32_t i = 0; i < p->acquired_records.n; i++) {
-        kp_share_fetch_resp_acquired_records_fill(&p->acquired_records.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_fetch_resp_share_fetchable_topic_response_fill(kp_share_fetch_resp_share_fetchable_topic_response *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_resp_share_fetchable_topic_response_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_share_fetch_resp_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_fetch_resp_node_endpoint_fill(kp_share_fetch_resp_node_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_resp_node_endpoint_defaults(p);
-    p->node_id = (int32_t)kp_fill_next(seed);
-    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->port = (int32_t)kp_fill_next(seed);
-    p->rack = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->rack = KP_STR_NULL;
-}
-
-void kp_share_fetch_resp_fill(kp_share_fetch_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_fetch_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-    p->responses.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->responses.v = kp_arena_calloc(a, (size_t)p->responses.n + 1, sizeof(*p->responses.v));
-    for (int32_t i = 0; i < p->responses.n; i++) {
-        kp_share_fetch_resp_share_fetchable_topic_response_fill(&p->responses.v[i], a, v, seed, depth + 1);
-    }
-    p->node_endpoints.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->node_endpoints.v = kp_arena_calloc(a, (size_t)p->node_endpoints.n + 1, sizeof(*p->node_endpoints.v));
-    for (int32_t i = 0; i < p->node_endpoints.n; i++) {
-        kp_share_fetch_resp_node_endpoint_fill(&p->node_endpoints.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_group_describe_req_fill(kp_share_group_describe_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_describe_req_defaults(p);
-    p->group_ids.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->group_ids.v = kp_arena_calloc(a, (size_t)p->group_ids.n + 1, sizeof(*p->group_ids.v));
-    for (int32_t i = 0; i < p->group_ids.n; i++) {
-        p->group_ids.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    }
-    p->include_authorized_operations = (kp_fill_next(seed) & 1) != 0;
-}
-
-void kp_share_group_describe_resp_topic_partitions_fill(kp_share_group_describe_resp_topic_partitions *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_describe_resp_topic_partitions_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
-    }
-}
-
-void kp_share_group_describe_resp_assignment_fill(kp_share_group_describe_resp_assignment *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_describe_resp_assignment_defaults(p);
-    p->topic_partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topic_partitions.v = kp_arena_calloc(a, (size_t)p->topic_partitions.n + 1, sizeof(*p->topic_partitions.v));
-    for (int32_t i = 0; i < p->topic_partitions.n; i++) {
-        kp_share_group_describe_resp_topic_partitions_fill(&p->topic_partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_group_describe_resp_member_fill(kp_share_group_describe_resp_member *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_describe_resp_member_defaults(p);
-    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->rack_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->rack_id = KP_STR_NULL;
-    p->member_epoch = (int32_t)kp_fill_next(seed);
-    p->client_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->client_host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->subscribed_topic_names.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->subscribed_topic_names.v = kp_arena_calloc(a, (size_t)p->subscribed_topic_names.n + 1, sizeof(*p->subscribed_topic_names.v));
-    for (int32_t i = 0; i < p->subscribed_topic_names.n; i++) {
-        p->subscribed_topic_names.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    }
-    kp_share_group_describe_resp_assignment_fill(&p->assignment, a, v, seed, depth + 1);
-}
-
-void kp_share_group_describe_resp_described_group_fill(kp_share_group_describe_resp_described_group *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_describe_resp_described_group_defaults(p);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->group_state = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->group_epoch = (int32_t)kp_fill_next(seed);
-    p->assignment_epoch = (int32_t)kp_fill_next(seed);
-    p->assignor_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->members.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->members.v = kp_arena_calloc(a, (size_t)p->members.n + 1, sizeof(*p->members.v));
-    for (int32_t i = 0; i < p->members.n; i++) {
-        kp_share_group_describe_resp_member_fill(&p->members.v[i], a, v, seed, depth + 1);
-    }
-    p->authorized_operations = (int32_t)kp_fill_next(seed);
-}
-
-void kp_share_group_describe_resp_fill(kp_share_group_describe_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_describe_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->groups.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->groups.v = kp_arena_calloc(a, (size_t)p->groups.n + 1, sizeof(*p->groups.v));
-    for (int32_t i = 0; i < p->groups.n; i++) {
-        kp_share_group_describe_resp_described_group_fill(&p->groups.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_group_heartbeat_req_fill(kp_share_group_heartbeat_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_heartbeat_req_defaults(p);
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->member_epoch = (int32_t)kp_fill_next(seed);
-    p->rack_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->rack_id = KP_STR_NULL;
-    p->subscribed_topic_names.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->subscribed_topic_names.v = kp_arena_calloc(a, (size_t)p->subscribed_topic_names.n + 1, sizeof(*p->subscribed_topic_names.v));
-    for (int32_t i = 0; i < p->subscribed_topic_names.n; i++) {
-        p->subscribed_topic_names.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    }
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->subscribed_topic_names.n = -1;
-}
-
-void kp_share_group_heartbeat_resp_topic_partitions_fill(kp_share_group_heartbeat_resp_topic_partitions *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_heartbeat_resp_topic_partitions_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
-    }
-}
-
-void kp_share_group_heartbeat_resp_assignment_fill(kp_share_group_heartbeat_resp_assignment *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_heartbeat_resp_assignment_defaults(p);
-    p->topic_partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topic_partitions.v = kp_arena_calloc(a, (size_t)p->topic_partitions.n + 1, sizeof(*p->topic_partitions.v));
-    for (int32_t i = 0; i < p->topic_partitions.n; i++) {
-        kp_share_group_heartbeat_resp_topic_partitions_fill(&p->topic_partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_group_heartbeat_resp_fill(kp_share_group_heartbeat_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_heartbeat_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->member_id = KP_STR_NULL;
-    p->member_epoch = (int32_t)kp_fill_next(seed);
-    p->heartbeat_interval_ms = (int32_t)kp_fill_next(seed);
-    p->assignment = kp_arena_alloc(a, sizeof(*p->assignment));
-    kp_share_group_heartbeat_resp_assignment_fill(p->assignment, a, v, seed, depth + 1);
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->assignment = NULL;
 }
 
 void kp_snapshot_footer_record_fill(kp_snapshot_footer_record *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -6252,7 +5165,12 @@ void kp_txn_offset_commit_req_txn_offset_commit_request_topic_fill(kp_txn_offset
     (void)seed;
     (void)depth;
     kp_txn_offset_commit_req_txn_offset_commit_request_topic_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (v <= 5) {
+        p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 6) {
+        p->topic_id = kp_fill_uuid(seed);
+    }
     p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
     for (int32_t i = 0; i < p->partitions.n; i++) {
@@ -6272,7 +5190,7 @@ void kp_txn_offset_commit_req_fill(kp_txn_offset_commit_req *p, kp_arena *a, int
     p->producer_id = (int64_t)kp_fill_next(seed);
     p->producer_epoch = (int16_t)kp_fill_next(seed);
     if (v >= 3) {
-        p->generation_id = (int32_t)kp_fill_next(seed);
+        p->generation_id_or_member_epoch = (int32_t)kp_fill_next(seed);
     }
     if (v >= 3) {
         p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
@@ -6307,7 +5225,12 @@ void kp_txn_offset_commit_resp_txn_offset_commit_response_topic_fill(kp_txn_offs
     (void)seed;
     (void)depth;
     kp_txn_offset_commit_resp_txn_offset_commit_response_topic_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (v <= 5) {
+        p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 6) {
+        p->topic_id = kp_fill_uuid(seed);
+    }
     p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
     for (int32_t i = 0; i < p->partitions.n; i++) {
@@ -6327,100 +5250,6 @@ void kp_txn_offset_commit_resp_fill(kp_txn_offset_commit_resp *p, kp_arena *a, i
     p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
     for (int32_t i = 0; i < p->topics.n; i++) {
         kp_txn_offset_commit_resp_txn_offset_commit_response_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_unregister_broker_req_fill(kp_unregister_broker_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_unregister_broker_req_defaults(p);
-    p->broker_id = (int32_t)kp_fill_next(seed);
-}
-
-void kp_unregister_broker_resp_fill(kp_unregister_broker_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_unregister_broker_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-}
-
-void kp_update_features_req_feature_update_key_fill(kp_update_features_req_feature_update_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_update_features_req_feature_update_key_defaults(p);
-    p->feature = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->max_version_level = (int16_t)kp_fill_next(seed);
-    if (v <= 0) {
-        p->allow_downgrade = (kp_fill_next(seed) & 1) != 0;
-    }
-    if (v >= 1) {
-        p->upgrade_type = (int8_t)kp_fill_next(seed);
-    }
-}
-
-void kp_update_features_req_fill(kp_update_features_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_update_features_req_defaults(p);
-    p->timeout_ms = (int32_t)kp_fill_next(seed);
-    p->feature_updates.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->feature_updates.v = kp_arena_calloc(a, (size_t)p->feature_updates.n + 1, sizeof(*p->feature_updates.v));
-    for (int32_t i = 0; i < p->feature_updates.n; i++) {
-        kp_update_features_req_feature_update_key_fill(&p->feature_updates.v[i], a, v, seed, depth + 1);
-    }
-    if (v >= 1) {
-        p->validate_only = (kp_fill_next(seed) & 1) != 0;
-    }
-}
-
-void kp_update_features_resp_updatable_feature_result_fill(kp_update_features_resp_updatable_feature_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_update_features_resp_updatable_feature_result_defaults(p);
-    p->feature = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-}
-
-void kp_update_features_resp_fill(kp_update_features_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_update_features_resp_defaults(p);
-    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-    if (v <= 1) {
-        p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-        p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
-        for (int32_t i = 0; i < p->results.n; i++) {
-            kp_update_features_resp_updatable_feature_result_fill(&p->results.v[i], a, v, seed, depth + 1);
-        }
     }
 }
 
@@ -6479,212 +5308,6 @@ void kp_voters_record_fill(kp_voters_record *p, kp_arena *a, int16_t v, uint32_t
     }
 }
 
-void kp_write_share_group_state_req_state_batch_fill(kp_write_share_group_state_req_state_batch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_share_group_state_req_state_batch_defaults(p);
-    p->first_offset = (int64_t)kp_fill_next(seed);
-    p->last_offset = (int64_t)kp_fill_next(seed);
-    p->delivery_state = (int8_t)kp_fill_next(seed);
-    p->delivery_count = (int16_t)kp_fill_next(seed);
-}
-
-void kp_write_share_group_state_req_partition_data_fill(kp_write_share_group_state_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_share_group_state_req_partition_data_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->state_epoch = (int32_t)kp_fill_next(seed);
-    p->leader_epoch = (int32_t)kp_fill_next(seed);
-    p->start_offset = (int64_t)kp_fill_next(seed);
-    p->state_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->state_batches.v = kp_arena_calloc(a, (size_t)p->state_batches.n + 1, sizeof(*p->state_batches.v));
-    for (int32_t i = 0; i < p->state_batches.n; i++) {
-        kp_write_share_group_state_req_state_batch_fill(&p->state_batches.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_write_share_group_state_req_write_state_data_fill(kp_write_share_group_state_req_write_state_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_share_group_state_req_write_state_data_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_write_share_group_state_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_write_share_group_state_req_fill(kp_write_share_group_state_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_share_group_state_req_defaults(p);
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_write_share_group_state_req_write_state_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_write_share_group_state_resp_partition_result_fill(kp_write_share_group_state_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_share_group_state_resp_partition_result_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    if (true && kp_fill_next(seed) % 4u == 0)
-        p->error_message = KP_STR_NULL;
-}
-
-void kp_write_share_group_state_resp_write_state_result_fill(kp_write_share_group_state_resp_write_state_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_share_group_state_resp_write_state_result_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_write_share_group_state_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_write_share_group_state_resp_fill(kp_write_share_group_state_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_share_group_state_resp_defaults(p);
-    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
-    for (int32_t i = 0; i < p->results.n; i++) {
-        kp_write_share_group_state_resp_write_state_result_fill(&p->results.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_write_txn_markers_req_writable_txn_marker_topic_fill(kp_write_txn_markers_req_writable_txn_marker_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_txn_markers_req_writable_txn_marker_topic_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->partition_indexes.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partition_indexes.v = kp_arena_calloc(a, (size_t)p->partition_indexes.n + 1, sizeof(*p->partition_indexes.v));
-    for (int32_t i = 0; i < p->partition_indexes.n; i++) {
-        p->partition_indexes.v[i] = (int32_t)kp_fill_next(seed);
-    }
-}
-
-void kp_write_txn_markers_req_writable_txn_marker_fill(kp_write_txn_markers_req_writable_txn_marker *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_txn_markers_req_writable_txn_marker_defaults(p);
-    p->producer_id = (int64_t)kp_fill_next(seed);
-    p->producer_epoch = (int16_t)kp_fill_next(seed);
-    p->transaction_result = (kp_fill_next(seed) & 1) != 0;
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_write_txn_markers_req_writable_txn_marker_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-    p->coordinator_epoch = (int32_t)kp_fill_next(seed);
-}
-
-void kp_write_txn_markers_req_fill(kp_write_txn_markers_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_txn_markers_req_defaults(p);
-    p->markers.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->markers.v = kp_arena_calloc(a, (size_t)p->markers.n + 1, sizeof(*p->markers.v));
-    for (int32_t i = 0; i < p->markers.n; i++) {
-        kp_write_txn_markers_req_writable_txn_marker_fill(&p->markers.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_write_txn_markers_resp_writable_txn_marker_partition_result_fill(kp_write_txn_markers_resp_writable_txn_marker_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_txn_markers_resp_writable_txn_marker_partition_result_defaults(p);
-    p->partition_index = (int32_t)kp_fill_next(seed);
-    p->error_code = (int16_t)kp_fill_next(seed);
-}
-
-void kp_write_txn_markers_resp_writable_txn_marker_topic_result_fill(kp_write_txn_markers_resp_writable_txn_marker_topic_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_txn_markers_resp_writable_txn_marker_topic_result_defaults(p);
-    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
-    for (int32_t i = 0; i < p->partitions.n; i++) {
-        kp_write_txn_markers_resp_writable_txn_marker_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_write_txn_markers_resp_writable_txn_marker_result_fill(kp_write_txn_markers_resp_writable_txn_marker_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_txn_markers_resp_writable_txn_marker_result_defaults(p);
-    p->producer_id = (int64_t)kp_fill_next(seed);
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_write_txn_markers_resp_writable_txn_marker_topic_result_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_write_txn_markers_resp_fill(kp_write_txn_markers_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_write_txn_markers_resp_defaults(p);
-    p->markers.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->markers.v = kp_arena_calloc(a, (size_t)p->markers.n + 1, sizeof(*p->markers.v));
-    for (int32_t i = 0; i < p->markers.n; i++) {
-        kp_write_txn_markers_resp_writable_txn_marker_result_fill(&p->markers.v[i], a, v, seed, depth + 1);
-    }
-}
-
 void kp_consumer_group_current_member_assignment_key_fill(kp_consumer_group_current_member_assignment_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -6709,6 +5332,13 @@ void kp_consumer_group_current_member_assignment_value_topic_partitions_fill(kp_
     for (int32_t i = 0; i < p->partitions.n; i++) {
         p->partitions.v[i] = (int32_t)kp_fill_next(seed);
     }
+    p->assignment_epochs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->assignment_epochs.v = kp_arena_calloc(a, (size_t)p->assignment_epochs.n + 1, sizeof(*p->assignment_epochs.v));
+    for (int32_t i = 0; i < p->assignment_epochs.n; i++) {
+        p->assignment_epochs.v[i] = (int32_t)kp_fill_next(seed);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->assignment_epochs.n = -1;
 }
 
 void kp_consumer_group_current_member_assignment_value_fill(kp_consumer_group_current_member_assignment_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -6821,6 +5451,7 @@ void kp_consumer_group_metadata_value_fill(kp_consumer_group_metadata_value *p, 
     (void)depth;
     kp_consumer_group_metadata_value_defaults(p);
     p->epoch = (int32_t)kp_fill_next(seed);
+    p->metadata_hash = (int64_t)kp_fill_next(seed);
 }
 
 void kp_consumer_group_partition_metadata_key_fill(kp_consumer_group_partition_metadata_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -6877,6 +5508,33 @@ void kp_consumer_group_partition_metadata_value_fill(kp_consumer_group_partition
     for (int32_t i = 0; i < p->topics.n; i++) {
         kp_consumer_group_partition_metadata_value_topic_metadata_fill(&p->topics.v[i], a, v, seed, depth + 1);
     }
+}
+
+void kp_consumer_group_regular_expression_key_fill(kp_consumer_group_regular_expression_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_consumer_group_regular_expression_key_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->regular_expression = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_consumer_group_regular_expression_value_fill(kp_consumer_group_regular_expression_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_consumer_group_regular_expression_value_defaults(p);
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        p->topics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->version = (int64_t)kp_fill_next(seed);
+    p->timestamp = (int64_t)kp_fill_next(seed);
 }
 
 void kp_consumer_group_target_assignment_member_key_fill(kp_consumer_group_target_assignment_member_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -6937,6 +5595,7 @@ void kp_consumer_group_target_assignment_metadata_value_fill(kp_consumer_group_t
     (void)depth;
     kp_consumer_group_target_assignment_metadata_value_defaults(p);
     p->assignment_epoch = (int32_t)kp_fill_next(seed);
+    p->assignment_timestamp = (int64_t)kp_fill_next(seed);
 }
 
 void kp_group_metadata_key_fill(kp_group_metadata_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -6997,6 +5656,30 @@ void kp_group_metadata_value_fill(kp_group_metadata_value *p, kp_arena *a, int16
     }
 }
 
+void kp_legacy_offset_commit_key_fill(kp_legacy_offset_commit_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_legacy_offset_commit_key_defaults(p);
+    p->group = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topic = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partition = (int32_t)kp_fill_next(seed);
+}
+
+void kp_legacy_offset_commit_value_fill(kp_legacy_offset_commit_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_legacy_offset_commit_value_defaults(p);
+    p->offset = (int64_t)kp_fill_next(seed);
+    p->metadata = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->commit_timestamp = (int64_t)kp_fill_next(seed);
+}
+
 void kp_offset_commit_key_fill(kp_offset_commit_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -7024,6 +5707,9 @@ void kp_offset_commit_value_fill(kp_offset_commit_value *p, kp_arena *a, int16_t
     p->commit_timestamp = (int64_t)kp_fill_next(seed);
     if (v >= 1 && v <= 1) {
         p->expire_timestamp = (int64_t)kp_fill_next(seed);
+    }
+    if (v >= 4) {
+        p->topic_id = kp_fill_uuid(seed);
     }
 }
 
@@ -7150,62 +5836,7 @@ void kp_share_group_metadata_value_fill(kp_share_group_metadata_value *p, kp_are
     (void)depth;
     kp_share_group_metadata_value_defaults(p);
     p->epoch = (int32_t)kp_fill_next(seed);
-}
-
-void kp_share_group_partition_metadata_key_fill(kp_share_group_partition_metadata_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_partition_metadata_key_defaults(p);
-    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-}
-
-void kp_share_group_partition_metadata_value_partition_metadata_fill(kp_share_group_partition_metadata_value_partition_metadata *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_partition_metadata_value_partition_metadata_defaults(p);
-    p->partition = (int32_t)kp_fill_next(seed);
-    p->racks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->racks.v = kp_arena_calloc(a, (size_t)p->racks.n + 1, sizeof(*p->racks.v));
-    for (int32_t i = 0; i < p->racks.n; i++) {
-        p->racks.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    }
-}
-
-void kp_share_group_partition_metadata_value_topic_metadata_fill(kp_share_group_partition_metadata_value_topic_metadata *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_partition_metadata_value_topic_metadata_defaults(p);
-    p->topic_id = kp_fill_uuid(seed);
-    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
-    p->num_partitions = (int32_t)kp_fill_next(seed);
-    p->partition_metadata.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->partition_metadata.v = kp_arena_calloc(a, (size_t)p->partition_metadata.n + 1, sizeof(*p->partition_metadata.v));
-    for (int32_t i = 0; i < p->partition_metadata.n; i++) {
-        kp_share_group_partition_metadata_value_partition_metadata_fill(&p->partition_metadata.v[i], a, v, seed, depth + 1);
-    }
-}
-
-void kp_share_group_partition_metadata_value_fill(kp_share_group_partition_metadata_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
-{
-    (void)a;
-    (void)v;
-    (void)seed;
-    (void)depth;
-    kp_share_group_partition_metadata_value_defaults(p);
-    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
-    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
-    for (int32_t i = 0; i < p->topics.n; i++) {
-        kp_share_group_partition_metadata_value_topic_metadata_fill(&p->topics.v[i], a, v, seed, depth + 1);
-    }
+    p->metadata_hash = (int64_t)kp_fill_next(seed);
 }
 
 void kp_share_group_state_partition_metadata_key_fill(kp_share_group_state_partition_metadata_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -7252,6 +5883,11 @@ void kp_share_group_state_partition_metadata_value_fill(kp_share_group_state_par
     (void)seed;
     (void)depth;
     kp_share_group_state_partition_metadata_value_defaults(p);
+    p->initializing_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->initializing_topics.v = kp_arena_calloc(a, (size_t)p->initializing_topics.n + 1, sizeof(*p->initializing_topics.v));
+    for (int32_t i = 0; i < p->initializing_topics.n; i++) {
+        kp_share_group_state_partition_metadata_value_topic_partitions_info_fill(&p->initializing_topics.v[i], a, v, seed, depth + 1);
+    }
     p->initialized_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->initialized_topics.v = kp_arena_calloc(a, (size_t)p->initialized_topics.n + 1, sizeof(*p->initialized_topics.v));
     for (int32_t i = 0; i < p->initialized_topics.n; i++) {
@@ -7322,6 +5958,7 @@ void kp_share_group_target_assignment_metadata_value_fill(kp_share_group_target_
     (void)depth;
     kp_share_group_target_assignment_metadata_value_defaults(p);
     p->assignment_epoch = (int32_t)kp_fill_next(seed);
+    p->assignment_timestamp = (int64_t)kp_fill_next(seed);
 }
 
 void kp_share_snapshot_key_fill(kp_share_snapshot_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
@@ -7356,10 +5993,13 @@ void kp_share_snapshot_value_fill(kp_share_snapshot_value *p, kp_arena *a, int16
     (void)seed;
     (void)depth;
     kp_share_snapshot_value_defaults(p);
-    p->snapshot_epoch = (uint16_t)kp_fill_next(seed);
+    p->snapshot_epoch = (int32_t)kp_fill_next(seed);
     p->state_epoch = (int32_t)kp_fill_next(seed);
     p->leader_epoch = (int32_t)kp_fill_next(seed);
     p->start_offset = (int64_t)kp_fill_next(seed);
+    p->delivery_complete_count = (int32_t)kp_fill_next(seed);
+    p->create_timestamp = (int64_t)kp_fill_next(seed);
+    p->write_timestamp = (int64_t)kp_fill_next(seed);
     p->state_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->state_batches.v = kp_arena_calloc(a, (size_t)p->state_batches.n + 1, sizeof(*p->state_batches.v));
     for (int32_t i = 0; i < p->state_batches.n; i++) {
@@ -7399,13 +6039,381 @@ void kp_share_update_value_fill(kp_share_update_value *p, kp_arena *a, int16_t v
     (void)seed;
     (void)depth;
     kp_share_update_value_defaults(p);
-    p->snapshot_epoch = (uint16_t)kp_fill_next(seed);
+    p->snapshot_epoch = (int32_t)kp_fill_next(seed);
     p->leader_epoch = (int32_t)kp_fill_next(seed);
     p->start_offset = (int64_t)kp_fill_next(seed);
+    p->delivery_complete_count = (int32_t)kp_fill_next(seed);
     p->state_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
     p->state_batches.v = kp_arena_calloc(a, (size_t)p->state_batches.n + 1, sizeof(*p->state_batches.v));
     for (int32_t i = 0; i < p->state_batches.n; i++) {
         kp_share_update_value_state_batch_fill(&p->state_batches.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_current_member_assignment_key_fill(kp_streams_group_current_member_assignment_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_current_member_assignment_key_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_current_member_assignment_value_task_ids_fill(kp_streams_group_current_member_assignment_value_task_ids *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_current_member_assignment_value_task_ids_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+    p->assignment_epochs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->assignment_epochs.v = kp_arena_calloc(a, (size_t)p->assignment_epochs.n + 1, sizeof(*p->assignment_epochs.v));
+    for (int32_t i = 0; i < p->assignment_epochs.n; i++) {
+        p->assignment_epochs.v[i] = (int32_t)kp_fill_next(seed);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->assignment_epochs.n = -1;
+}
+
+void kp_streams_group_current_member_assignment_value_fill(kp_streams_group_current_member_assignment_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_current_member_assignment_value_defaults(p);
+    p->member_epoch = (int32_t)kp_fill_next(seed);
+    p->previous_member_epoch = (int32_t)kp_fill_next(seed);
+    p->state = (int8_t)kp_fill_next(seed);
+    p->active_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->active_tasks.v = kp_arena_calloc(a, (size_t)p->active_tasks.n + 1, sizeof(*p->active_tasks.v));
+    for (int32_t i = 0; i < p->active_tasks.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_fill(&p->active_tasks.v[i], a, v, seed, depth + 1);
+    }
+    p->standby_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->standby_tasks.v = kp_arena_calloc(a, (size_t)p->standby_tasks.n + 1, sizeof(*p->standby_tasks.v));
+    for (int32_t i = 0; i < p->standby_tasks.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_fill(&p->standby_tasks.v[i], a, v, seed, depth + 1);
+    }
+    p->warmup_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->warmup_tasks.v = kp_arena_calloc(a, (size_t)p->warmup_tasks.n + 1, sizeof(*p->warmup_tasks.v));
+    for (int32_t i = 0; i < p->warmup_tasks.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_fill(&p->warmup_tasks.v[i], a, v, seed, depth + 1);
+    }
+    p->active_tasks_pending_revocation.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->active_tasks_pending_revocation.v = kp_arena_calloc(a, (size_t)p->active_tasks_pending_revocation.n + 1, sizeof(*p->active_tasks_pending_revocation.v));
+    for (int32_t i = 0; i < p->active_tasks_pending_revocation.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_fill(&p->active_tasks_pending_revocation.v[i], a, v, seed, depth + 1);
+    }
+    p->standby_tasks_pending_revocation.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->standby_tasks_pending_revocation.v = kp_arena_calloc(a, (size_t)p->standby_tasks_pending_revocation.n + 1, sizeof(*p->standby_tasks_pending_revocation.v));
+    for (int32_t i = 0; i < p->standby_tasks_pending_revocation.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_fill(&p->standby_tasks_pending_revocation.v[i], a, v, seed, depth + 1);
+    }
+    p->warmup_tasks_pending_revocation.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->warmup_tasks_pending_revocation.v = kp_arena_calloc(a, (size_t)p->warmup_tasks_pending_revocation.n + 1, sizeof(*p->warmup_tasks_pending_revocation.v));
+    for (int32_t i = 0; i < p->warmup_tasks_pending_revocation.n; i++) {
+        kp_streams_group_current_member_assignment_value_task_ids_fill(&p->warmup_tasks_pending_revocation.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_member_metadata_key_fill(kp_streams_group_member_metadata_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_member_metadata_key_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_member_metadata_value_endpoint_fill(kp_streams_group_member_metadata_value_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_member_metadata_value_endpoint_defaults(p);
+    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->port = (uint16_t)kp_fill_next(seed);
+}
+
+void kp_streams_group_member_metadata_value_key_value_fill(kp_streams_group_member_metadata_value_key_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_member_metadata_value_key_value_defaults(p);
+    p->key = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->value = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_member_metadata_value_fill(kp_streams_group_member_metadata_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_member_metadata_value_defaults(p);
+    p->instance_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->instance_id = KP_STR_NULL;
+    p->rack_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->rack_id = KP_STR_NULL;
+    p->client_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->client_host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->rebalance_timeout_ms = (int32_t)kp_fill_next(seed);
+    p->topology_epoch = (int32_t)kp_fill_next(seed);
+    p->process_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->user_endpoint = kp_arena_alloc(a, sizeof(*p->user_endpoint));
+    kp_streams_group_member_metadata_value_endpoint_fill(p->user_endpoint, a, v, seed, depth + 1);
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->user_endpoint = NULL;
+    p->client_tags.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->client_tags.v = kp_arena_calloc(a, (size_t)p->client_tags.n + 1, sizeof(*p->client_tags.v));
+    for (int32_t i = 0; i < p->client_tags.n; i++) {
+        kp_streams_group_member_metadata_value_key_value_fill(&p->client_tags.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_metadata_key_fill(kp_streams_group_metadata_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_metadata_key_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_metadata_value_last_assignment_config_fill(kp_streams_group_metadata_value_last_assignment_config *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_metadata_value_last_assignment_config_defaults(p);
+    p->key = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->value = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_metadata_value_fill(kp_streams_group_metadata_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_metadata_value_defaults(p);
+    p->epoch = (int32_t)kp_fill_next(seed);
+    p->metadata_hash = (int64_t)kp_fill_next(seed);
+    p->validated_topology_epoch = (int32_t)kp_fill_next(seed);
+    p->last_assignment_configs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->last_assignment_configs.v = kp_arena_calloc(a, (size_t)p->last_assignment_configs.n + 1, sizeof(*p->last_assignment_configs.v));
+    for (int32_t i = 0; i < p->last_assignment_configs.n; i++) {
+        kp_streams_group_metadata_value_last_assignment_config_fill(&p->last_assignment_configs.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->last_assignment_configs.n = -1;
+    p->stored_description_topology_epoch = (int32_t)kp_fill_next(seed);
+    p->failed_description_topology_epoch = (int32_t)kp_fill_next(seed);
+}
+
+void kp_streams_group_target_assignment_member_key_fill(kp_streams_group_target_assignment_member_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_target_assignment_member_key_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_target_assignment_member_value_task_ids_fill(kp_streams_group_target_assignment_member_value_task_ids *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_target_assignment_member_value_task_ids_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_streams_group_target_assignment_member_value_fill(kp_streams_group_target_assignment_member_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_target_assignment_member_value_defaults(p);
+    p->active_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->active_tasks.v = kp_arena_calloc(a, (size_t)p->active_tasks.n + 1, sizeof(*p->active_tasks.v));
+    for (int32_t i = 0; i < p->active_tasks.n; i++) {
+        kp_streams_group_target_assignment_member_value_task_ids_fill(&p->active_tasks.v[i], a, v, seed, depth + 1);
+    }
+    p->standby_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->standby_tasks.v = kp_arena_calloc(a, (size_t)p->standby_tasks.n + 1, sizeof(*p->standby_tasks.v));
+    for (int32_t i = 0; i < p->standby_tasks.n; i++) {
+        kp_streams_group_target_assignment_member_value_task_ids_fill(&p->standby_tasks.v[i], a, v, seed, depth + 1);
+    }
+    p->warmup_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->warmup_tasks.v = kp_arena_calloc(a, (size_t)p->warmup_tasks.n + 1, sizeof(*p->warmup_tasks.v));
+    for (int32_t i = 0; i < p->warmup_tasks.n; i++) {
+        kp_streams_group_target_assignment_member_value_task_ids_fill(&p->warmup_tasks.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_target_assignment_metadata_key_fill(kp_streams_group_target_assignment_metadata_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_target_assignment_metadata_key_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_target_assignment_metadata_value_fill(kp_streams_group_target_assignment_metadata_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_target_assignment_metadata_value_defaults(p);
+    p->assignment_epoch = (int32_t)kp_fill_next(seed);
+    p->assignment_timestamp = (int64_t)kp_fill_next(seed);
+}
+
+void kp_streams_group_topology_key_fill(kp_streams_group_topology_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_key_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_topology_value_topic_config_fill(kp_streams_group_topology_value_topic_config *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_value_topic_config_defaults(p);
+    p->key = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->value = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_topology_value_topic_info_fill(kp_streams_group_topology_value_topic_info *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_value_topic_info_defaults(p);
+    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions = (int32_t)kp_fill_next(seed);
+    p->replication_factor = (int16_t)kp_fill_next(seed);
+    p->topic_configs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topic_configs.v = kp_arena_calloc(a, (size_t)p->topic_configs.n + 1, sizeof(*p->topic_configs.v));
+    for (int32_t i = 0; i < p->topic_configs.n; i++) {
+        kp_streams_group_topology_value_topic_config_fill(&p->topic_configs.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_topology_value_copartition_group_fill(kp_streams_group_topology_value_copartition_group *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_value_copartition_group_defaults(p);
+    p->source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topics.v = kp_arena_calloc(a, (size_t)p->source_topics.n + 1, sizeof(*p->source_topics.v));
+    for (int32_t i = 0; i < p->source_topics.n; i++) {
+        p->source_topics.v[i] = (int16_t)kp_fill_next(seed);
+    }
+    p->source_topic_regex.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topic_regex.v = kp_arena_calloc(a, (size_t)p->source_topic_regex.n + 1, sizeof(*p->source_topic_regex.v));
+    for (int32_t i = 0; i < p->source_topic_regex.n; i++) {
+        p->source_topic_regex.v[i] = (int16_t)kp_fill_next(seed);
+    }
+    p->repartition_source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->repartition_source_topics.v = kp_arena_calloc(a, (size_t)p->repartition_source_topics.n + 1, sizeof(*p->repartition_source_topics.v));
+    for (int32_t i = 0; i < p->repartition_source_topics.n; i++) {
+        p->repartition_source_topics.v[i] = (int16_t)kp_fill_next(seed);
+    }
+}
+
+void kp_streams_group_topology_value_subtopology_fill(kp_streams_group_topology_value_subtopology *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_value_subtopology_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topics.v = kp_arena_calloc(a, (size_t)p->source_topics.n + 1, sizeof(*p->source_topics.v));
+    for (int32_t i = 0; i < p->source_topics.n; i++) {
+        p->source_topics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->source_topic_regex.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topic_regex.v = kp_arena_calloc(a, (size_t)p->source_topic_regex.n + 1, sizeof(*p->source_topic_regex.v));
+    for (int32_t i = 0; i < p->source_topic_regex.n; i++) {
+        p->source_topic_regex.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->state_changelog_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->state_changelog_topics.v = kp_arena_calloc(a, (size_t)p->state_changelog_topics.n + 1, sizeof(*p->state_changelog_topics.v));
+    for (int32_t i = 0; i < p->state_changelog_topics.n; i++) {
+        kp_streams_group_topology_value_topic_info_fill(&p->state_changelog_topics.v[i], a, v, seed, depth + 1);
+    }
+    p->repartition_sink_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->repartition_sink_topics.v = kp_arena_calloc(a, (size_t)p->repartition_sink_topics.n + 1, sizeof(*p->repartition_sink_topics.v));
+    for (int32_t i = 0; i < p->repartition_sink_topics.n; i++) {
+        p->repartition_sink_topics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->repartition_source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->repartition_source_topics.v = kp_arena_calloc(a, (size_t)p->repartition_source_topics.n + 1, sizeof(*p->repartition_source_topics.v));
+    for (int32_t i = 0; i < p->repartition_source_topics.n; i++) {
+        kp_streams_group_topology_value_topic_info_fill(&p->repartition_source_topics.v[i], a, v, seed, depth + 1);
+    }
+    p->copartition_groups.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->copartition_groups.v = kp_arena_calloc(a, (size_t)p->copartition_groups.n + 1, sizeof(*p->copartition_groups.v));
+    for (int32_t i = 0; i < p->copartition_groups.n; i++) {
+        kp_streams_group_topology_value_copartition_group_fill(&p->copartition_groups.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_topology_value_fill(kp_streams_group_topology_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_value_defaults(p);
+    p->epoch = (int32_t)kp_fill_next(seed);
+    p->subtopologies.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->subtopologies.v = kp_arena_calloc(a, (size_t)p->subtopologies.n + 1, sizeof(*p->subtopologies.v));
+    for (int32_t i = 0; i < p->subtopologies.n; i++) {
+        kp_streams_group_topology_value_subtopology_fill(&p->subtopologies.v[i], a, v, seed, depth + 1);
     }
 }
 
@@ -7449,6 +6457,9 @@ void kp_transaction_log_value_fill(kp_transaction_log_value *p, kp_arena *a, int
         p->next_producer_id = (int64_t)kp_fill_next(seed);
     }
     p->producer_epoch = (int16_t)kp_fill_next(seed);
+    if (v >= 1) {
+        p->next_producer_epoch = (int16_t)kp_fill_next(seed);
+    }
     p->transaction_timeout_ms = (int32_t)kp_fill_next(seed);
     p->transaction_status = (int8_t)kp_fill_next(seed);
     p->transaction_partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
@@ -7580,11 +6591,6 @@ static void kp_end_txn_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *s
     kp_end_txn_req_fill(p, a, v, seed, 0);
 }
 
-static void kp_write_txn_markers_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_write_txn_markers_req_fill(p, a, v, seed, 0);
-}
-
 static void kp_txn_offset_commit_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_txn_offset_commit_req_fill(p, a, v, seed, 0);
@@ -7613,11 +6619,6 @@ static void kp_describe_configs_req_fill_any(void *p, kp_arena *a, int16_t v, ui
 static void kp_alter_configs_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_alter_configs_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_alter_replica_log_dirs_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_alter_replica_log_dirs_req_fill(p, a, v, seed, 0);
 }
 
 static void kp_describe_log_dirs_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
@@ -7710,11 +6711,6 @@ static void kp_describe_quorum_req_fill_any(void *p, kp_arena *a, int16_t v, uin
     kp_describe_quorum_req_fill(p, a, v, seed, 0);
 }
 
-static void kp_update_features_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_update_features_req_fill(p, a, v, seed, 0);
-}
-
 static void kp_describe_cluster_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_cluster_req_fill(p, a, v, seed, 0);
@@ -7733,11 +6729,6 @@ static void kp_broker_registration_req_fill_any(void *p, kp_arena *a, int16_t v,
 static void kp_broker_heartbeat_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_broker_heartbeat_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_unregister_broker_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_unregister_broker_req_fill(p, a, v, seed, 0);
 }
 
 static void kp_describe_transactions_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
@@ -7760,79 +6751,9 @@ static void kp_consumer_group_describe_req_fill_any(void *p, kp_arena *a, int16_
     kp_consumer_group_describe_req_fill(p, a, v, seed, 0);
 }
 
-static void kp_get_telemetry_subscriptions_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_get_telemetry_subscriptions_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_push_telemetry_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_push_telemetry_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_list_client_metrics_resources_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_list_client_metrics_resources_req_fill(p, a, v, seed, 0);
-}
-
 static void kp_describe_topic_partitions_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_topic_partitions_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_share_group_heartbeat_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_share_group_heartbeat_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_share_group_describe_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_share_group_describe_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_share_fetch_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_share_fetch_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_share_acknowledge_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_share_acknowledge_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_add_raft_voter_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_add_raft_voter_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_remove_raft_voter_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_remove_raft_voter_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_initialize_share_group_state_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_initialize_share_group_state_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_read_share_group_state_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_read_share_group_state_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_write_share_group_state_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_write_share_group_state_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_delete_share_group_state_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_delete_share_group_state_req_fill(p, a, v, seed, 0);
-}
-
-static void kp_read_share_group_state_summary_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_read_share_group_state_summary_req_fill(p, a, v, seed, 0);
 }
 
 kp_fill_fn kp_fill_request(int key)
@@ -7884,8 +6805,6 @@ kp_fill_fn kp_fill_request(int key)
         return kp_add_offsets_to_txn_req_fill_any;
     case 26:
         return kp_end_txn_req_fill_any;
-    case 27:
-        return kp_write_txn_markers_req_fill_any;
     case 28:
         return kp_txn_offset_commit_req_fill_any;
     case 29:
@@ -7898,8 +6817,6 @@ kp_fill_fn kp_fill_request(int key)
         return kp_describe_configs_req_fill_any;
     case 33:
         return kp_alter_configs_req_fill_any;
-    case 34:
-        return kp_alter_replica_log_dirs_req_fill_any;
     case 35:
         return kp_describe_log_dirs_req_fill_any;
     case 36:
@@ -7936,8 +6853,6 @@ kp_fill_fn kp_fill_request(int key)
         return kp_alter_user_scram_credentials_req_fill_any;
     case 55:
         return kp_describe_quorum_req_fill_any;
-    case 57:
-        return kp_update_features_req_fill_any;
     case 60:
         return kp_describe_cluster_req_fill_any;
     case 61:
@@ -7946,8 +6861,6 @@ kp_fill_fn kp_fill_request(int key)
         return kp_broker_registration_req_fill_any;
     case 63:
         return kp_broker_heartbeat_req_fill_any;
-    case 64:
-        return kp_unregister_broker_req_fill_any;
     case 65:
         return kp_describe_transactions_req_fill_any;
     case 66:
@@ -7956,36 +6869,8 @@ kp_fill_fn kp_fill_request(int key)
         return kp_consumer_group_heartbeat_req_fill_any;
     case 69:
         return kp_consumer_group_describe_req_fill_any;
-    case 71:
-        return kp_get_telemetry_subscriptions_req_fill_any;
-    case 72:
-        return kp_push_telemetry_req_fill_any;
-    case 74:
-        return kp_list_client_metrics_resources_req_fill_any;
     case 75:
         return kp_describe_topic_partitions_req_fill_any;
-    case 76:
-        return kp_share_group_heartbeat_req_fill_any;
-    case 77:
-        return kp_share_group_describe_req_fill_any;
-    case 78:
-        return kp_share_fetch_req_fill_any;
-    case 79:
-        return kp_share_acknowledge_req_fill_any;
-    case 80:
-        return kp_add_raft_voter_req_fill_any;
-    case 81:
-        return kp_remove_raft_voter_req_fill_any;
-    case 83:
-        return kp_initialize_share_group_state_req_fill_any;
-    case 84:
-        return kp_read_share_group_state_req_fill_any;
-    case 85:
-        return kp_write_share_group_state_req_fill_any;
-    case 86:
-        return kp_delete_share_group_state_req_fill_any;
-    case 87:
-        return kp_read_share_group_state_summary_req_fill_any;
     default:
         return NULL;
     }
@@ -8106,11 +6991,6 @@ static void kp_end_txn_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *
     kp_end_txn_resp_fill(p, a, v, seed, 0);
 }
 
-static void kp_write_txn_markers_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_write_txn_markers_resp_fill(p, a, v, seed, 0);
-}
-
 static void kp_txn_offset_commit_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_txn_offset_commit_resp_fill(p, a, v, seed, 0);
@@ -8139,11 +7019,6 @@ static void kp_describe_configs_resp_fill_any(void *p, kp_arena *a, int16_t v, u
 static void kp_alter_configs_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_alter_configs_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_alter_replica_log_dirs_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_alter_replica_log_dirs_resp_fill(p, a, v, seed, 0);
 }
 
 static void kp_describe_log_dirs_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
@@ -8236,11 +7111,6 @@ static void kp_describe_quorum_resp_fill_any(void *p, kp_arena *a, int16_t v, ui
     kp_describe_quorum_resp_fill(p, a, v, seed, 0);
 }
 
-static void kp_update_features_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_update_features_resp_fill(p, a, v, seed, 0);
-}
-
 static void kp_describe_cluster_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_cluster_resp_fill(p, a, v, seed, 0);
@@ -8259,11 +7129,6 @@ static void kp_broker_registration_resp_fill_any(void *p, kp_arena *a, int16_t v
 static void kp_broker_heartbeat_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_broker_heartbeat_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_unregister_broker_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_unregister_broker_resp_fill(p, a, v, seed, 0);
 }
 
 static void kp_describe_transactions_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
@@ -8286,79 +7151,9 @@ static void kp_consumer_group_describe_resp_fill_any(void *p, kp_arena *a, int16
     kp_consumer_group_describe_resp_fill(p, a, v, seed, 0);
 }
 
-static void kp_get_telemetry_subscriptions_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_get_telemetry_subscriptions_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_push_telemetry_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_push_telemetry_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_list_client_metrics_resources_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_list_client_metrics_resources_resp_fill(p, a, v, seed, 0);
-}
-
 static void kp_describe_topic_partitions_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_topic_partitions_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_share_group_heartbeat_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_share_group_heartbeat_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_share_group_describe_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_share_group_describe_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_share_fetch_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_share_fetch_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_share_acknowledge_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_share_acknowledge_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_add_raft_voter_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_add_raft_voter_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_remove_raft_voter_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_remove_raft_voter_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_initialize_share_group_state_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_initialize_share_group_state_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_read_share_group_state_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_read_share_group_state_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_write_share_group_state_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_write_share_group_state_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_delete_share_group_state_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_delete_share_group_state_resp_fill(p, a, v, seed, 0);
-}
-
-static void kp_read_share_group_state_summary_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
-{
-    kp_read_share_group_state_summary_resp_fill(p, a, v, seed, 0);
 }
 
 kp_fill_fn kp_fill_response(int key)
@@ -8410,8 +7205,6 @@ kp_fill_fn kp_fill_response(int key)
         return kp_add_offsets_to_txn_resp_fill_any;
     case 26:
         return kp_end_txn_resp_fill_any;
-    case 27:
-        return kp_write_txn_markers_resp_fill_any;
     case 28:
         return kp_txn_offset_commit_resp_fill_any;
     case 29:
@@ -8424,8 +7217,6 @@ kp_fill_fn kp_fill_response(int key)
         return kp_describe_configs_resp_fill_any;
     case 33:
         return kp_alter_configs_resp_fill_any;
-    case 34:
-        return kp_alter_replica_log_dirs_resp_fill_any;
     case 35:
         return kp_describe_log_dirs_resp_fill_any;
     case 36:
@@ -8462,8 +7253,6 @@ kp_fill_fn kp_fill_response(int key)
         return kp_alter_user_scram_credentials_resp_fill_any;
     case 55:
         return kp_describe_quorum_resp_fill_any;
-    case 57:
-        return kp_update_features_resp_fill_any;
     case 60:
         return kp_describe_cluster_resp_fill_any;
     case 61:
@@ -8472,8 +7261,6 @@ kp_fill_fn kp_fill_response(int key)
         return kp_broker_registration_resp_fill_any;
     case 63:
         return kp_broker_heartbeat_resp_fill_any;
-    case 64:
-        return kp_unregister_broker_resp_fill_any;
     case 65:
         return kp_describe_transactions_resp_fill_any;
     case 66:
@@ -8482,36 +7269,8 @@ kp_fill_fn kp_fill_response(int key)
         return kp_consumer_group_heartbeat_resp_fill_any;
     case 69:
         return kp_consumer_group_describe_resp_fill_any;
-    case 71:
-        return kp_get_telemetry_subscriptions_resp_fill_any;
-    case 72:
-        return kp_push_telemetry_resp_fill_any;
-    case 74:
-        return kp_list_client_metrics_resources_resp_fill_any;
     case 75:
         return kp_describe_topic_partitions_resp_fill_any;
-    case 76:
-        return kp_share_group_heartbeat_resp_fill_any;
-    case 77:
-        return kp_share_group_describe_resp_fill_any;
-    case 78:
-        return kp_share_fetch_resp_fill_any;
-    case 79:
-        return kp_share_acknowledge_resp_fill_any;
-    case 80:
-        return kp_add_raft_voter_resp_fill_any;
-    case 81:
-        return kp_remove_raft_voter_resp_fill_any;
-    case 83:
-        return kp_initialize_share_group_state_resp_fill_any;
-    case 84:
-        return kp_read_share_group_state_resp_fill_any;
-    case 85:
-        return kp_write_share_group_state_resp_fill_any;
-    case 86:
-        return kp_delete_share_group_state_resp_fill_any;
-    case 87:
-        return kp_read_share_group_state_summary_resp_fill_any;
     default:
         return NULL;
     }

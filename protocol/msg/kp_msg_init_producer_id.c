@@ -12,6 +12,8 @@ void kp_init_producer_id_req_defaults(kp_init_producer_id_req *p)
     memset(p, 0, sizeof(*p));
     p->producer_id = -1;
     p->producer_epoch = -1;
+    p->enable2_pc = false;
+    p->keep_prepared_txn = false;
 }
 
 static void kp_init_producer_id_req_read(kp_reader *r, kp_arena *a, kp_init_producer_id_req *p, int16_t v)
@@ -26,6 +28,12 @@ static void kp_init_producer_id_req_read(kp_reader *r, kp_arena *a, kp_init_prod
     }
     if (v >= 3) {
         p->producer_epoch = kp_read_i16(r);
+    }
+    if (v >= 6) {
+        p->enable2_pc = kp_read_bool(r);
+    }
+    if (v >= 6) {
+        p->keep_prepared_txn = kp_read_bool(r);
     }
     if ((v >= 2)) {
         kp_skip_tags(r);
@@ -43,6 +51,12 @@ static void kp_init_producer_id_req_write(kp_writer *w, const kp_init_producer_i
     }
     if (v >= 3) {
         kp_write_i16(w, p->producer_epoch);
+    }
+    if (v >= 6) {
+        kp_write_bool(w, p->enable2_pc);
+    }
+    if (v >= 6) {
+        kp_write_bool(w, p->keep_prepared_txn);
     }
     if ((v >= 2)) {
         kp_write_uvarint(w, 0);
@@ -75,6 +89,8 @@ void kp_init_producer_id_resp_defaults(kp_init_producer_id_resp *p)
 {
     memset(p, 0, sizeof(*p));
     p->producer_id = -1;
+    p->ongoing_txn_producer_id = -1;
+    p->ongoing_txn_producer_epoch = -1;
 }
 
 static void kp_init_producer_id_resp_read(kp_reader *r, kp_arena *a, kp_init_producer_id_resp *p, int16_t v)
@@ -86,6 +102,12 @@ static void kp_init_producer_id_resp_read(kp_reader *r, kp_arena *a, kp_init_pro
     p->error_code = kp_read_i16(r);
     p->producer_id = kp_read_i64(r);
     p->producer_epoch = kp_read_i16(r);
+    if (v >= 6) {
+        p->ongoing_txn_producer_id = kp_read_i64(r);
+    }
+    if (v >= 6) {
+        p->ongoing_txn_producer_epoch = kp_read_i16(r);
+    }
     if ((v >= 2)) {
         kp_skip_tags(r);
     }
@@ -99,6 +121,12 @@ static void kp_init_producer_id_resp_write(kp_writer *w, const kp_init_producer_
     kp_write_i16(w, p->error_code);
     kp_write_i64(w, p->producer_id);
     kp_write_i16(w, p->producer_epoch);
+    if (v >= 6) {
+        kp_write_i64(w, p->ongoing_txn_producer_id);
+    }
+    if (v >= 6) {
+        kp_write_i16(w, p->ongoing_txn_producer_epoch);
+    }
     if ((v >= 2)) {
         kp_write_uvarint(w, 0);
     }

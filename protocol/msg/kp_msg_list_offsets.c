@@ -17,7 +17,6 @@ void kp_list_offsets_req_list_offsets_partition_defaults(kp_list_offsets_req_lis
 {
     memset(p, 0, sizeof(*p));
     p->current_leader_epoch = -1;
-    p->max_num_offsets = 1;
 }
 
 static size_t kp_list_offsets_req_list_offsets_partition_min_size(int16_t v)
@@ -29,9 +28,6 @@ static size_t kp_list_offsets_req_list_offsets_partition_min_size(int16_t v)
         n += 4u;
     }
     n += 8u;
-    if (v <= 0) {
-        n += 4u;
-    }
     if ((v >= 6)) {
         n += 1;
     }
@@ -48,9 +44,6 @@ static void kp_list_offsets_req_list_offsets_partition_read(kp_reader *r, kp_are
         p->current_leader_epoch = kp_read_i32(r);
     }
     p->timestamp = kp_read_i64(r);
-    if (v <= 0) {
-        p->max_num_offsets = kp_read_i32(r);
-    }
     if ((v >= 6)) {
         kp_skip_tags(r);
     }
@@ -65,9 +58,6 @@ static void kp_list_offsets_req_list_offsets_partition_write(kp_writer *w, const
         kp_write_i32(w, p->current_leader_epoch);
     }
     kp_write_i64(w, p->timestamp);
-    if (v <= 0) {
-        kp_write_i32(w, p->max_num_offsets);
-    }
     if ((v >= 6)) {
         kp_write_uvarint(w, 0);
     }
@@ -227,15 +217,8 @@ static size_t kp_list_offsets_resp_list_offsets_partition_response_min_size(int1
     (void)v;
     n += 4u;
     n += 2u;
-    if (v <= 0) {
-        n += ((v >= 6) ? 1u : 4u);
-    }
-    if (v >= 1) {
-        n += 8u;
-    }
-    if (v >= 1) {
-        n += 8u;
-    }
+    n += 8u;
+    n += 8u;
     if (v >= 4) {
         n += 4u;
     }
@@ -252,27 +235,8 @@ static void kp_list_offsets_resp_list_offsets_partition_response_read(kp_reader 
     kp_list_offsets_resp_list_offsets_partition_response_defaults(p);
     p->partition_index = kp_read_i32(r);
     p->error_code = kp_read_i16(r);
-    if (v <= 0) {
-        {
-            p->old_style_offsets.n = kp_read_array_len(r, (v >= 6), 8u);
-            if (p->old_style_offsets.n < 0)
-                kp_reader_fail(r, KP_ERR__MALFORMED);
-            if (p->old_style_offsets.n > 0) {
-                p->old_style_offsets.v = kp_arena_calloc(a, (size_t)p->old_style_offsets.n, sizeof(*p->old_style_offsets.v));
-                if (p->old_style_offsets.v == NULL)
-                    kp_reader_fail(r, KP_ERR__NOMEM);
-                for (int32_t i = 0; i < p->old_style_offsets.n && r->err == KP_ERR_NONE; i++) {
-                    p->old_style_offsets.v[i] = kp_read_i64(r);
-                }
-            }
-        }
-    }
-    if (v >= 1) {
-        p->timestamp = kp_read_i64(r);
-    }
-    if (v >= 1) {
-        p->offset = kp_read_i64(r);
-    }
+    p->timestamp = kp_read_i64(r);
+    p->offset = kp_read_i64(r);
     if (v >= 4) {
         p->leader_epoch = kp_read_i32(r);
     }
@@ -287,18 +251,8 @@ static void kp_list_offsets_resp_list_offsets_partition_response_write(kp_writer
     (void)v;
     kp_write_i32(w, p->partition_index);
     kp_write_i16(w, p->error_code);
-    if (v <= 0) {
-        kp_write_array_len(w, (v >= 6), p->old_style_offsets.n);
-        for (int32_t i = 0; i < p->old_style_offsets.n; i++) {
-            kp_write_i64(w, p->old_style_offsets.v[i]);
-        }
-    }
-    if (v >= 1) {
-        kp_write_i64(w, p->timestamp);
-    }
-    if (v >= 1) {
-        kp_write_i64(w, p->offset);
-    }
+    kp_write_i64(w, p->timestamp);
+    kp_write_i64(w, p->offset);
     if (v >= 4) {
         kp_write_i32(w, p->leader_epoch);
     }

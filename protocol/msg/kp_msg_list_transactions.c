@@ -11,6 +11,7 @@ void kp_list_transactions_req_defaults(kp_list_transactions_req *p)
 {
     memset(p, 0, sizeof(*p));
     p->duration_filter = -1;
+    p->transactional_id_pattern = KP_STR_NULL;
 }
 
 static void kp_list_transactions_req_read(kp_reader *r, kp_arena *a, kp_list_transactions_req *p, int16_t v)
@@ -47,6 +48,11 @@ static void kp_list_transactions_req_read(kp_reader *r, kp_arena *a, kp_list_tra
     if (v >= 1) {
         p->duration_filter = kp_read_i64(r);
     }
+    if (v >= 2) {
+        p->transactional_id_pattern = kp_read_str(r, true);
+        if (p->transactional_id_pattern.len < 0 && !(v >= 2))
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
     kp_skip_tags(r);
 }
 
@@ -64,6 +70,9 @@ static void kp_list_transactions_req_write(kp_writer *w, const kp_list_transacti
     }
     if (v >= 1) {
         kp_write_i64(w, p->duration_filter);
+    }
+    if (v >= 2) {
+        kp_write_str(w, true, p->transactional_id_pattern);
     }
     kp_write_uvarint(w, 0);
 }

@@ -461,6 +461,9 @@ static void kp_metadata_resp_read(kp_reader *r, kp_arena *a, kp_metadata_resp *p
     if (v >= 8 && v <= 10) {
         p->cluster_authorized_operations = kp_read_i32(r);
     }
+    if (v >= 13) {
+        p->error_code = kp_read_i16(r);
+    }
     if ((v >= 9)) {
         kp_skip_tags(r);
     }
@@ -489,6 +492,9 @@ static void kp_metadata_resp_write(kp_writer *w, const kp_metadata_resp *p, int1
     }
     if (v >= 8 && v <= 10) {
         kp_write_i32(w, p->cluster_authorized_operations);
+    }
+    if (v >= 13) {
+        kp_write_i16(w, p->error_code);
     }
     if ((v >= 9)) {
         kp_write_uvarint(w, 0);

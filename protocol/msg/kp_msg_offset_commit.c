@@ -17,7 +17,6 @@ void kp_offset_commit_req_offset_commit_request_partition_defaults(kp_offset_com
 {
     memset(p, 0, sizeof(*p));
     p->committed_leader_epoch = -1;
-    p->commit_timestamp = -1;
 }
 
 static size_t kp_offset_commit_req_offset_commit_request_partition_min_size(int16_t v)
@@ -28,9 +27,6 @@ static size_t kp_offset_commit_req_offset_commit_request_partition_min_size(int1
     n += 8u;
     if (v >= 6) {
         n += 4u;
-    }
-    if (v >= 1 && v <= 1) {
-        n += 8u;
     }
     n += ((v >= 8) ? 1u : 2u);
     if ((v >= 8)) {
@@ -49,9 +45,6 @@ static void kp_offset_commit_req_offset_commit_request_partition_read(kp_reader 
     if (v >= 6) {
         p->committed_leader_epoch = kp_read_i32(r);
     }
-    if (v >= 1 && v <= 1) {
-        p->commit_timestamp = kp_read_i64(r);
-    }
     p->committed_metadata = kp_read_str(r, (v >= 8));
     if ((v >= 8)) {
         kp_skip_tags(r);
@@ -66,9 +59,6 @@ static void kp_offset_commit_req_offset_commit_request_partition_write(kp_writer
     kp_write_i64(w, p->committed_offset);
     if (v >= 6) {
         kp_write_i32(w, p->committed_leader_epoch);
-    }
-    if (v >= 1 && v <= 1) {
-        kp_write_i64(w, p->commit_timestamp);
     }
     kp_write_str(w, (v >= 8), p->committed_metadata);
     if ((v >= 8)) {
@@ -85,7 +75,12 @@ static size_t kp_offset_commit_req_offset_commit_request_topic_min_size(int16_t 
 {
     size_t n = 0;
     (void)v;
-    n += ((v >= 8) ? 1u : 2u);
+    if (v <= 9) {
+        n += ((v >= 8) ? 1u : 2u);
+    }
+    if (v >= 10) {
+        n += 16u;
+    }
     n += ((v >= 8) ? 1u : 4u);
     if ((v >= 8)) {
         n += 1;
@@ -98,9 +93,14 @@ static void kp_offset_commit_req_offset_commit_request_topic_read(kp_reader *r, 
     (void)a;
     (void)v;
     kp_offset_commit_req_offset_commit_request_topic_defaults(p);
-    p->name = kp_read_str(r, (v >= 8));
-    if (p->name.len < 0)
-        kp_reader_fail(r, KP_ERR__MALFORMED);
+    if (v <= 9) {
+        p->name = kp_read_str(r, (v >= 8));
+        if (p->name.len < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
+    if (v >= 10) {
+        p->topic_id = kp_read_uuid(r);
+    }
     {
         p->partitions.n = kp_read_array_len(r, (v >= 8), kp_offset_commit_req_offset_commit_request_partition_min_size(v));
         if (p->partitions.n < 0)
@@ -123,7 +123,12 @@ static void kp_offset_commit_req_offset_commit_request_topic_write(kp_writer *w,
 {
     (void)p;
     (void)v;
-    kp_write_str(w, (v >= 8), p->name);
+    if (v <= 9) {
+        kp_write_str(w, (v >= 8), p->name);
+    }
+    if (v >= 10) {
+        kp_write_uuid(w, &p->topic_id);
+    }
     kp_write_array_len(w, (v >= 8), p->partitions.n);
     for (int32_t i = 0; i < p->partitions.n; i++) {
         kp_offset_commit_req_offset_commit_request_partition_write(w, &p->partitions.v[i], v);
@@ -149,20 +154,16 @@ static void kp_offset_commit_req_read(kp_reader *r, kp_arena *a, kp_offset_commi
     p->group_id = kp_read_str(r, (v >= 8));
     if (p->group_id.len < 0)
         kp_reader_fail(r, KP_ERR__MALFORMED);
-    if (v >= 1) {
-        p->generation_id_or_member_epoch = kp_read_i32(r);
-    }
-    if (v >= 1) {
-        p->member_id = kp_read_str(r, (v >= 8));
-        if (p->member_id.len < 0)
-            kp_reader_fail(r, KP_ERR__MALFORMED);
-    }
+    p->generation_id_or_member_epoch = kp_read_i32(r);
+    p->member_id = kp_read_str(r, (v >= 8));
+    if (p->member_id.len < 0)
+        kp_reader_fail(r, KP_ERR__MALFORMED);
     if (v >= 7) {
         p->group_instance_id = kp_read_str(r, (v >= 8));
         if (p->group_instance_id.len < 0 && !(v >= 7))
             kp_reader_fail(r, KP_ERR__MALFORMED);
     }
-    if (v >= 2 && v <= 4) {
+    if (v <= 4) {
         p->retention_time_ms = kp_read_i64(r);
     }
     {
@@ -188,16 +189,12 @@ static void kp_offset_commit_req_write(kp_writer *w, const kp_offset_commit_req 
     (void)p;
     (void)v;
     kp_write_str(w, (v >= 8), p->group_id);
-    if (v >= 1) {
-        kp_write_i32(w, p->generation_id_or_member_epoch);
-    }
-    if (v >= 1) {
-        kp_write_str(w, (v >= 8), p->member_id);
-    }
+    kp_write_i32(w, p->generation_id_or_member_epoch);
+    kp_write_str(w, (v >= 8), p->member_id);
     if (v >= 7) {
         kp_write_str(w, (v >= 8), p->group_instance_id);
     }
-    if (v >= 2 && v <= 4) {
+    if (v <= 4) {
         kp_write_i64(w, p->retention_time_ms);
     }
     kp_write_array_len(w, (v >= 8), p->topics.n);
@@ -286,7 +283,12 @@ static size_t kp_offset_commit_resp_offset_commit_response_topic_min_size(int16_
 {
     size_t n = 0;
     (void)v;
-    n += ((v >= 8) ? 1u : 2u);
+    if (v <= 9) {
+        n += ((v >= 8) ? 1u : 2u);
+    }
+    if (v >= 10) {
+        n += 16u;
+    }
     n += ((v >= 8) ? 1u : 4u);
     if ((v >= 8)) {
         n += 1;
@@ -299,9 +301,14 @@ static void kp_offset_commit_resp_offset_commit_response_topic_read(kp_reader *r
     (void)a;
     (void)v;
     kp_offset_commit_resp_offset_commit_response_topic_defaults(p);
-    p->name = kp_read_str(r, (v >= 8));
-    if (p->name.len < 0)
-        kp_reader_fail(r, KP_ERR__MALFORMED);
+    if (v <= 9) {
+        p->name = kp_read_str(r, (v >= 8));
+        if (p->name.len < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
+    if (v >= 10) {
+        p->topic_id = kp_read_uuid(r);
+    }
     {
         p->partitions.n = kp_read_array_len(r, (v >= 8), kp_offset_commit_resp_offset_commit_response_partition_min_size(v));
         if (p->partitions.n < 0)
@@ -324,7 +331,12 @@ static void kp_offset_commit_resp_offset_commit_response_topic_write(kp_writer *
 {
     (void)p;
     (void)v;
-    kp_write_str(w, (v >= 8), p->name);
+    if (v <= 9) {
+        kp_write_str(w, (v >= 8), p->name);
+    }
+    if (v >= 10) {
+        kp_write_uuid(w, &p->topic_id);
+    }
     kp_write_array_len(w, (v >= 8), p->partitions.n);
     for (int32_t i = 0; i < p->partitions.n; i++) {
         kp_offset_commit_resp_offset_commit_response_partition_write(w, &p->partitions.v[i], v);

@@ -94,8 +94,11 @@ static size_t kp_offset_fetch_req_offset_fetch_request_topics_min_size(int16_t v
 {
     size_t n = 0;
     (void)v;
-    if (v >= 8) {
+    if (v >= 8 && v <= 9) {
         n += ((v >= 6) ? 1u : 2u);
+    }
+    if (v >= 10) {
+        n += 16u;
     }
     if (v >= 8) {
         n += ((v >= 6) ? 1u : 4u);
@@ -111,10 +114,13 @@ static void kp_offset_fetch_req_offset_fetch_request_topics_read(kp_reader *r, k
     (void)a;
     (void)v;
     kp_offset_fetch_req_offset_fetch_request_topics_defaults(p);
-    if (v >= 8) {
+    if (v >= 8 && v <= 9) {
         p->name = kp_read_str(r, (v >= 6));
         if (p->name.len < 0)
             kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
+    if (v >= 10) {
+        p->topic_id = kp_read_uuid(r);
     }
     if (v >= 8) {
         {
@@ -140,8 +146,11 @@ static void kp_offset_fetch_req_offset_fetch_request_topics_write(kp_writer *w, 
 {
     (void)p;
     (void)v;
-    if (v >= 8) {
+    if (v >= 8 && v <= 9) {
         kp_write_str(w, (v >= 6), p->name);
+    }
+    if (v >= 10) {
+        kp_write_uuid(w, &p->topic_id);
     }
     if (v >= 8) {
         kp_write_array_len(w, (v >= 6), p->partition_indexes.n);
@@ -605,8 +614,11 @@ static size_t kp_offset_fetch_resp_offset_fetch_response_topics_min_size(int16_t
 {
     size_t n = 0;
     (void)v;
-    if (v >= 8) {
+    if (v >= 8 && v <= 9) {
         n += ((v >= 6) ? 1u : 2u);
+    }
+    if (v >= 10) {
+        n += 16u;
     }
     if (v >= 8) {
         n += ((v >= 6) ? 1u : 4u);
@@ -622,10 +634,13 @@ static void kp_offset_fetch_resp_offset_fetch_response_topics_read(kp_reader *r,
     (void)a;
     (void)v;
     kp_offset_fetch_resp_offset_fetch_response_topics_defaults(p);
-    if (v >= 8) {
+    if (v >= 8 && v <= 9) {
         p->name = kp_read_str(r, (v >= 6));
         if (p->name.len < 0)
             kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
+    if (v >= 10) {
+        p->topic_id = kp_read_uuid(r);
     }
     if (v >= 8) {
         {
@@ -651,8 +666,11 @@ static void kp_offset_fetch_resp_offset_fetch_response_topics_write(kp_writer *w
 {
     (void)p;
     (void)v;
-    if (v >= 8) {
+    if (v >= 8 && v <= 9) {
         kp_write_str(w, (v >= 6), p->name);
+    }
+    if (v >= 10) {
+        kp_write_uuid(w, &p->topic_id);
     }
     if (v >= 8) {
         kp_write_array_len(w, (v >= 6), p->partitions.n);

@@ -24,9 +24,7 @@ static size_t kp_offset_for_leader_epoch_req_offset_for_leader_partition_min_siz
     size_t n = 0;
     (void)v;
     n += 4u;
-    if (v >= 2) {
-        n += 4u;
-    }
+    n += 4u;
     n += 4u;
     if ((v >= 4)) {
         n += 1;
@@ -40,9 +38,7 @@ static void kp_offset_for_leader_epoch_req_offset_for_leader_partition_read(kp_r
     (void)v;
     kp_offset_for_leader_epoch_req_offset_for_leader_partition_defaults(p);
     p->partition = kp_read_i32(r);
-    if (v >= 2) {
-        p->current_leader_epoch = kp_read_i32(r);
-    }
+    p->current_leader_epoch = kp_read_i32(r);
     p->leader_epoch = kp_read_i32(r);
     if ((v >= 4)) {
         kp_skip_tags(r);
@@ -54,9 +50,7 @@ static void kp_offset_for_leader_epoch_req_offset_for_leader_partition_write(kp_
     (void)p;
     (void)v;
     kp_write_i32(w, p->partition);
-    if (v >= 2) {
-        kp_write_i32(w, p->current_leader_epoch);
-    }
+    kp_write_i32(w, p->current_leader_epoch);
     kp_write_i32(w, p->leader_epoch);
     if ((v >= 4)) {
         kp_write_uvarint(w, 0);
@@ -209,9 +203,7 @@ static size_t kp_offset_for_leader_epoch_resp_epoch_end_offset_min_size(int16_t 
     (void)v;
     n += 2u;
     n += 4u;
-    if (v >= 1) {
-        n += 4u;
-    }
+    n += 4u;
     n += 8u;
     if ((v >= 4)) {
         n += 1;
@@ -226,9 +218,7 @@ static void kp_offset_for_leader_epoch_resp_epoch_end_offset_read(kp_reader *r, 
     kp_offset_for_leader_epoch_resp_epoch_end_offset_defaults(p);
     p->error_code = kp_read_i16(r);
     p->partition = kp_read_i32(r);
-    if (v >= 1) {
-        p->leader_epoch = kp_read_i32(r);
-    }
+    p->leader_epoch = kp_read_i32(r);
     p->end_offset = kp_read_i64(r);
     if ((v >= 4)) {
         kp_skip_tags(r);
@@ -241,9 +231,7 @@ static void kp_offset_for_leader_epoch_resp_epoch_end_offset_write(kp_writer *w,
     (void)v;
     kp_write_i16(w, p->error_code);
     kp_write_i32(w, p->partition);
-    if (v >= 1) {
-        kp_write_i32(w, p->leader_epoch);
-    }
+    kp_write_i32(w, p->leader_epoch);
     kp_write_i64(w, p->end_offset);
     if ((v >= 4)) {
         kp_write_uvarint(w, 0);
@@ -317,9 +305,7 @@ static void kp_offset_for_leader_epoch_resp_read(kp_reader *r, kp_arena *a, kp_o
     (void)a;
     (void)v;
     kp_offset_for_leader_epoch_resp_defaults(p);
-    if (v >= 2) {
-        p->throttle_time_ms = kp_read_i32(r);
-    }
+    p->throttle_time_ms = kp_read_i32(r);
     {
         p->topics.n = kp_read_array_len(r, (v >= 4), kp_offset_for_leader_epoch_resp_offset_for_leader_topic_result_min_size(v));
         if (p->topics.n < 0)
@@ -342,9 +328,7 @@ static void kp_offset_for_leader_epoch_resp_write(kp_writer *w, const kp_offset_
 {
     (void)p;
     (void)v;
-    if (v >= 2) {
-        kp_write_i32(w, p->throttle_time_ms);
-    }
+    kp_write_i32(w, p->throttle_time_ms);
     kp_write_array_len(w, (v >= 4), p->topics.n);
     for (int32_t i = 0; i < p->topics.n; i++) {
         kp_offset_for_leader_epoch_resp_offset_for_leader_topic_result_write(w, &p->topics.v[i], v);

@@ -62,7 +62,12 @@ static size_t kp_produce_req_topic_produce_data_min_size(int16_t v)
 {
     size_t n = 0;
     (void)v;
-    n += ((v >= 9) ? 1u : 2u);
+    if (v <= 12) {
+        n += ((v >= 9) ? 1u : 2u);
+    }
+    if (v >= 13) {
+        n += 16u;
+    }
     n += ((v >= 9) ? 1u : 4u);
     if ((v >= 9)) {
         n += 1;
@@ -75,9 +80,14 @@ static void kp_produce_req_topic_produce_data_read(kp_reader *r, kp_arena *a, kp
     (void)a;
     (void)v;
     kp_produce_req_topic_produce_data_defaults(p);
-    p->name = kp_read_str(r, (v >= 9));
-    if (p->name.len < 0)
-        kp_reader_fail(r, KP_ERR__MALFORMED);
+    if (v <= 12) {
+        p->name = kp_read_str(r, (v >= 9));
+        if (p->name.len < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
+    if (v >= 13) {
+        p->topic_id = kp_read_uuid(r);
+    }
     {
         p->partition_data.n = kp_read_array_len(r, (v >= 9), kp_produce_req_partition_produce_data_min_size(v));
         if (p->partition_data.n < 0)
@@ -100,7 +110,12 @@ static void kp_produce_req_topic_produce_data_write(kp_writer *w, const kp_produ
 {
     (void)p;
     (void)v;
-    kp_write_str(w, (v >= 9), p->name);
+    if (v <= 12) {
+        kp_write_str(w, (v >= 9), p->name);
+    }
+    if (v >= 13) {
+        kp_write_uuid(w, &p->topic_id);
+    }
     kp_write_array_len(w, (v >= 9), p->partition_data.n);
     for (int32_t i = 0; i < p->partition_data.n; i++) {
         kp_produce_req_partition_produce_data_write(w, &p->partition_data.v[i], v);
@@ -391,7 +406,7 @@ static void kp_produce_resp_partition_produce_response_read(kp_reader *r, kp_are
         kp_produce_resp_leader_id_and_epoch_read(r, a, &p->current_leader, v);
     }
     if ((v >= 9)) {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);
@@ -459,7 +474,12 @@ static size_t kp_produce_resp_topic_produce_response_min_size(int16_t v)
 {
     size_t n = 0;
     (void)v;
-    n += ((v >= 9) ? 1u : 2u);
+    if (v <= 12) {
+        n += ((v >= 9) ? 1u : 2u);
+    }
+    if (v >= 13) {
+        n += 16u;
+    }
     n += ((v >= 9) ? 1u : 4u);
     if ((v >= 9)) {
         n += 1;
@@ -472,9 +492,14 @@ static void kp_produce_resp_topic_produce_response_read(kp_reader *r, kp_arena *
     (void)a;
     (void)v;
     kp_produce_resp_topic_produce_response_defaults(p);
-    p->name = kp_read_str(r, (v >= 9));
-    if (p->name.len < 0)
-        kp_reader_fail(r, KP_ERR__MALFORMED);
+    if (v <= 12) {
+        p->name = kp_read_str(r, (v >= 9));
+        if (p->name.len < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
+    if (v >= 13) {
+        p->topic_id = kp_read_uuid(r);
+    }
     {
         p->partition_responses.n = kp_read_array_len(r, (v >= 9), kp_produce_resp_partition_produce_response_min_size(v));
         if (p->partition_responses.n < 0)
@@ -497,7 +522,12 @@ static void kp_produce_resp_topic_produce_response_write(kp_writer *w, const kp_
 {
     (void)p;
     (void)v;
-    kp_write_str(w, (v >= 9), p->name);
+    if (v <= 12) {
+        kp_write_str(w, (v >= 9), p->name);
+    }
+    if (v >= 13) {
+        kp_write_uuid(w, &p->topic_id);
+    }
     kp_write_array_len(w, (v >= 9), p->partition_responses.n);
     for (int32_t i = 0; i < p->partition_responses.n; i++) {
         kp_produce_resp_partition_produce_response_write(w, &p->partition_responses.v[i], v);
@@ -624,7 +654,7 @@ static void kp_produce_resp_read(kp_reader *r, kp_arena *a, kp_produce_resp *p, 
         }
     }
     if ((v >= 9)) {
-        uint32_t ntags = kp_read_uvarint(r);
+        uint32_t ntags = kp_read_tag_count(r);
         for (uint32_t t = 0; t < ntags && r->err == KP_ERR_NONE; t++) {
             kp_reader sub;
             uint32_t tag = kp_read_tag(r, &sub);

@@ -692,36 +692,6 @@ static void kp_end_txn_resp_defaults_any(void *p)
     kp_end_txn_resp_defaults(p);
 }
 
-static kp_err kp_write_txn_markers_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_write_txn_markers_req_decode(r, a, p, v);
-}
-
-static void kp_write_txn_markers_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_write_txn_markers_req_encode(w, p, v);
-}
-
-static void kp_write_txn_markers_req_defaults_any(void *p)
-{
-    kp_write_txn_markers_req_defaults(p);
-}
-
-static kp_err kp_write_txn_markers_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_write_txn_markers_resp_decode(r, a, p, v);
-}
-
-static void kp_write_txn_markers_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_write_txn_markers_resp_encode(w, p, v);
-}
-
-static void kp_write_txn_markers_resp_defaults_any(void *p)
-{
-    kp_write_txn_markers_resp_defaults(p);
-}
-
 static kp_err kp_txn_offset_commit_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_txn_offset_commit_req_decode(r, a, p, v);
@@ -900,36 +870,6 @@ static void kp_alter_configs_resp_encode_any(kp_writer *w, const void *p, int16_
 static void kp_alter_configs_resp_defaults_any(void *p)
 {
     kp_alter_configs_resp_defaults(p);
-}
-
-static kp_err kp_alter_replica_log_dirs_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_alter_replica_log_dirs_req_decode(r, a, p, v);
-}
-
-static void kp_alter_replica_log_dirs_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_alter_replica_log_dirs_req_encode(w, p, v);
-}
-
-static void kp_alter_replica_log_dirs_req_defaults_any(void *p)
-{
-    kp_alter_replica_log_dirs_req_defaults(p);
-}
-
-static kp_err kp_alter_replica_log_dirs_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_alter_replica_log_dirs_resp_decode(r, a, p, v);
-}
-
-static void kp_alter_replica_log_dirs_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_alter_replica_log_dirs_resp_encode(w, p, v);
-}
-
-static void kp_alter_replica_log_dirs_resp_defaults_any(void *p)
-{
-    kp_alter_replica_log_dirs_resp_defaults(p);
 }
 
 static kp_err kp_describe_log_dirs_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1472,36 +1412,6 @@ static void kp_describe_quorum_resp_defaults_any(void *p)
     kp_describe_quorum_resp_defaults(p);
 }
 
-static kp_err kp_update_features_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_update_features_req_decode(r, a, p, v);
-}
-
-static void kp_update_features_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_update_features_req_encode(w, p, v);
-}
-
-static void kp_update_features_req_defaults_any(void *p)
-{
-    kp_update_features_req_defaults(p);
-}
-
-static kp_err kp_update_features_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_update_features_resp_decode(r, a, p, v);
-}
-
-static void kp_update_features_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_update_features_resp_encode(w, p, v);
-}
-
-static void kp_update_features_resp_defaults_any(void *p)
-{
-    kp_update_features_resp_defaults(p);
-}
-
 static kp_err kp_describe_cluster_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_cluster_req_decode(r, a, p, v);
@@ -1620,36 +1530,6 @@ static void kp_broker_heartbeat_resp_encode_any(kp_writer *w, const void *p, int
 static void kp_broker_heartbeat_resp_defaults_any(void *p)
 {
     kp_broker_heartbeat_resp_defaults(p);
-}
-
-static kp_err kp_unregister_broker_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_unregister_broker_req_decode(r, a, p, v);
-}
-
-static void kp_unregister_broker_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_unregister_broker_req_encode(w, p, v);
-}
-
-static void kp_unregister_broker_req_defaults_any(void *p)
-{
-    kp_unregister_broker_req_defaults(p);
-}
-
-static kp_err kp_unregister_broker_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_unregister_broker_resp_decode(r, a, p, v);
-}
-
-static void kp_unregister_broker_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_unregister_broker_resp_encode(w, p, v);
-}
-
-static void kp_unregister_broker_resp_defaults_any(void *p)
-{
-    kp_unregister_broker_resp_defaults(p);
 }
 
 static kp_err kp_describe_transactions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
@@ -1772,96 +1652,6 @@ static void kp_consumer_group_describe_resp_defaults_any(void *p)
     kp_consumer_group_describe_resp_defaults(p);
 }
 
-static kp_err kp_get_telemetry_subscriptions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_get_telemetry_subscriptions_req_decode(r, a, p, v);
-}
-
-static void kp_get_telemetry_subscriptions_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_get_telemetry_subscriptions_req_encode(w, p, v);
-}
-
-static void kp_get_telemetry_subscriptions_req_defaults_any(void *p)
-{
-    kp_get_telemetry_subscriptions_req_defaults(p);
-}
-
-static kp_err kp_get_telemetry_subscriptions_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_get_telemetry_subscriptions_resp_decode(r, a, p, v);
-}
-
-static void kp_get_telemetry_subscriptions_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_get_telemetry_subscriptions_resp_encode(w, p, v);
-}
-
-static void kp_get_telemetry_subscriptions_resp_defaults_any(void *p)
-{
-    kp_get_telemetry_subscriptions_resp_defaults(p);
-}
-
-static kp_err kp_push_telemetry_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_push_telemetry_req_decode(r, a, p, v);
-}
-
-static void kp_push_telemetry_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_push_telemetry_req_encode(w, p, v);
-}
-
-static void kp_push_telemetry_req_defaults_any(void *p)
-{
-    kp_push_telemetry_req_defaults(p);
-}
-
-static kp_err kp_push_telemetry_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_push_telemetry_resp_decode(r, a, p, v);
-}
-
-static void kp_push_telemetry_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_push_telemetry_resp_encode(w, p, v);
-}
-
-static void kp_push_telemetry_resp_defaults_any(void *p)
-{
-    kp_push_telemetry_resp_defaults(p);
-}
-
-static kp_err kp_list_client_metrics_resources_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_list_client_metrics_resources_req_decode(r, a, p, v);
-}
-
-static void kp_list_client_metrics_resources_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_list_client_metrics_resources_req_encode(w, p, v);
-}
-
-static void kp_list_client_metrics_resources_req_defaults_any(void *p)
-{
-    kp_list_client_metrics_resources_req_defaults(p);
-}
-
-static kp_err kp_list_client_metrics_resources_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_list_client_metrics_resources_resp_decode(r, a, p, v);
-}
-
-static void kp_list_client_metrics_resources_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_list_client_metrics_resources_resp_encode(w, p, v);
-}
-
-static void kp_list_client_metrics_resources_resp_defaults_any(void *p)
-{
-    kp_list_client_metrics_resources_resp_defaults(p);
-}
-
 static kp_err kp_describe_topic_partitions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_topic_partitions_req_decode(r, a, p, v);
@@ -1892,353 +1682,23 @@ static void kp_describe_topic_partitions_resp_defaults_any(void *p)
     kp_describe_topic_partitions_resp_defaults(p);
 }
 
-static kp_err kp_share_group_heartbeat_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_share_group_heartbeat_req_decode(r, a, p, v);
-}
-
-static void kp_share_group_heartbeat_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_share_group_heartbeat_req_encode(w, p, v);
-}
-
-static void kp_share_group_heartbeat_req_defaults_any(void *p)
-{
-    kp_share_group_heartbeat_req_defaults(p);
-}
-
-static kp_err kp_share_group_heartbeat_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_share_group_heartbeat_resp_decode(r, a, p, v);
-}
-
-static void kp_share_group_heartbeat_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_share_group_heartbeat_resp_encode(w, p, v);
-}
-
-static void kp_share_group_heartbeat_resp_defaults_any(void *p)
-{
-    kp_share_group_heartbeat_resp_defaults(p);
-}
-
-static kp_err kp_share_group_describe_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_share_group_describe_req_decode(r, a, p, v);
-}
-
-static void kp_share_group_describe_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_share_group_describe_req_encode(w, p, v);
-}
-
-static void kp_share_group_describe_req_defaults_any(void *p)
-{
-    kp_share_group_describe_req_defaults(p);
-}
-
-static kp_err kp_share_group_describe_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_share_group_describe_resp_decode(r, a, p, v);
-}
-
-static void kp_share_group_describe_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_share_group_describe_resp_encode(w, p, v);
-}
-
-static void kp_share_group_describe_resp_defaults_any(void *p)
-{
-    kp_share_group_describe_resp_defaults(p);
-}
-
-static kp_err kp_share_fetch_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_share_fetch_req_decode(r, a, p, v);
-}
-
-static void kp_share_fetch_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_share_fetch_req_encode(w, p, v);
-}
-
-static void kp_share_fetch_req_defaults_any(void *p)
-{
-    kp_share_fetch_req_defaults(p);
-}
-
-static kp_err kp_share_fetch_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_share_fetch_resp_decode(r, a, p, v);
-}
-
-static void kp_share_fetch_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_share_fetch_resp_encode(w, p, v);
-}
-
-static void kp_share_fetch_resp_defaults_any(void *p)
-{
-    kp_share_fetch_resp_defaults(p);
-}
-
-static kp_err kp_share_acknowledge_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_share_acknowledge_req_decode(r, a, p, v);
-}
-
-static void kp_share_acknowledge_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_share_acknowledge_req_encode(w, p, v);
-}
-
-static void kp_share_acknowledge_req_defaults_any(void *p)
-{
-    kp_share_acknowledge_req_defaults(p);
-}
-
-static kp_err kp_share_acknowledge_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_share_acknowledge_resp_decode(r, a, p, v);
-}
-
-static void kp_share_acknowledge_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_share_acknowledge_resp_encode(w, p, v);
-}
-
-static void kp_share_acknowledge_resp_defaults_any(void *p)
-{
-    kp_share_acknowledge_resp_defaults(p);
-}
-
-static kp_err kp_add_raft_voter_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_add_raft_voter_req_decode(r, a, p, v);
-}
-
-static void kp_add_raft_voter_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_add_raft_voter_req_encode(w, p, v);
-}
-
-static void kp_add_raft_voter_req_defaults_any(void *p)
-{
-    kp_add_raft_voter_req_defaults(p);
-}
-
-static kp_err kp_add_raft_voter_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_add_raft_voter_resp_decode(r, a, p, v);
-}
-
-static void kp_add_raft_voter_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_add_raft_voter_resp_encode(w, p, v);
-}
-
-static void kp_add_raft_voter_resp_defaults_any(void *p)
-{
-    kp_add_raft_voter_resp_defaults(p);
-}
-
-static kp_err kp_remove_raft_voter_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_remove_raft_voter_req_decode(r, a, p, v);
-}
-
-static void kp_remove_raft_voter_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_remove_raft_voter_req_encode(w, p, v);
-}
-
-static void kp_remove_raft_voter_req_defaults_any(void *p)
-{
-    kp_remove_raft_voter_req_defaults(p);
-}
-
-static kp_err kp_remove_raft_voter_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_remove_raft_voter_resp_decode(r, a, p, v);
-}
-
-static void kp_remove_raft_voter_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_remove_raft_voter_resp_encode(w, p, v);
-}
-
-static void kp_remove_raft_voter_resp_defaults_any(void *p)
-{
-    kp_remove_raft_voter_resp_defaults(p);
-}
-
-static kp_err kp_initialize_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_initialize_share_group_state_req_decode(r, a, p, v);
-}
-
-static void kp_initialize_share_group_state_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_initialize_share_group_state_req_encode(w, p, v);
-}
-
-static void kp_initialize_share_group_state_req_defaults_any(void *p)
-{
-    kp_initialize_share_group_state_req_defaults(p);
-}
-
-static kp_err kp_initialize_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_initialize_share_group_state_resp_decode(r, a, p, v);
-}
-
-static void kp_initialize_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_initialize_share_group_state_resp_encode(w, p, v);
-}
-
-static void kp_initialize_share_group_state_resp_defaults_any(void *p)
-{
-    kp_initialize_share_group_state_resp_defaults(p);
-}
-
-static kp_err kp_read_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_read_share_group_state_req_decode(r, a, p, v);
-}
-
-static void kp_read_share_group_state_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_read_share_group_state_req_encode(w, p, v);
-}
-
-static void kp_read_share_group_state_req_defaults_any(void *p)
-{
-    kp_read_share_group_state_req_defaults(p);
-}
-
-static kp_err kp_read_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_read_share_group_state_resp_decode(r, a, p, v);
-}
-
-static void kp_read_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_read_share_group_state_resp_encode(w, p, v);
-}
-
-static void kp_read_share_group_state_resp_defaults_any(void *p)
-{
-    kp_read_share_group_state_resp_defaults(p);
-}
-
-static kp_err kp_write_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_write_share_group_state_req_decode(r, a, p, v);
-}
-
-static void kp_write_share_group_state_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_write_share_group_state_req_encode(w, p, v);
-}
-
-static void kp_write_share_group_state_req_defaults_any(void *p)
-{
-    kp_write_share_group_state_req_defaults(p);
-}
-
-static kp_err kp_write_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_write_share_group_state_resp_decode(r, a, p, v);
-}
-
-static void kp_write_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_write_share_group_state_resp_encode(w, p, v);
-}
-
-static void kp_write_share_group_state_resp_defaults_any(void *p)
-{
-    kp_write_share_group_state_resp_defaults(p);
-}
-
-static kp_err kp_delete_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_delete_share_group_state_req_decode(r, a, p, v);
-}
-
-static void kp_delete_share_group_state_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_delete_share_group_state_req_encode(w, p, v);
-}
-
-static void kp_delete_share_group_state_req_defaults_any(void *p)
-{
-    kp_delete_share_group_state_req_defaults(p);
-}
-
-static kp_err kp_delete_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_delete_share_group_state_resp_decode(r, a, p, v);
-}
-
-static void kp_delete_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_delete_share_group_state_resp_encode(w, p, v);
-}
-
-static void kp_delete_share_group_state_resp_defaults_any(void *p)
-{
-    kp_delete_share_group_state_resp_defaults(p);
-}
-
-static kp_err kp_read_share_group_state_summary_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_read_share_group_state_summary_req_decode(r, a, p, v);
-}
-
-static void kp_read_share_group_state_summary_req_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_read_share_group_state_summary_req_encode(w, p, v);
-}
-
-static void kp_read_share_group_state_summary_req_defaults_any(void *p)
-{
-    kp_read_share_group_state_summary_req_defaults(p);
-}
-
-static kp_err kp_read_share_group_state_summary_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
-{
-    return kp_read_share_group_state_summary_resp_decode(r, a, p, v);
-}
-
-static void kp_read_share_group_state_summary_resp_encode_any(kp_writer *w, const void *p, int16_t v)
-{
-    kp_read_share_group_state_summary_resp_encode(w, p, v);
-}
-
-static void kp_read_share_group_state_summary_resp_defaults_any(void *p)
-{
-    kp_read_share_group_state_summary_resp_defaults(p);
-}
-
 static const kp_api_info api_table[] = {
-    {0, "Produce", 0, 11, 9, false,
+    {0, "Produce", 0, 13, 9, false,
      {sizeof(kp_produce_req), kp_produce_req_decode_any, kp_produce_req_encode_any, kp_produce_req_defaults_any},
      {sizeof(kp_produce_resp), kp_produce_resp_decode_any, kp_produce_resp_encode_any, kp_produce_resp_defaults_any}},
-    {1, "Fetch", 0, 17, 12, false,
+    {1, "Fetch", 4, 18, 12, false,
      {sizeof(kp_fetch_req), kp_fetch_req_decode_any, kp_fetch_req_encode_any, kp_fetch_req_defaults_any},
      {sizeof(kp_fetch_resp), kp_fetch_resp_decode_any, kp_fetch_resp_encode_any, kp_fetch_resp_defaults_any}},
-    {2, "ListOffsets", 0, 10, 6, false,
+    {2, "ListOffsets", 1, 11, 6, false,
      {sizeof(kp_list_offsets_req), kp_list_offsets_req_decode_any, kp_list_offsets_req_encode_any, kp_list_offsets_req_defaults_any},
      {sizeof(kp_list_offsets_resp), kp_list_offsets_resp_decode_any, kp_list_offsets_resp_encode_any, kp_list_offsets_resp_defaults_any}},
-    {3, "Metadata", 0, 12, 9, false,
+    {3, "Metadata", 0, 13, 9, false,
      {sizeof(kp_metadata_req), kp_metadata_req_decode_any, kp_metadata_req_encode_any, kp_metadata_req_defaults_any},
      {sizeof(kp_metadata_resp), kp_metadata_resp_decode_any, kp_metadata_resp_encode_any, kp_metadata_resp_defaults_any}},
-    {8, "OffsetCommit", 0, 9, 8, false,
+    {8, "OffsetCommit", 2, 10, 8, false,
      {sizeof(kp_offset_commit_req), kp_offset_commit_req_decode_any, kp_offset_commit_req_encode_any, kp_offset_commit_req_defaults_any},
      {sizeof(kp_offset_commit_resp), kp_offset_commit_resp_decode_any, kp_offset_commit_resp_encode_any, kp_offset_commit_resp_defaults_any}},
-    {9, "OffsetFetch", 0, 9, 6, false,
+    {9, "OffsetFetch", 1, 10, 6, false,
      {sizeof(kp_offset_fetch_req), kp_offset_fetch_req_decode_any, kp_offset_fetch_req_encode_any, kp_offset_fetch_req_defaults_any},
      {sizeof(kp_offset_fetch_resp), kp_offset_fetch_resp_decode_any, kp_offset_fetch_resp_encode_any, kp_offset_fetch_resp_defaults_any}},
     {10, "FindCoordinator", 0, 6, 3, false,
@@ -2256,7 +1716,7 @@ static const kp_api_info api_table[] = {
     {14, "SyncGroup", 0, 5, 4, false,
      {sizeof(kp_sync_group_req), kp_sync_group_req_decode_any, kp_sync_group_req_encode_any, kp_sync_group_req_defaults_any},
      {sizeof(kp_sync_group_resp), kp_sync_group_resp_decode_any, kp_sync_group_resp_encode_any, kp_sync_group_resp_defaults_any}},
-    {15, "DescribeGroups", 0, 5, 5, false,
+    {15, "DescribeGroups", 0, 6, 5, false,
      {sizeof(kp_describe_groups_req), kp_describe_groups_req_decode_any, kp_describe_groups_req_encode_any, kp_describe_groups_req_defaults_any},
      {sizeof(kp_describe_groups_resp), kp_describe_groups_resp_decode_any, kp_describe_groups_resp_encode_any, kp_describe_groups_resp_defaults_any}},
     {16, "ListGroups", 0, 5, 3, false,
@@ -2265,22 +1725,22 @@ static const kp_api_info api_table[] = {
     {17, "SaslHandshake", 0, 1, -1, false,
      {sizeof(kp_sasl_handshake_req), kp_sasl_handshake_req_decode_any, kp_sasl_handshake_req_encode_any, kp_sasl_handshake_req_defaults_any},
      {sizeof(kp_sasl_handshake_resp), kp_sasl_handshake_resp_decode_any, kp_sasl_handshake_resp_encode_any, kp_sasl_handshake_resp_defaults_any}},
-    {18, "ApiVersions", 0, 4, 3, false,
+    {18, "ApiVersions", 0, 5, 3, false,
      {sizeof(kp_api_versions_req), kp_api_versions_req_decode_any, kp_api_versions_req_encode_any, kp_api_versions_req_defaults_any},
      {sizeof(kp_api_versions_resp), kp_api_versions_resp_decode_any, kp_api_versions_resp_encode_any, kp_api_versions_resp_defaults_any}},
-    {19, "CreateTopics", 0, 7, 5, false,
+    {19, "CreateTopics", 2, 7, 5, false,
      {sizeof(kp_create_topics_req), kp_create_topics_req_decode_any, kp_create_topics_req_encode_any, kp_create_topics_req_defaults_any},
      {sizeof(kp_create_topics_resp), kp_create_topics_resp_decode_any, kp_create_topics_resp_encode_any, kp_create_topics_resp_defaults_any}},
-    {20, "DeleteTopics", 0, 6, 4, false,
+    {20, "DeleteTopics", 1, 6, 4, false,
      {sizeof(kp_delete_topics_req), kp_delete_topics_req_decode_any, kp_delete_topics_req_encode_any, kp_delete_topics_req_defaults_any},
      {sizeof(kp_delete_topics_resp), kp_delete_topics_resp_decode_any, kp_delete_topics_resp_encode_any, kp_delete_topics_resp_defaults_any}},
     {21, "DeleteRecords", 0, 2, 2, false,
      {sizeof(kp_delete_records_req), kp_delete_records_req_decode_any, kp_delete_records_req_encode_any, kp_delete_records_req_defaults_any},
      {sizeof(kp_delete_records_resp), kp_delete_records_resp_decode_any, kp_delete_records_resp_encode_any, kp_delete_records_resp_defaults_any}},
-    {22, "InitProducerId", 0, 5, 2, false,
+    {22, "InitProducerId", 0, 6, 2, true,
      {sizeof(kp_init_producer_id_req), kp_init_producer_id_req_decode_any, kp_init_producer_id_req_encode_any, kp_init_producer_id_req_defaults_any},
      {sizeof(kp_init_producer_id_resp), kp_init_producer_id_resp_decode_any, kp_init_producer_id_resp_encode_any, kp_init_producer_id_resp_defaults_any}},
-    {23, "OffsetForLeaderEpoch", 0, 4, 4, false,
+    {23, "OffsetForLeaderEpoch", 2, 4, 4, false,
      {sizeof(kp_offset_for_leader_epoch_req), kp_offset_for_leader_epoch_req_decode_any, kp_offset_for_leader_epoch_req_encode_any, kp_offset_for_leader_epoch_req_defaults_any},
      {sizeof(kp_offset_for_leader_epoch_resp), kp_offset_for_leader_epoch_resp_decode_any, kp_offset_for_leader_epoch_resp_encode_any, kp_offset_for_leader_epoch_resp_defaults_any}},
     {24, "AddPartitionsToTxn", 0, 5, 3, false,
@@ -2289,34 +1749,28 @@ static const kp_api_info api_table[] = {
     {25, "AddOffsetsToTxn", 0, 4, 3, false,
      {sizeof(kp_add_offsets_to_txn_req), kp_add_offsets_to_txn_req_decode_any, kp_add_offsets_to_txn_req_encode_any, kp_add_offsets_to_txn_req_defaults_any},
      {sizeof(kp_add_offsets_to_txn_resp), kp_add_offsets_to_txn_resp_decode_any, kp_add_offsets_to_txn_resp_encode_any, kp_add_offsets_to_txn_resp_defaults_any}},
-    {26, "EndTxn", 0, 5, 3, true,
+    {26, "EndTxn", 0, 5, 3, false,
      {sizeof(kp_end_txn_req), kp_end_txn_req_decode_any, kp_end_txn_req_encode_any, kp_end_txn_req_defaults_any},
      {sizeof(kp_end_txn_resp), kp_end_txn_resp_decode_any, kp_end_txn_resp_encode_any, kp_end_txn_resp_defaults_any}},
-    {27, "WriteTxnMarkers", 0, 1, 1, false,
-     {sizeof(kp_write_txn_markers_req), kp_write_txn_markers_req_decode_any, kp_write_txn_markers_req_encode_any, kp_write_txn_markers_req_defaults_any},
-     {sizeof(kp_write_txn_markers_resp), kp_write_txn_markers_resp_decode_any, kp_write_txn_markers_resp_encode_any, kp_write_txn_markers_resp_defaults_any}},
-    {28, "TxnOffsetCommit", 0, 4, 3, false,
+    {28, "TxnOffsetCommit", 0, 6, 3, false,
      {sizeof(kp_txn_offset_commit_req), kp_txn_offset_commit_req_decode_any, kp_txn_offset_commit_req_encode_any, kp_txn_offset_commit_req_defaults_any},
      {sizeof(kp_txn_offset_commit_resp), kp_txn_offset_commit_resp_decode_any, kp_txn_offset_commit_resp_encode_any, kp_txn_offset_commit_resp_defaults_any}},
-    {29, "DescribeAcls", 0, 3, 2, false,
+    {29, "DescribeAcls", 1, 3, 2, false,
      {sizeof(kp_describe_acls_req), kp_describe_acls_req_decode_any, kp_describe_acls_req_encode_any, kp_describe_acls_req_defaults_any},
      {sizeof(kp_describe_acls_resp), kp_describe_acls_resp_decode_any, kp_describe_acls_resp_encode_any, kp_describe_acls_resp_defaults_any}},
-    {30, "CreateAcls", 0, 3, 2, false,
+    {30, "CreateAcls", 1, 3, 2, false,
      {sizeof(kp_create_acls_req), kp_create_acls_req_decode_any, kp_create_acls_req_encode_any, kp_create_acls_req_defaults_any},
      {sizeof(kp_create_acls_resp), kp_create_acls_resp_decode_any, kp_create_acls_resp_encode_any, kp_create_acls_resp_defaults_any}},
-    {31, "DeleteAcls", 0, 3, 2, false,
+    {31, "DeleteAcls", 1, 3, 2, false,
      {sizeof(kp_delete_acls_req), kp_delete_acls_req_decode_any, kp_delete_acls_req_encode_any, kp_delete_acls_req_defaults_any},
      {sizeof(kp_delete_acls_resp), kp_delete_acls_resp_decode_any, kp_delete_acls_resp_encode_any, kp_delete_acls_resp_defaults_any}},
-    {32, "DescribeConfigs", 0, 4, 4, false,
+    {32, "DescribeConfigs", 1, 4, 4, false,
      {sizeof(kp_describe_configs_req), kp_describe_configs_req_decode_any, kp_describe_configs_req_encode_any, kp_describe_configs_req_defaults_any},
      {sizeof(kp_describe_configs_resp), kp_describe_configs_resp_decode_any, kp_describe_configs_resp_encode_any, kp_describe_configs_resp_defaults_any}},
     {33, "AlterConfigs", 0, 2, 2, false,
      {sizeof(kp_alter_configs_req), kp_alter_configs_req_decode_any, kp_alter_configs_req_encode_any, kp_alter_configs_req_defaults_any},
      {sizeof(kp_alter_configs_resp), kp_alter_configs_resp_decode_any, kp_alter_configs_resp_encode_any, kp_alter_configs_resp_defaults_any}},
-    {34, "AlterReplicaLogDirs", 0, 2, 2, false,
-     {sizeof(kp_alter_replica_log_dirs_req), kp_alter_replica_log_dirs_req_decode_any, kp_alter_replica_log_dirs_req_encode_any, kp_alter_replica_log_dirs_req_defaults_any},
-     {sizeof(kp_alter_replica_log_dirs_resp), kp_alter_replica_log_dirs_resp_decode_any, kp_alter_replica_log_dirs_resp_encode_any, kp_alter_replica_log_dirs_resp_defaults_any}},
-    {35, "DescribeLogDirs", 0, 4, 2, false,
+    {35, "DescribeLogDirs", 1, 5, 2, false,
      {sizeof(kp_describe_log_dirs_req), kp_describe_log_dirs_req_decode_any, kp_describe_log_dirs_req_encode_any, kp_describe_log_dirs_req_defaults_any},
      {sizeof(kp_describe_log_dirs_resp), kp_describe_log_dirs_resp_decode_any, kp_describe_log_dirs_resp_encode_any, kp_describe_log_dirs_resp_defaults_any}},
     {36, "SaslAuthenticate", 0, 2, 2, false,
@@ -2325,19 +1779,19 @@ static const kp_api_info api_table[] = {
     {37, "CreatePartitions", 0, 3, 2, false,
      {sizeof(kp_create_partitions_req), kp_create_partitions_req_decode_any, kp_create_partitions_req_encode_any, kp_create_partitions_req_defaults_any},
      {sizeof(kp_create_partitions_resp), kp_create_partitions_resp_decode_any, kp_create_partitions_resp_encode_any, kp_create_partitions_resp_defaults_any}},
-    {38, "CreateDelegationToken", 0, 3, 2, false,
+    {38, "CreateDelegationToken", 1, 3, 2, false,
      {sizeof(kp_create_delegation_token_req), kp_create_delegation_token_req_decode_any, kp_create_delegation_token_req_encode_any, kp_create_delegation_token_req_defaults_any},
      {sizeof(kp_create_delegation_token_resp), kp_create_delegation_token_resp_decode_any, kp_create_delegation_token_resp_encode_any, kp_create_delegation_token_resp_defaults_any}},
-    {39, "RenewDelegationToken", 0, 2, 2, false,
+    {39, "RenewDelegationToken", 1, 2, 2, false,
      {sizeof(kp_renew_delegation_token_req), kp_renew_delegation_token_req_decode_any, kp_renew_delegation_token_req_encode_any, kp_renew_delegation_token_req_defaults_any},
      {sizeof(kp_renew_delegation_token_resp), kp_renew_delegation_token_resp_decode_any, kp_renew_delegation_token_resp_encode_any, kp_renew_delegation_token_resp_defaults_any}},
-    {40, "ExpireDelegationToken", 0, 2, 2, false,
+    {40, "ExpireDelegationToken", 1, 2, 2, false,
      {sizeof(kp_expire_delegation_token_req), kp_expire_delegation_token_req_decode_any, kp_expire_delegation_token_req_encode_any, kp_expire_delegation_token_req_defaults_any},
      {sizeof(kp_expire_delegation_token_resp), kp_expire_delegation_token_resp_decode_any, kp_expire_delegation_token_resp_encode_any, kp_expire_delegation_token_resp_defaults_any}},
-    {41, "DescribeDelegationToken", 0, 3, 2, false,
+    {41, "DescribeDelegationToken", 1, 3, 2, false,
      {sizeof(kp_describe_delegation_token_req), kp_describe_delegation_token_req_decode_any, kp_describe_delegation_token_req_encode_any, kp_describe_delegation_token_req_defaults_any},
      {sizeof(kp_describe_delegation_token_resp), kp_describe_delegation_token_resp_decode_any, kp_describe_delegation_token_resp_encode_any, kp_describe_delegation_token_resp_defaults_any}},
-    {42, "DeleteGroups", 0, 2, 2, false,
+    {42, "DeleteGroups", 0, 3, 2, false,
      {sizeof(kp_delete_groups_req), kp_delete_groups_req_decode_any, kp_delete_groups_req_encode_any, kp_delete_groups_req_defaults_any},
      {sizeof(kp_delete_groups_resp), kp_delete_groups_resp_decode_any, kp_delete_groups_resp_encode_any, kp_delete_groups_resp_defaults_any}},
     {43, "ElectLeaders", 0, 2, 2, false,
@@ -2346,7 +1800,7 @@ static const kp_api_info api_table[] = {
     {44, "IncrementalAlterConfigs", 0, 1, 1, false,
      {sizeof(kp_incremental_alter_configs_req), kp_incremental_alter_configs_req_decode_any, kp_incremental_alter_configs_req_encode_any, kp_incremental_alter_configs_req_defaults_any},
      {sizeof(kp_incremental_alter_configs_resp), kp_incremental_alter_configs_resp_decode_any, kp_incremental_alter_configs_resp_encode_any, kp_incremental_alter_configs_resp_defaults_any}},
-    {45, "AlterPartitionReassignments", 0, 0, 0, false,
+    {45, "AlterPartitionReassignments", 0, 1, 0, false,
      {sizeof(kp_alter_partition_reassignments_req), kp_alter_partition_reassignments_req_decode_any, kp_alter_partition_reassignments_req_encode_any, kp_alter_partition_reassignments_req_defaults_any},
      {sizeof(kp_alter_partition_reassignments_resp), kp_alter_partition_reassignments_resp_decode_any, kp_alter_partition_reassignments_resp_encode_any, kp_alter_partition_reassignments_resp_defaults_any}},
     {46, "ListPartitionReassignments", 0, 0, 0, false,
@@ -2370,10 +1824,7 @@ static const kp_api_info api_table[] = {
     {55, "DescribeQuorum", 0, 2, 0, false,
      {sizeof(kp_describe_quorum_req), kp_describe_quorum_req_decode_any, kp_describe_quorum_req_encode_any, kp_describe_quorum_req_defaults_any},
      {sizeof(kp_describe_quorum_resp), kp_describe_quorum_resp_decode_any, kp_describe_quorum_resp_encode_any, kp_describe_quorum_resp_defaults_any}},
-    {57, "UpdateFeatures", 0, 2, 0, false,
-     {sizeof(kp_update_features_req), kp_update_features_req_decode_any, kp_update_features_req_encode_any, kp_update_features_req_defaults_any},
-     {sizeof(kp_update_features_resp), kp_update_features_resp_decode_any, kp_update_features_resp_encode_any, kp_update_features_resp_defaults_any}},
-    {60, "DescribeCluster", 0, 1, 0, false,
+    {60, "DescribeCluster", 0, 2, 0, false,
      {sizeof(kp_describe_cluster_req), kp_describe_cluster_req_decode_any, kp_describe_cluster_req_encode_any, kp_describe_cluster_req_defaults_any},
      {sizeof(kp_describe_cluster_resp), kp_describe_cluster_resp_decode_any, kp_describe_cluster_resp_encode_any, kp_describe_cluster_resp_defaults_any}},
     {61, "DescribeProducers", 0, 0, 0, false,
@@ -2382,69 +1833,24 @@ static const kp_api_info api_table[] = {
     {62, "BrokerRegistration", 0, 4, 0, false,
      {sizeof(kp_broker_registration_req), kp_broker_registration_req_decode_any, kp_broker_registration_req_encode_any, kp_broker_registration_req_defaults_any},
      {sizeof(kp_broker_registration_resp), kp_broker_registration_resp_decode_any, kp_broker_registration_resp_encode_any, kp_broker_registration_resp_defaults_any}},
-    {63, "BrokerHeartbeat", 0, 1, 0, false,
+    {63, "BrokerHeartbeat", 0, 2, 0, false,
      {sizeof(kp_broker_heartbeat_req), kp_broker_heartbeat_req_decode_any, kp_broker_heartbeat_req_encode_any, kp_broker_heartbeat_req_defaults_any},
      {sizeof(kp_broker_heartbeat_resp), kp_broker_heartbeat_resp_decode_any, kp_broker_heartbeat_resp_encode_any, kp_broker_heartbeat_resp_defaults_any}},
-    {64, "UnregisterBroker", 0, 0, 0, false,
-     {sizeof(kp_unregister_broker_req), kp_unregister_broker_req_decode_any, kp_unregister_broker_req_encode_any, kp_unregister_broker_req_defaults_any},
-     {sizeof(kp_unregister_broker_resp), kp_unregister_broker_resp_decode_any, kp_unregister_broker_resp_encode_any, kp_unregister_broker_resp_defaults_any}},
     {65, "DescribeTransactions", 0, 0, 0, false,
      {sizeof(kp_describe_transactions_req), kp_describe_transactions_req_decode_any, kp_describe_transactions_req_encode_any, kp_describe_transactions_req_defaults_any},
      {sizeof(kp_describe_transactions_resp), kp_describe_transactions_resp_decode_any, kp_describe_transactions_resp_encode_any, kp_describe_transactions_resp_defaults_any}},
-    {66, "ListTransactions", 0, 1, 0, false,
+    {66, "ListTransactions", 0, 2, 0, false,
      {sizeof(kp_list_transactions_req), kp_list_transactions_req_decode_any, kp_list_transactions_req_encode_any, kp_list_transactions_req_defaults_any},
      {sizeof(kp_list_transactions_resp), kp_list_transactions_resp_decode_any, kp_list_transactions_resp_encode_any, kp_list_transactions_resp_defaults_any}},
-    {68, "ConsumerGroupHeartbeat", 0, 1, 0, true,
+    {68, "ConsumerGroupHeartbeat", 0, 1, 0, false,
      {sizeof(kp_consumer_group_heartbeat_req), kp_consumer_group_heartbeat_req_decode_any, kp_consumer_group_heartbeat_req_encode_any, kp_consumer_group_heartbeat_req_defaults_any},
      {sizeof(kp_consumer_group_heartbeat_resp), kp_consumer_group_heartbeat_resp_decode_any, kp_consumer_group_heartbeat_resp_encode_any, kp_consumer_group_heartbeat_resp_defaults_any}},
-    {69, "ConsumerGroupDescribe", 0, 0, 0, false,
+    {69, "ConsumerGroupDescribe", 0, 1, 0, false,
      {sizeof(kp_consumer_group_describe_req), kp_consumer_group_describe_req_decode_any, kp_consumer_group_describe_req_encode_any, kp_consumer_group_describe_req_defaults_any},
      {sizeof(kp_consumer_group_describe_resp), kp_consumer_group_describe_resp_decode_any, kp_consumer_group_describe_resp_encode_any, kp_consumer_group_describe_resp_defaults_any}},
-    {71, "GetTelemetrySubscriptions", 0, 0, 0, false,
-     {sizeof(kp_get_telemetry_subscriptions_req), kp_get_telemetry_subscriptions_req_decode_any, kp_get_telemetry_subscriptions_req_encode_any, kp_get_telemetry_subscriptions_req_defaults_any},
-     {sizeof(kp_get_telemetry_subscriptions_resp), kp_get_telemetry_subscriptions_resp_decode_any, kp_get_telemetry_subscriptions_resp_encode_any, kp_get_telemetry_subscriptions_resp_defaults_any}},
-    {72, "PushTelemetry", 0, 0, 0, false,
-     {sizeof(kp_push_telemetry_req), kp_push_telemetry_req_decode_any, kp_push_telemetry_req_encode_any, kp_push_telemetry_req_defaults_any},
-     {sizeof(kp_push_telemetry_resp), kp_push_telemetry_resp_decode_any, kp_push_telemetry_resp_encode_any, kp_push_telemetry_resp_defaults_any}},
-    {74, "ListClientMetricsResources", 0, 0, 0, false,
-     {sizeof(kp_list_client_metrics_resources_req), kp_list_client_metrics_resources_req_decode_any, kp_list_client_metrics_resources_req_encode_any, kp_list_client_metrics_resources_req_defaults_any},
-     {sizeof(kp_list_client_metrics_resources_resp), kp_list_client_metrics_resources_resp_decode_any, kp_list_client_metrics_resources_resp_encode_any, kp_list_client_metrics_resources_resp_defaults_any}},
     {75, "DescribeTopicPartitions", 0, 0, 0, false,
      {sizeof(kp_describe_topic_partitions_req), kp_describe_topic_partitions_req_decode_any, kp_describe_topic_partitions_req_encode_any, kp_describe_topic_partitions_req_defaults_any},
      {sizeof(kp_describe_topic_partitions_resp), kp_describe_topic_partitions_resp_decode_any, kp_describe_topic_partitions_resp_encode_any, kp_describe_topic_partitions_resp_defaults_any}},
-    {76, "ShareGroupHeartbeat", 0, 0, 0, true,
-     {sizeof(kp_share_group_heartbeat_req), kp_share_group_heartbeat_req_decode_any, kp_share_group_heartbeat_req_encode_any, kp_share_group_heartbeat_req_defaults_any},
-     {sizeof(kp_share_group_heartbeat_resp), kp_share_group_heartbeat_resp_decode_any, kp_share_group_heartbeat_resp_encode_any, kp_share_group_heartbeat_resp_defaults_any}},
-    {77, "ShareGroupDescribe", 0, 0, 0, true,
-     {sizeof(kp_share_group_describe_req), kp_share_group_describe_req_decode_any, kp_share_group_describe_req_encode_any, kp_share_group_describe_req_defaults_any},
-     {sizeof(kp_share_group_describe_resp), kp_share_group_describe_resp_decode_any, kp_share_group_describe_resp_encode_any, kp_share_group_describe_resp_defaults_any}},
-    {78, "ShareFetch", 0, 0, 0, true,
-     {sizeof(kp_share_fetch_req), kp_share_fetch_req_decode_any, kp_share_fetch_req_encode_any, kp_share_fetch_req_defaults_any},
-     {sizeof(kp_share_fetch_resp), kp_share_fetch_resp_decode_any, kp_share_fetch_resp_encode_any, kp_share_fetch_resp_defaults_any}},
-    {79, "ShareAcknowledge", 0, 0, 0, true,
-     {sizeof(kp_share_acknowledge_req), kp_share_acknowledge_req_decode_any, kp_share_acknowledge_req_encode_any, kp_share_acknowledge_req_defaults_any},
-     {sizeof(kp_share_acknowledge_resp), kp_share_acknowledge_resp_decode_any, kp_share_acknowledge_resp_encode_any, kp_share_acknowledge_resp_defaults_any}},
-    {80, "AddRaftVoter", 0, 0, 0, false,
-     {sizeof(kp_add_raft_voter_req), kp_add_raft_voter_req_decode_any, kp_add_raft_voter_req_encode_any, kp_add_raft_voter_req_defaults_any},
-     {sizeof(kp_add_raft_voter_resp), kp_add_raft_voter_resp_decode_any, kp_add_raft_voter_resp_encode_any, kp_add_raft_voter_resp_defaults_any}},
-    {81, "RemoveRaftVoter", 0, 0, 0, false,
-     {sizeof(kp_remove_raft_voter_req), kp_remove_raft_voter_req_decode_any, kp_remove_raft_voter_req_encode_any, kp_remove_raft_voter_req_defaults_any},
-     {sizeof(kp_remove_raft_voter_resp), kp_remove_raft_voter_resp_decode_any, kp_remove_raft_voter_resp_encode_any, kp_remove_raft_voter_resp_defaults_any}},
-    {83, "InitializeShareGroupState", 0, 0, 0, true,
-     {sizeof(kp_initialize_share_group_state_req), kp_initialize_share_group_state_req_decode_any, kp_initialize_share_group_state_req_encode_any, kp_initialize_share_group_state_req_defaults_any},
-     {sizeof(kp_initialize_share_group_state_resp), kp_initialize_share_group_state_resp_decode_any, kp_initialize_share_group_state_resp_encode_any, kp_initialize_share_group_state_resp_defaults_any}},
-    {84, "ReadShareGroupState", 0, 0, 0, true,
-     {sizeof(kp_read_share_group_state_req), kp_read_share_group_state_req_decode_any, kp_read_share_group_state_req_encode_any, kp_read_share_group_state_req_defaults_any},
-     {sizeof(kp_read_share_group_state_resp), kp_read_share_group_state_resp_decode_any, kp_read_share_group_state_resp_encode_any, kp_read_share_group_state_resp_defaults_any}},
-    {85, "WriteShareGroupState", 0, 0, 0, true,
-     {sizeof(kp_write_share_group_state_req), kp_write_share_group_state_req_decode_any, kp_write_share_group_state_req_encode_any, kp_write_share_group_state_req_defaults_any},
-     {sizeof(kp_write_share_group_state_resp), kp_write_share_group_state_resp_decode_any, kp_write_share_group_state_resp_encode_any, kp_write_share_group_state_resp_defaults_any}},
-    {86, "DeleteShareGroupState", 0, 0, 0, true,
-     {sizeof(kp_delete_share_group_state_req), kp_delete_share_group_state_req_decode_any, kp_delete_share_group_state_req_encode_any, kp_delete_share_group_state_req_defaults_any},
-     {sizeof(kp_delete_share_group_state_resp), kp_delete_share_group_state_resp_decode_any, kp_delete_share_group_state_resp_encode_any, kp_delete_share_group_state_resp_defaults_any}},
-    {87, "ReadShareGroupStateSummary", 0, 0, 0, true,
-     {sizeof(kp_read_share_group_state_summary_req), kp_read_share_group_state_summary_req_decode_any, kp_read_share_group_state_summary_req_encode_any, kp_read_share_group_state_summary_req_defaults_any},
-     {sizeof(kp_read_share_group_state_summary_resp), kp_read_share_group_state_summary_resp_decode_any, kp_read_share_group_state_summary_resp_encode_any, kp_read_share_group_state_summary_resp_defaults_any}},
 };
 
 const kp_api_info *kp_api_lookup(int key)

@@ -75,7 +75,12 @@ static size_t kp_txn_offset_commit_req_txn_offset_commit_request_topic_min_size(
 {
     size_t n = 0;
     (void)v;
-    n += ((v >= 3) ? 1u : 2u);
+    if (v <= 5) {
+        n += ((v >= 3) ? 1u : 2u);
+    }
+    if (v >= 6) {
+        n += 16u;
+    }
     n += ((v >= 3) ? 1u : 4u);
     if ((v >= 3)) {
         n += 1;
@@ -88,9 +93,14 @@ static void kp_txn_offset_commit_req_txn_offset_commit_request_topic_read(kp_rea
     (void)a;
     (void)v;
     kp_txn_offset_commit_req_txn_offset_commit_request_topic_defaults(p);
-    p->name = kp_read_str(r, (v >= 3));
-    if (p->name.len < 0)
-        kp_reader_fail(r, KP_ERR__MALFORMED);
+    if (v <= 5) {
+        p->name = kp_read_str(r, (v >= 3));
+        if (p->name.len < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
+    if (v >= 6) {
+        p->topic_id = kp_read_uuid(r);
+    }
     {
         p->partitions.n = kp_read_array_len(r, (v >= 3), kp_txn_offset_commit_req_txn_offset_commit_request_partition_min_size(v));
         if (p->partitions.n < 0)
@@ -113,7 +123,12 @@ static void kp_txn_offset_commit_req_txn_offset_commit_request_topic_write(kp_wr
 {
     (void)p;
     (void)v;
-    kp_write_str(w, (v >= 3), p->name);
+    if (v <= 5) {
+        kp_write_str(w, (v >= 3), p->name);
+    }
+    if (v >= 6) {
+        kp_write_uuid(w, &p->topic_id);
+    }
     kp_write_array_len(w, (v >= 3), p->partitions.n);
     for (int32_t i = 0; i < p->partitions.n; i++) {
         kp_txn_offset_commit_req_txn_offset_commit_request_partition_write(w, &p->partitions.v[i], v);
@@ -126,7 +141,7 @@ static void kp_txn_offset_commit_req_txn_offset_commit_request_topic_write(kp_wr
 void kp_txn_offset_commit_req_defaults(kp_txn_offset_commit_req *p)
 {
     memset(p, 0, sizeof(*p));
-    p->generation_id = -1;
+    p->generation_id_or_member_epoch = -1;
     p->group_instance_id = KP_STR_NULL;
 }
 
@@ -144,7 +159,7 @@ static void kp_txn_offset_commit_req_read(kp_reader *r, kp_arena *a, kp_txn_offs
     p->producer_id = kp_read_i64(r);
     p->producer_epoch = kp_read_i16(r);
     if (v >= 3) {
-        p->generation_id = kp_read_i32(r);
+        p->generation_id_or_member_epoch = kp_read_i32(r);
     }
     if (v >= 3) {
         p->member_id = kp_read_str(r, (v >= 3));
@@ -183,7 +198,7 @@ static void kp_txn_offset_commit_req_write(kp_writer *w, const kp_txn_offset_com
     kp_write_i64(w, p->producer_id);
     kp_write_i16(w, p->producer_epoch);
     if (v >= 3) {
-        kp_write_i32(w, p->generation_id);
+        kp_write_i32(w, p->generation_id_or_member_epoch);
     }
     if (v >= 3) {
         kp_write_str(w, (v >= 3), p->member_id);
@@ -277,7 +292,12 @@ static size_t kp_txn_offset_commit_resp_txn_offset_commit_response_topic_min_siz
 {
     size_t n = 0;
     (void)v;
-    n += ((v >= 3) ? 1u : 2u);
+    if (v <= 5) {
+        n += ((v >= 3) ? 1u : 2u);
+    }
+    if (v >= 6) {
+        n += 16u;
+    }
     n += ((v >= 3) ? 1u : 4u);
     if ((v >= 3)) {
         n += 1;
@@ -290,9 +310,14 @@ static void kp_txn_offset_commit_resp_txn_offset_commit_response_topic_read(kp_r
     (void)a;
     (void)v;
     kp_txn_offset_commit_resp_txn_offset_commit_response_topic_defaults(p);
-    p->name = kp_read_str(r, (v >= 3));
-    if (p->name.len < 0)
-        kp_reader_fail(r, KP_ERR__MALFORMED);
+    if (v <= 5) {
+        p->name = kp_read_str(r, (v >= 3));
+        if (p->name.len < 0)
+            kp_reader_fail(r, KP_ERR__MALFORMED);
+    }
+    if (v >= 6) {
+        p->topic_id = kp_read_uuid(r);
+    }
     {
         p->partitions.n = kp_read_array_len(r, (v >= 3), kp_txn_offset_commit_resp_txn_offset_commit_response_partition_min_size(v));
         if (p->partitions.n < 0)
@@ -315,7 +340,12 @@ static void kp_txn_offset_commit_resp_txn_offset_commit_response_topic_write(kp_
 {
     (void)p;
     (void)v;
-    kp_write_str(w, (v >= 3), p->name);
+    if (v <= 5) {
+        kp_write_str(w, (v >= 3), p->name);
+    }
+    if (v >= 6) {
+        kp_write_uuid(w, &p->topic_id);
+    }
     kp_write_array_len(w, (v >= 3), p->partitions.n);
     for (int32_t i = 0; i < p->partitions.n; i++) {
         kp_txn_offset_commit_resp_txn_offset_commit_response_partition_write(w, &p->partitions.v[i], v);

@@ -2,6 +2,7 @@
  * lengths the writer refuses rather than truncates. */
 #include <check.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kp_types.h"
@@ -82,6 +83,42 @@ START_TEST(test_types_array_count_bounded_by_bytes)
     ck_assert_int_eq(r.err, KP_ERR__MALFORMED);
     r = kp_reader_make(body, sizeof(body));
     ck_assert_int_eq(kp_read_array_len(&r, false, 3), 3);
+}
+END_TEST
+
+/* Kafka 4.4's generated readers refuse arrays of more than 1,000,000
+ * elements even when the bytes are there, and more than 10,000 tagged
+ * fields. */
+START_TEST(test_types_decoder_limits_as_kafka)
+{
+    size_t len = 4 + KP_MAX_ARRAY_LEN + 1;
+    uint8_t *body = calloc(1, len);
+    ck_assert_ptr_nonnull(body);
+    kp_writer w;
+    kp_writer_init(&w, 8);
+    kp_write_i32(&w, KP_MAX_ARRAY_LEN);
+    memcpy(body, w.buf, 4);
+    kp_reader r = kp_reader_make(body, len);
+    ck_assert_int_eq(kp_read_array_len(&r, false, 1), KP_MAX_ARRAY_LEN);
+    w.len = 0;
+    kp_write_i32(&w, KP_MAX_ARRAY_LEN + 1);
+    memcpy(body, w.buf, 4);
+    r = kp_reader_make(body, len);
+    ck_assert_int_eq(kp_read_array_len(&r, false, 1), -1);
+    ck_assert_int_eq(r.err, KP_ERR__MALFORMED);
+
+    /* KP_MAX_TAGGED_FIELDS empty tags (tag i, size 0) are read; one more is not. */
+    for (uint32_t count = KP_MAX_TAGGED_FIELDS; count <= KP_MAX_TAGGED_FIELDS + 1; count++) {
+        w.len = 0;
+        kp_write_uvarint(&w, count);
+        for (uint32_t t = 0; t < count; t++)
+            kp_write_tag_header(&w, t, 0);
+        r = kp_reader_make(w.buf, w.len);
+        kp_skip_tags(&r);
+        ck_assert_int_eq(r.err, count == KP_MAX_TAGGED_FIELDS ? KP_ERR_NONE : KP_ERR__MALFORMED);
+    }
+    kp_writer_fini(&w);
+    free(body);
 }
 END_TEST
 
@@ -210,6 +247,7 @@ Suite *types_suite(void)
     tcase_add_test(tc, test_types_big_endian_ints);
     tcase_add_test(tc, test_types_compact_string_and_null);
     tcase_add_test(tc, test_types_array_count_bounded_by_bytes);
+    tcase_add_test(tc, test_types_decoder_limits_as_kafka);
     tcase_add_test(tc, test_types_writer_file_chunks);
     tcase_add_test(tc, test_types_classic_string_over_int16_refused);
     tcase_add_test(tc, test_types_compact_length_int32_max);
