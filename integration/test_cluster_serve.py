@@ -406,3 +406,51 @@ def test_consumer_group_of_three_commits_and_resumes(cluster3):
     produce("g2", 5)
     got = consume_in_group(ck, bootstraps[2:], "three", PARTS * 5)
     assert sorted(got) == sorted("g2-%d-%d" % (q, i) for q in range(PARTS) for i in range(5))
+    other = next(n for n in cluster3 if n != node)
+    assert offset_fetch_v8(cluster3[node].bootstrap, "three", TOPIC) == (0, [(0, 15)])
+    # a broker that does not coordinate the group sends the client back to
+    # FindCoordinator, as Kafka's does, instead of answering from its own state
+    assert offset_fetch_v8(cluster3[other].bootstrap, "three", TOPIC) == (16, [])
+    assert heartbeat_v4(cluster3[other].bootstrap, "three") == 16  # NOT_COORDINATOR
+
+
+OFFSET_FETCH, HEARTBEAT = 9, 12
+
+
+def offset_fetch_v8(bootstrap, group, topic):
+    """OffsetFetch v8 of partition 0 of topic: (group error, [(partition, offset)])."""
+    host, port = bootstrap.split(":")
+    body = (wire.compact_array([wire.compact_string(group) + wire.compact_array(
+        [wire.compact_string(topic) + wire.compact_array([struct.pack(">i", 0)]) + b"\0"]) + b"\0"])
+        + b"\0" + b"\0")  # require_stable false, tags
+    with wire.connect(host, int(port)) as s:
+        r = wire.flex_call(s, OFFSET_FETCH, 8, body, 7)
+    r.take(">i")  # throttle
+    assert r.uvarint() == 2 and r.string() == group
+    parts = []
+
+    def partition(x):
+        index, offset, _epoch = x.take(">iqi")
+        x.string()
+        assert x.take(">h") == 0
+        x.skip_tags()
+        parts.append((index, offset))
+
+    def one_topic(x):
+        assert x.string() == topic
+        x.array(partition)
+        x.skip_tags()
+
+    r.array(one_topic)
+    return r.take(">h"), parts
+
+
+def heartbeat_v4(bootstrap, group):
+    """A classic Heartbeat v4 of an unknown member: its error code."""
+    host, port = bootstrap.split(":")
+    body = (wire.compact_string(group) + struct.pack(">i", 1) + wire.compact_string("m")
+            + b"\0" + b"\0")  # group_instance_id null, tags
+    with wire.connect(host, int(port)) as s:
+        r = wire.flex_call(s, HEARTBEAT, 4, body, 8)
+    r.take(">i")
+    return r.take(">h")

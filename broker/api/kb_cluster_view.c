@@ -6,6 +6,7 @@
 #include "kb_cluster.h"
 #include "kb_config.h"
 #include "kb_context.h"
+#include "kb_offsets.h"
 
 const kb_meta_image *kb_cv_image(const kb_req *req)
 {
@@ -137,6 +138,27 @@ static kp_err describe_partition(kb_req *req, const kb_meta_image *img, const kb
         !kb_cv_offline(req, img, p, &mp->offline_replicas.n, &mp->offline_replicas.v))
         return KP_ERR__NOMEM;
     return KP_ERR_NONE;
+}
+
+int32_t kb_cv_coordinator(const kb_req *req, const kb_meta_image *img, const char *topic,
+                          kp_str key)
+{
+    const kb_mi_topic *t = kb_meta_image_topic(img, kp_str_from(topic));
+    if (t == NULL || t->n_parts <= 0)
+        return -1;
+    const kb_mi_partition *p = &t->parts[kb_offsets_partition_for(key, t->n_parts)];
+    return p->present ? kb_cv_leader(req, img, p) : -1;
+}
+
+int16_t kb_cv_check_coordinator(const kb_req *req, const char *topic, kp_str key)
+{
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img == NULL)
+        return KP_ERR_NONE;
+    int32_t node = kb_cv_coordinator(req, img, topic, key);
+    if (node < 0)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    return node == req->broker->node_id ? KP_ERR_NONE : KP_ERR_NOT_COORDINATOR;
 }
 
 bool kb_cv_internal(const kb_mi_topic *t)

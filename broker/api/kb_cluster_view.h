@@ -3,7 +3,8 @@
  * from the metadata image (kb_cluster_image): the live brokers with their
  * endpoint for the listener a request came in on, a partition's leader,
  * epochs, replicas, ISR, ELR and offline replicas, whether this broker
- * leads a partition, and the finalized features.
+ * leads a partition, which broker coordinates a group or transactional
+ * id, and the finalized features.
  *
  * Invariants:
  *   1. Live means registered and unfenced; a broker with no endpoint of
@@ -60,6 +61,17 @@ kp_err kb_cv_metadata_topic(kb_req *req, const kb_meta_image *img, const kb_mi_t
  * leader (-1 none) and leader epoch; otherwise they are left as they are. */
 int16_t kb_cv_check_leader(const kb_req *req, const kp_uuid *topic_id, int32_t p,
                            int32_t *leader, int32_t *epoch);
+
+/* The broker coordinating key (a group or transactional id): the live
+ * leader of key's partition of the internal topic (Kafka's hash of the
+ * key); -1 when the image lacks the topic or that leader is not live. */
+int32_t kb_cv_coordinator(const kb_req *req, const kb_meta_image *img, const char *topic,
+                          kp_str key);
+/* Whether this broker may act as key's coordinator: NONE outside cluster
+ * mode or when it leads key's partition of topic, NOT_COORDINATOR when
+ * another broker does, COORDINATOR_NOT_AVAILABLE when none does (Kafka's
+ * answers, which send a client back to FindCoordinator). */
+int16_t kb_cv_check_coordinator(const kb_req *req, const char *topic, kp_str key);
 
 /* A leader named in a KIP-951 answer's NodeEndpoints. */
 typedef struct kb_cv_node {

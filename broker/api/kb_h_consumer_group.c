@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_consumer_group.h"
@@ -129,8 +130,12 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
         hb_error(req, rs, bad, NULL);
         return KP_ERR_NONE;
     }
-    if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE) {
-        hb_error(req, rs, KP_ERR_COORDINATOR_NOT_AVAILABLE, NULL);
+    if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
+        bad = KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    else
+        bad = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_id);
+    if (bad != KP_ERR_NONE) {
+        hb_error(req, rs, bad, NULL);
         return KP_ERR_NONE;
     }
     kb_group *g;
@@ -269,6 +274,9 @@ kp_err kb_h_consumer_group_describe(kb_req *req, const kp_consumer_group_describ
             return e;
         if (!ready)
             rs->groups.v[i].error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
+        else if (rs->groups.v[i].error_code == KP_ERR_NONE)
+            rs->groups.v[i].error_code = kb_cv_check_coordinator(
+                req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_ids.v[i]);
     }
     return KP_ERR_NONE;
 }

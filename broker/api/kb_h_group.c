@@ -114,20 +114,13 @@ static const char *coordinator_error_message(kp_err err)
 }
 
 /* Cluster mode: the coordinator of key is the leader of its partition of
- * the internal topic (the same hash Kafka uses), wherever it is; *node -1
- * when that partition has no live leader yet. */
+ * the internal topic, wherever it is; *node -1 when there is none yet. */
 static void cluster_coordinator(kb_req *req, const kb_meta_image *img, const char *topic,
                                 kp_str key, int32_t *node, kp_str *host, int32_t *port)
 {
-    const kb_mi_topic *t = kb_meta_image_topic(img, kp_str_from(topic));
-    *node = -1;
-    if (t == NULL || t->n_parts <= 0)
-        return;
-    const kb_mi_partition *p = &t->parts[kb_offsets_partition_for(key, t->n_parts)];
-    int32_t leader = p->present ? kb_cv_leader(req, img, p) : -1;
+    int32_t leader = kb_cv_coordinator(req, img, topic, key);
     kp_str rack;
-    if (leader >= 0 && kb_cv_endpoint(req, img, leader, host, port, &rack))
-        *node = leader;
+    *node = leader >= 0 && kb_cv_endpoint(req, img, leader, host, port, &rack) ? leader : -1;
 }
 
 /* error_message is NULL from v4 on: Kafka leaves each coordinator's message
@@ -242,6 +235,8 @@ static kp_err gwait_new(kb_req *req, kp_str group_id, gwait **out)
     if (group_id.len <= 0)
         return KP_ERR_INVALID_GROUP_ID;
     kp_err err = coordinator_ready(req);
+    if (err == KP_ERR_NONE)
+        err = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, group_id);
     if (err != KP_ERR_NONE)
         return err;
     gwait *gw = kp_arena_alloc(&req->arena, sizeof(*gw));
@@ -318,12 +313,12 @@ kp_err kb_h_sync_group(kb_req *req, const kp_sync_group_req *rq, kp_sync_group_r
         return KP_ERR_NONE;
     }
     gwait *gw = NULL;
+    if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
+        return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
     if (consumer_group(req, rq->group_id)) {
         rs->error_code = KP_ERR_UNKNOWN_MEMBER_ID;
         return KP_ERR_NONE;
     }
-    if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
-        return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
     kp_err e = kb_group_sync(kb_group_coord_groups(req->broker), rq, gw, kb_group_coord_now(req->broker));
     if (e != KP_ERR_NONE)
         return e;
@@ -342,6 +337,9 @@ kp_err kb_h_heartbeat(kb_req *req, const kp_heartbeat_req *rq, kp_heartbeat_resp
         rs->error_code = KP_ERR_INVALID_GROUP_ID;
         return KP_ERR_NONE;
     }
+    rs->error_code = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_id);
+    if (rs->error_code != KP_ERR_NONE)
+        return KP_ERR_NONE;
     kb_groups *gs = kb_group_coord_groups(req->broker);
     if (consumer_group(req, rq->group_id)) {
         rs->error_code = KP_ERR_UNKNOWN_MEMBER_ID;
@@ -368,6 +366,9 @@ kp_err kb_h_leave_group(kb_req *req, const kp_leave_group_req *rq, kp_leave_grou
         rs->error_code = KP_ERR_INVALID_GROUP_ID;
         return KP_ERR_NONE;
     }
+    rs->error_code = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_id);
+    if (rs->error_code != KP_ERR_NONE)
+        return KP_ERR_NONE;
     if (g == NULL || g->state == KB_GS_DEAD) {
         rs->error_code = g == NULL ? KP_ERR_UNKNOWN_MEMBER_ID : KP_ERR_COORDINATOR_NOT_AVAILABLE;
         return KP_ERR_NONE;
@@ -483,6 +484,12 @@ kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
             out->error_code = KP_ERR_INVALID_GROUP_ID;
             continue;
         }
+        out->error_code = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC,
+                                                  rq->groups.v[i]);
+        if (out->error_code != KP_ERR_NONE) {
+            out->group_state = KP_STR_LIT("");
+            continue;
+        }
         const kb_group *g = kb_groups_find(gs, rq->groups.v[i]);
         if (g == NULL || g->cg != NULL) /* Kafka describes a consumer group as Dead */
             continue;
@@ -492,6 +499,23 @@ kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
         if (describe_members(req, g, out) != KP_ERR_NONE)
             return KP_ERR__NOMEM;
     }
+    return KP_ERR_NONE;
+}
+
+/* Why group id cannot be deleted (NONE: it can), in Kafka's order. */
+static kp_err delete_group_error(kb_req *req, kp_str id, const kb_group *g)
+{
+    if (!kb_authz(req, KB_OP_DELETE, KB_RES_GROUP, id))
+        return KP_ERR_GROUP_AUTHORIZATION_FAILED;
+    if (id.len <= 0)
+        return KP_ERR_INVALID_GROUP_ID;
+    kp_err err = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, id);
+    if (err != KP_ERR_NONE)
+        return err;
+    if (g == NULL || g->state == KB_GS_DEAD)
+        return KP_ERR_GROUP_ID_NOT_FOUND;
+    if (g->state != KB_GS_EMPTY || (g->cg != NULL && g->cg->nmembers > 0))
+        return KP_ERR_NON_EMPTY_GROUP;
     return KP_ERR_NONE;
 }
 
@@ -505,16 +529,8 @@ kp_err kb_h_delete_groups(kb_req *req, const kp_delete_groups_req *rq, kp_delete
         kp_str id = rq->groups_names.v[i];
         rs->results.v[i].group_id = id;
         kb_group *g = id.len > 0 ? kb_groups_find(gs, id) : NULL;
-        kp_err err = KP_ERR_NONE;
-        if (!kb_authz(req, KB_OP_DELETE, KB_RES_GROUP, id))
-            err = KP_ERR_GROUP_AUTHORIZATION_FAILED;
-        else if (id.len <= 0)
-            err = KP_ERR_INVALID_GROUP_ID;
-        else if (g == NULL || g->state == KB_GS_DEAD)
-            err = KP_ERR_GROUP_ID_NOT_FOUND;
-        else if (g->state != KB_GS_EMPTY || (g->cg != NULL && g->cg->nmembers > 0))
-            err = KP_ERR_NON_EMPTY_GROUP;
-        else if (kb_group_coord_delete_group(req->broker, g) != KP_ERR_NONE)
+        kp_err err = delete_group_error(req, id, g);
+        if (err == KP_ERR_NONE && kb_group_coord_delete_group(req->broker, g) != KP_ERR_NONE)
             err = KP_ERR_COORDINATOR_NOT_AVAILABLE;
         rs->results.v[i].error_code = err;
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_consumer_group.h"
@@ -45,6 +46,9 @@ static kp_err commit_group(kb_req *req, const kp_offset_commit_req *rq, kb_group
         return KP_ERR_INVALID_GROUP_ID;
     if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    kp_err coord = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_id);
+    if (coord != KP_ERR_NONE)
+        return coord;
     return group_for_commit(req, rq->group_id, rq->member_id, rq->group_instance_id,
                             rq->generation_id_or_member_epoch, false, out);
 }
@@ -185,6 +189,9 @@ static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, 
         return KP_ERR_INVALID_GROUP_ID;
     if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    kp_err coord = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_id);
+    if (coord != KP_ERR_NONE)
+        return coord;
     const kb_txn *txn = kb_txns_find(kb_txn_coord_txns(req->broker), rq->transactional_id);
     kp_err e = kb_txn_check_producer(txn, rq->producer_id, rq->producer_epoch);
     if (e == KP_ERR_PRODUCER_FENCED)
@@ -331,6 +338,9 @@ static kp_err fetch_group(kb_req *req, const kp_offset_fetch_req_offset_fetch_re
         out->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
         return KP_ERR_NONE;
     }
+    out->error_code = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, rg->group_id);
+    if (out->error_code != KP_ERR_NONE)
+        return KP_ERR_NONE;
     const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), rg->group_id);
     if (g != NULL && g->cg != NULL && req->api_version >= 9 &&
         (out->error_code = kb_consumer_group_check_fetch(g->cg, rg->member_id, rg->member_epoch)) !=
@@ -421,6 +431,9 @@ static kp_err delete_check(kb_req *req, const kp_offset_delete_req *rq, kb_group
         return KP_ERR_GROUP_AUTHORIZATION_FAILED;
     if (rq->group_id.len <= 0)
         return KP_ERR_INVALID_GROUP_ID;
+    kp_err coord = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_id);
+    if (coord != KP_ERR_NONE)
+        return coord;
     *g = kb_groups_find(kb_group_coord_groups(req->broker), rq->group_id);
     if (*g == NULL || (*g)->state == KB_GS_DEAD)
         return KP_ERR_GROUP_ID_NOT_FOUND;
