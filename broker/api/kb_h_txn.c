@@ -38,6 +38,7 @@ typedef struct add_job {
     int32_t *nresults;
     add_topic_result **results;
     bool from_client; /* v0-v3: TOPIC WRITE is checked (Kafka) */
+    int16_t tv;       /* v5 from a broker adds for a transactions v2 Produce */
 } add_job;
 
 /* Shapes the results like the request, checking each partition exists;
@@ -134,8 +135,8 @@ static void add_run(kb_req *req, const add_job *j)
             tps[n++] = (kb_txn_tp){topic, at->partitions.v[k]};
     }
     kp_err e = tps == NULL ? KP_ERR_UNKNOWN_SERVER_ERROR
-                           : kb_txn_add_partitions(kb_txn_coord_txns(req->broker), j->id, j->pid,
-                                                   j->epoch, tps, n);
+                           : kb_txn_add_partitions_tv(kb_txn_coord_txns(req->broker), j->id,
+                                                      j->pid, j->epoch, tps, n, j->tv);
     add_set_all(j, fenced_for(req, 2, e), true);
 }
 
@@ -146,7 +147,7 @@ kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_re
         add_job j = {rq->v3_and_below_transactional_id, rq->v3_and_below_producer_id,
                      rq->v3_and_below_producer_epoch, false, rq->v3_and_below_topics.n,
                      rq->v3_and_below_topics.v, &rs->results_by_topic_v3_and_below.n,
-                     &rs->results_by_topic_v3_and_below.v, true};
+                     &rs->results_by_topic_v3_and_below.v, true, KB_TXN_TV1};
         if (!kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, j.id)) {
             int32_t total;
             if (add_alloc(req, &j, &total) < 0)
@@ -167,7 +168,8 @@ kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_re
         out->transactional_id = tx->transactional_id;
         add_job j = {tx->transactional_id, tx->producer_id,    tx->producer_epoch,
                      tx->verify_only,      tx->topics.n,       tx->topics.v,
-                     &out->topic_results.n, &out->topic_results.v, false};
+                     &out->topic_results.n, &out->topic_results.v, false,
+                     req->api_version >= 5 ? KB_TXN_TV2 : KB_TXN_TV1};
         add_run(req, &j);
     }
     return KP_ERR_NONE;
@@ -206,8 +208,11 @@ kp_err kb_h_end_txn(kb_req *req, const kp_end_txn_req *rq, kp_end_txn_resp *rs)
         rs->error_code = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         return KP_ERR_NONE;
     }
-    kp_err e = kb_txn_end(kb_txn_coord_txns(req->broker), rq->transactional_id, rq->producer_id,
-                          rq->producer_epoch, rq->committed);
+    /* v5 is transactions v2: the epoch is bumped and the new one answered. */
+    int16_t tv = req->api_version >= 5 ? KB_TXN_TV2 : KB_TXN_TV1;
+    kp_err e = kb_txn_end_tv(kb_txn_coord_txns(req->broker), rq->transactional_id, rq->producer_id,
+                             rq->producer_epoch, rq->committed, tv, &rs->producer_id,
+                             &rs->producer_epoch);
     rs->error_code = fenced_for(req, 2, e);
     return KP_ERR_NONE;
 }

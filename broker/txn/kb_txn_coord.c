@@ -247,6 +247,20 @@ static kp_err env_markers(void *ctx, const kb_txn *txn, bool commit)
 
 /* ---- produce-side checks ------------------------------------------------ */
 
+/* Produce v12+ (transactions v2) adds the partition to the producer's
+ * transaction itself, as Kafka's leader does through the coordinator;
+ * a retriable NOT_ENOUGH_REPLICAS while the previous transaction ends. */
+static int16_t implicit_add(kb_broker *b, const kb_txn *txn, int64_t pid, int16_t epoch,
+                            const kb_topic *t, int32_t partition)
+{
+    kb_txn_tp tp = {t->name, partition};
+    kp_err e = kb_txn_add_partitions_tv(b->txn_coord->txns, kp_str_from(txn->id), pid, epoch, &tp,
+                                        1, KB_TXN_TV2);
+    if (e == KP_ERR_CONCURRENT_TRANSACTIONS || e == KP_ERR_COORDINATOR_NOT_AVAILABLE)
+        return KP_ERR_NOT_ENOUGH_REPLICAS;
+    return kp_err_to_wire(e);
+}
+
 int16_t kb_txn_coord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch,
                          const kb_topic *t, int32_t partition, int16_t produce_version)
 {
@@ -255,10 +269,14 @@ int16_t kb_txn_coord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t ep
     kp_err e = kb_txn_check_producer(txn, pid, epoch);
     if (e == KP_ERR_PRODUCER_FENCED)
         return KP_ERR_INVALID_PRODUCER_EPOCH; /* what producers expect here */
+    if (e == KP_ERR_CONCURRENT_TRANSACTIONS && produce_version >= 12)
+        return KP_ERR_NOT_ENOUGH_REPLICAS;
     if (e != KP_ERR_NONE)
         return (int16_t)e;
     if (kb_txn_has_partition(txn, t->name, partition))
         return KP_ERR_NONE;
+    if (produce_version >= 12)
+        return implicit_add(b, txn, pid, epoch, t, partition);
     /* Kafka's verification: TRANSACTION_ABORTABLE from Produce v11, which
      * knows it; older versions get INVALID_TXN_STATE. */
     return produce_version >= 11 ? KP_ERR_TRANSACTION_ABORTABLE : KP_ERR_INVALID_TXN_STATE;

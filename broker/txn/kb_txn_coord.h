@@ -57,7 +57,8 @@ kp_err kb_txn_coord_state_topic(kb_broker *b, kb_topic **out);
 
 /* Verifies a transactional batch for partition (t, partition) before it is
  * appended: the wire error Kafka 4 answers to a Produce of this version
- * (NONE when the producer's ongoing transaction holds the partition). The
+ * (NONE when the producer's ongoing transaction holds the partition; from
+ * Produce v12, transactions v2, the partition is added to it). The
  * transactional id may be null (then the producer id finds it). */
 int16_t kb_txn_coord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch,
                          const kb_topic *t, int32_t partition, int16_t produce_version);
