@@ -13,13 +13,15 @@ version 1: AddPartitionsToTxn, EndTxn without bumps) still working; the
 same epochs from a Kafka 4.4.0 node (ports 19900-19901).
 """
 
+from types import SimpleNamespace
+
 import pytest
 
 import kraft
 import procs
 from conftest import require_exe, require_module
 from kafka_real import KafkaReal
-from roundtrip import create_topic
+from roundtrip import create_topic, produce_kafka_python
 
 KAFKA44_PORT = 19900
 KAFKA44_CONTROLLER_PORT = 19901
@@ -111,14 +113,11 @@ def test_java44_producer_fenced_mid_transaction(broker, tool44, topic_name):
 
 
 def test_java44_send_offsets_to_transaction(broker, tool44, topic_name):
-    ck = require_module("confluent_kafka")
     src, dst = topic_name("in"), topic_name("out")
-    create_topic(broker.bootstrap, src, 1)
-    create_topic(broker.bootstrap, dst, 1)
-    p = ck.Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(5):
-        p.produce(src, value=b"v%d" % i, partition=0)
-    assert p.flush(30) == 0
+    for t in (src, dst):
+        create_topic(broker.bootstrap, t, 1)
+    produce_kafka_python(broker.bootstrap, src, [
+        SimpleNamespace(key=None, value=b"v%d" % i, headers=(), timestamp=None) for i in range(5)])
     group = "it-tv2-group-" + src
     out = tool44("offsets", broker.bootstrap, src, dst, group, "it-tv2-" + dst)
     # TxnOffsetCommit v5 added the group's partition itself (no AddOffsetsToTxn)
