@@ -29,13 +29,12 @@ DELIBERATE = {
     15: ((0, 5), "DescribeGroups v6 (GROUP_ID_NOT_FOUND, KIP-1043) not yet matched to Kafka"),
     28: ((0, 5), "TxnOffsetCommit v6 names topics by ID (KIP-1319), not built"),
     45: ((0, 0), "AlterPartitionReassignments v1: AllowReplicationFactorChange not honoured"),
-    66: ((0, 1), "ListTransactions v2: the TransactionalIdPattern filter not built"),
 }
 
 # APIs Kafka 4.4.0 serves that Runnel does not serve yet (issue 17, items 2-5).
 # (A node without a client-metrics plugin does not advertise the telemetry APIs.)
 NOT_SERVED_YET = {
-    27: "WriteTxnMarkers", 34: "AlterReplicaLogDirs", 57: "UpdateFeatures",
+    34: "AlterReplicaLogDirs", 57: "UpdateFeatures",
     64: "UnregisterBroker", 74: "ListConfigResources", 76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
     78: "ShareFetch", 79: "ShareAcknowledge", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",

@@ -21,7 +21,7 @@ import kraft
 import procs
 from conftest import require_exe, require_module
 from kafka_real import KafkaReal
-from roundtrip import create_topic, produce_kafka_python
+from roundtrip import create_topic, last_stable_offset, produce_kafka_python
 
 KAFKA44_PORT = 19900
 KAFKA44_CONTROLLER_PORT = 19901
@@ -185,3 +185,65 @@ def test_epochs_as_kafka_44(broker, kafka44, tool44, topic_name):
         got[name] = (fields["TransactionState"], fields["ProducerEpoch"],
                      tool44.consume(bootstrap, t, "read_committed"))
     assert got["runnel"] == got["kafka"]
+
+
+def hanging(tool, bootstrap, topic):
+    """A transaction left open on partition 0 of a new topic (the producer
+    halted; its timeout far away), holding the last stable offset at 0."""
+    create_topic(bootstrap, topic, 1)
+    assert "open" in tool("open", bootstrap, topic, "it-tv2-hang-" + topic, 600000, 5)
+    assert last_stable_offset(bootstrap, topic) == 0
+
+
+def abort(tool, bootstrap, topic, *how):
+    res = tool.java(TXN_COMMAND, ["--bootstrap-server", bootstrap, "abort", "--topic", topic,
+                                  "--partition", "0"] + list(how))
+    assert res.returncode == 0, res.stdout + res.stderr
+    procs.wait_until(lambda: last_stable_offset(bootstrap, topic) == 6, 30, interval=0.5,
+                     what="the hanging transaction aborted")
+    assert tool.consume(bootstrap, topic, "read_committed") == []
+    assert len(tool.consume(bootstrap, topic, "read_uncommitted")) == 5
+
+
+def producer_row(tool, bootstrap, topic):
+    """kafka-transactions describe-producers for partition 0: {column: value}."""
+    res = tool.java(TXN_COMMAND, ["--bootstrap-server", bootstrap, "describe-producers",
+                                  "--topic", topic, "--partition", "0"])
+    assert res.returncode == 0, res.stderr
+    header, row = res.stdout.splitlines()[:2]
+    return dict(zip(header.split(), row.split()))
+
+
+def test_kafka_transactions_abort_by_start_offset(broker, tool44, topic_name):
+    """WriteTxnMarkers from kafka-transactions abort ends a hanging
+    transaction: the LSO moves past its abort marker."""
+    t = topic_name()
+    hanging(tool44, broker.bootstrap, t)
+    abort(tool44, broker.bootstrap, t, "--start-offset", "0")
+
+
+def test_kafka_transactions_abort_by_producer(broker, tool44, topic_name):
+    t = topic_name()
+    hanging(tool44, broker.bootstrap, t)
+    row = producer_row(tool44, broker.bootstrap, t)
+    assert row["CurrentTransactionStartOffset"] == "0", row
+    abort(tool44, broker.bootstrap, t, "--producer-id", row["ProducerId"], "--producer-epoch",
+          row["ProducerEpoch"], "--coordinator-epoch", "0")
+
+
+def test_list_transactions_by_pattern(broker, tool44, topic_name):
+    """ListTransactions v2's TransactionalIdPattern: a whole-id regex."""
+    t = topic_name()
+    create_topic(broker.bootstrap, t, 2)
+    for txid in ("it-pat-a-" + t, "it-pat-b-" + t):
+        tool44("produce", broker.bootstrap, t, txid)
+
+    def listed(pattern):
+        res = tool44.java(TXN_COMMAND, ["--bootstrap-server", broker.bootstrap, "list",
+                                        "--transactional-id-pattern", pattern])
+        assert res.returncode == 0, res.stderr
+        return sorted(line.split()[0] for line in res.stdout.splitlines()[1:] if line.strip())
+
+    assert listed("it-pat-a-.*") == ["it-pat-a-" + t]
+    assert listed("it-pat-.-" + t) == ["it-pat-a-" + t, "it-pat-b-" + t]
+    assert listed("pat-a") == []  # the whole id must match

@@ -1,12 +1,13 @@
 /* Handlers for the transaction APIs: AddPartitionsToTxn (the client form
  * v0-3 and the batched v4+ form, verify-only included), AddOffsetsToTxn,
- * EndTxn, DescribeTransactions and ListTransactions. The decisions are
+ * EndTxn, WriteTxnMarkers, DescribeTransactions and ListTransactions. The decisions are
  * kb_txn's; InitProducerId is in kb_h_producer.c, TxnOffsetCommit in
  * kb_h_group_offsets.c. */
 #include <string.h>
 
 #include "kb_authz.h"
 #include "kb_config.h"
+#include "kb_consumer_group.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
@@ -275,9 +276,13 @@ kp_err kb_h_describe_transactions(kb_req *req, const kp_describe_transactions_re
     return KP_ERR_NONE;
 }
 
-/* Kafka's listTransactionStates filters. */
-static bool list_match(const kp_list_transactions_req *rq, const kb_txn *t, int64_t now)
+/* Kafka's listTransactionStates filters (re: the v2 TransactionalIdPattern,
+ * NULL when absent or empty). */
+static bool list_match(const kp_list_transactions_req *rq, const kb_txn *t, int64_t now,
+                       const regex_t *re)
 {
+    if (re != NULL && regexec(re, t->id, 0, NULL, 0) != 0)
+        return false;
     if (t->m.state == KB_TXN_DEAD)
         return false;
     bool pid_ok = rq->producer_id_filters.n <= 0;
@@ -298,6 +303,25 @@ static bool known_state(kp_str name)
     return false;
 }
 
+static void list_fill(kb_req *req, const kp_list_transactions_req *rq, const regex_t *re,
+                      kp_list_transactions_resp *rs)
+{
+    kb_txns *ts = kb_txn_coord_txns(req->broker);
+    int64_t now = kb_group_coord_wall(req->broker);
+    size_t cur = 0;
+    int32_t n = 0;
+    for (const kb_txn *t; (t = kb_txns_next(ts, &cur)) != NULL;) {
+        if (!list_match(rq, t, now, re) ||
+            !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TRANSACTIONAL_ID, kb_cstr(t->id)))
+            continue;
+        kp_list_transactions_resp_transaction_state *out = &rs->transaction_states.v[n++];
+        out->transactional_id = kb_req_str(req, t->id);
+        out->producer_id = t->m.producer_id;
+        out->transaction_state = kp_str_from(kb_txn_state_name(t->m.state));
+    }
+    rs->transaction_states.n = n;
+}
+
 kp_err kb_h_list_transactions(kb_req *req, const kp_list_transactions_req *rq,
                               kp_list_transactions_resp *rs)
 {
@@ -310,18 +334,68 @@ kp_err kb_h_list_transactions(kb_req *req, const kp_list_transactions_req *rq,
     for (int32_t i = 0; i < nf; i++)
         if (!known_state(rq->state_filters.v[i]))
             rs->unknown_state_filters.v[rs->unknown_state_filters.n++] = rq->state_filters.v[i];
-    int64_t now = kb_group_coord_wall(req->broker);
-    size_t cur = 0;
-    int32_t n = 0;
-    for (const kb_txn *t; (t = kb_txns_next(ts, &cur)) != NULL;) {
-        if (!list_match(rq, t, now) ||
-            !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TRANSACTIONAL_ID, kb_cstr(t->id)))
-            continue;
-        kp_list_transactions_resp_transaction_state *out = &rs->transaction_states.v[n++];
-        out->transactional_id = kb_req_str(req, t->id);
-        out->producer_id = t->m.producer_id;
-        out->transaction_state = kp_str_from(kb_txn_state_name(t->m.state));
+    regex_t re;
+    bool filtered = rq->transactional_id_pattern.len > 0;
+    if (filtered) {
+        kp_err e = kb_consumer_group_compile_regex(rq->transactional_id_pattern, &re);
+        if (e == KP_ERR__NOMEM)
+            return e;
+        if (e != KP_ERR_NONE) {
+            rs->error_code = kp_err_to_wire(e);
+            rs->transaction_states.n = 0;
+            return KP_ERR_NONE;
+        }
     }
-    rs->transaction_states.n = n;
+    list_fill(req, rq, filtered ? &re : NULL, rs);
+    if (filtered)
+        regfree(&re);
+    return KP_ERR_NONE;
+}
+
+/* ---- WriteTxnMarkers ---------------------------------------------------- */
+
+typedef kp_write_txn_markers_resp_writable_txn_marker_result marker_result;
+
+/* One marker's partitions, each written (or its error) in request order. */
+static kp_err write_markers_of(kb_req *req, const kp_write_txn_markers_req_writable_txn_marker *m,
+                               marker_result *out, bool allowed)
+{
+    out->producer_id = m->producer_id;
+    if (!KB_ARRAY_ALLOC(req, out->topics, m->topics.n))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < m->topics.n; i++) {
+        const kp_write_txn_markers_req_writable_txn_marker_topic *mt = &m->topics.v[i];
+        kp_write_txn_markers_resp_writable_txn_marker_topic_result *tr = &out->topics.v[i];
+        kb_topic *t = kb_topics_find(req->broker->topics, mt->name);
+        tr->name = mt->name;
+        if (!KB_ARRAY_ALLOC(req, tr->partitions, mt->partition_indexes.n))
+            return KP_ERR__NOMEM;
+        for (int32_t k = 0; k < mt->partition_indexes.n; k++) {
+            int32_t p = mt->partition_indexes.v[k];
+            tr->partitions.v[k].partition_index = p;
+            if (!allowed)
+                tr->partitions.v[k].error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+            else if (t == NULL || p < 0 || p >= t->npartitions)
+                tr->partitions.v[k].error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            else
+                tr->partitions.v[k].error_code = kb_txn_coord_write_marker(
+                    req->broker, t, p, m->producer_id, m->producer_epoch, m->transaction_result,
+                    m->coordinator_epoch);
+        }
+    }
+    return KP_ERR_NONE;
+}
+
+/* Sent by transaction coordinators, and by kafka-transactions abort; Kafka
+ * requires CLUSTER_ACTION on the cluster. */
+kp_err kb_h_write_txn_markers(kb_req *req, const kp_write_txn_markers_req *rq,
+                              kp_write_txn_markers_resp *rs)
+{
+    bool allowed = kb_authz_cluster(req, KB_OP_CLUSTER_ACTION);
+    if (!KB_ARRAY_ALLOC(req, rs->markers, rq->markers.n))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < rq->markers.n; i++)
+        if (write_markers_of(req, &rq->markers.v[i], &rs->markers.v[i], allowed) != KP_ERR_NONE)
+            return KP_ERR__NOMEM;
     return KP_ERR_NONE;
 }
