@@ -247,3 +247,16 @@ def test_list_transactions_by_pattern(broker, tool44, topic_name):
     assert listed("it-pat-a-.*") == ["it-pat-a-" + t]
     assert listed("it-pat-.-" + t) == ["it-pat-a-" + t, "it-pat-b-" + t]
     assert listed("pat-a") == []  # the whole id must match
+
+
+def test_list_pattern_errors_as_kafka_44(broker, kafka44, tool44):
+    """A pattern that does not compile: INVALID_REGULAR_EXPRESSION from both."""
+    got = {}
+    for name, bootstrap in (("runnel", broker.bootstrap),
+                            ("kafka", "%s:%d" % (kafka44.host, kafka44.port))):
+        res = tool44.java(TXN_COMMAND, ["--bootstrap-server", bootstrap, "list",
+                                        "--transactional-id-pattern", "it-(unclosed"])
+        err = [line for line in (res.stdout + res.stderr).splitlines() if line.strip()]
+        got[name] = (res.returncode, err[:1])
+    assert got["runnel"] == got["kafka"]
+    assert "INVALID_REGULAR_EXPRESSION" in got["runnel"][1][0]
