@@ -401,6 +401,18 @@ def produce_kafka_python(bootstrap, topic, records, **conf):
         p.close(timeout=10)
 
 
+def last_stable_offset(bootstrap, topic, partition=0):
+    """The end offset a read_committed consumer sees (ListOffsets, isolation 1)."""
+    import confluent_kafka as ck
+
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "it-lso",
+                     "isolation.level": "read_committed"})
+    try:
+        return c.get_watermark_offsets(ck.TopicPartition(topic, partition), timeout=10)[1]
+    finally:
+        c.close()
+
+
 def end_offsets(bootstrap, topic, partitions):
     """{partition: end offset} via kafka-python (ListOffsets latest), no group."""
     from kafka import KafkaConsumer, TopicPartition

@@ -581,3 +581,30 @@ def test_describe_quorum_needs_cluster_describe(authz, ck, clean_acls):
     add_acls(ck, authz, binding(ck, "BROKER", "kafka-cluster", "User:alice", "DESCRIBE"))
     with sasl_login(authz, "alice") as s:
         assert describe_quorum(s, 8) == (0, 1)
+
+
+def write_txn_markers(sock, topic, corr):
+    """WriteTxnMarkers v1: an abort marker of producer 9999 (epoch 0) on
+    partition 0 of topic -> that partition's error code."""
+    part = wire.compact_string(topic) + b"\x02" + struct.pack(">i", 0) + b"\x00"
+    marker = struct.pack(">qh?", 9999, 0, False) + b"\x02" + part + struct.pack(">i", 0) + b"\x00"
+    body = b"\x02" + marker + b"\x00"
+    sock.sendall(wire.frame(wire.request_header(27, 1, corr, flexible=True) + body))
+    r = wire.FlexReader(wire.recv_frame(sock))
+    assert r.take(">i") == corr
+    r.skip_tags()
+    assert r.uvarint() == 2 and r.take(">q") == 9999
+    assert r.uvarint() == 2 and r.string() == topic
+    assert r.uvarint() == 2 and r.take(">i") == 0
+    return r.take(">h")
+
+
+def test_write_txn_markers_needs_cluster_action(authz, ck, clean_acls, topic_name):
+    """WriteTxnMarkers (kafka-transactions abort) needs CLUSTER CLUSTER_ACTION."""
+    t = topic_name()
+    create_topic(ck, authz, t)
+    with sasl_login(authz, "alice") as s:
+        assert write_txn_markers(s, t, 9) == CLUSTER_AUTHORIZATION_FAILED
+    add_acls(ck, authz, binding(ck, "BROKER", "kafka-cluster", "User:alice", "CLUSTER_ACTION"))
+    with sasl_login(authz, "alice") as s:
+        assert write_txn_markers(s, t, 10) == 0

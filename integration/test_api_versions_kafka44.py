@@ -27,16 +27,14 @@ DELIBERATE = {
     8: ((2, 9), "OffsetCommit v10 names topics by ID (KIP-848), not built"),
     9: ((1, 9), "OffsetFetch v10 names topics by ID (KIP-848), not built"),
     15: ((0, 5), "DescribeGroups v6 (GROUP_ID_NOT_FOUND, KIP-1043) not yet matched to Kafka"),
-    26: ((0, 4), "EndTxn v5 bumps the epoch at every end (transactions v2), not built"),
-    28: ((0, 4), "TxnOffsetCommit v5 (transactions v2) and v6 (topic IDs), not built"),
+    28: ((0, 5), "TxnOffsetCommit v6 names topics by ID (KIP-1319), not built"),
     45: ((0, 0), "AlterPartitionReassignments v1: AllowReplicationFactorChange not honoured"),
-    66: ((0, 1), "ListTransactions v2: the TransactionalIdPattern filter not built"),
 }
 
 # APIs Kafka 4.4.0 serves that Runnel does not serve yet (issue 17, items 2-5).
 # (A node without a client-metrics plugin does not advertise the telemetry APIs.)
 NOT_SERVED_YET = {
-    27: "WriteTxnMarkers", 34: "AlterReplicaLogDirs", 57: "UpdateFeatures",
+    34: "AlterReplicaLogDirs", 57: "UpdateFeatures",
     64: "UnregisterBroker", 74: "ListConfigResources", 76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
     78: "ShareFetch", 79: "ShareAcknowledge", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
@@ -130,8 +128,6 @@ def test_apis_runnel_does_not_serve_are_the_listed_ones(kafka44, runnel):
 
 # feature: (Runnel's supported range, Runnel's finalized level or None, why).
 DELIBERATE_FEATURES = {
-    "transaction.version": ((0, 0), None, "transactions v2 (KIP-890 part 2) not built: a client "
-                            "seeing level 2 would skip AddPartitionsToTxn"),
     "share.version": ((0, 0), None, "share groups (KIP-932) not served yet"),
     "streams.version": ((0, 0), None, "streams groups (KIP-1071) not served yet"),
 }

@@ -18,7 +18,7 @@ import pytest
 
 import procs
 from conftest import require_module
-from roundtrip import create_topic, read_all
+from roundtrip import create_topic, last_stable_offset, read_all
 
 BROKER_PROPS = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
 TXN_COMMAND = "org.apache.kafka.tools.TransactionsCommand"
@@ -191,25 +191,15 @@ def test_waiting_read_committed_fetch_skips_an_open_transaction(broker, topic_na
     assert sorted(got) == ["committed-%d" % i for i in range(partitions)]
 
 
-def lso(ck, bootstrap, topic):
-    """The end offset a read_committed consumer sees (ListOffsets, isolation 1)."""
-    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "it-lso",
-                     "isolation.level": "read_committed"})
-    try:
-        return c.get_watermark_offsets(ck.TopicPartition(topic, 0), timeout=10)[1]
-    finally:
-        c.close()
-
-
 def test_open_transaction_aborted_by_timeout_after_restart(broker, txn_tool, topic_name):
-    ck = require_module("confluent_kafka")
+    require_module("confluent_kafka")
     t = topic_name()
     txid = "it-txn-" + t
     create_topic(broker.bootstrap, t, 1)
     assert "open" in tool(txn_tool, "open", broker.bootstrap, t, txid, 4000, 5)
-    assert lso(ck, broker.bootstrap, t) == 0  # the open transaction holds the LSO
+    assert last_stable_offset(broker.bootstrap, t) == 0  # the open transaction holds the LSO
     broker.restart()
-    procs.wait_until(lambda: lso(ck, broker.bootstrap, t) == 6, 60, interval=0.5,
+    procs.wait_until(lambda: last_stable_offset(broker.bootstrap, t) == 6, 60, interval=0.5,
                      what="the timed-out transaction aborted after the restart")
     committed, ends = consume(txn_tool, broker.bootstrap, t, "read_committed")
     assert committed == [] and ends == {0: 6}

@@ -177,7 +177,8 @@ kp_err kb_h_offset_commit(kb_req *req, const kp_offset_commit_req *rq, kp_offset
 typedef kp_txn_offset_commit_resp_txn_offset_commit_response_partition txn_commit_result;
 
 /* The transaction must hold the group's partition of __consumer_offsets
- * (AddOffsetsToTxn), as Kafka 4's verification checks before a v0-4 write. */
+ * (AddOffsetsToTxn), as Kafka 4's verification checks before a v0-4 write;
+ * from v5 (transactions v2) the commit adds it. */
 static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, kb_group **g)
 {
     kb_topic *t;
@@ -198,8 +199,17 @@ static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, 
         return KP_ERR_INVALID_PRODUCER_EPOCH;
     if (e != KP_ERR_NONE)
         return e;
-    if (!kb_txn_has_partition(txn, t->name, kb_offsets_partition_for(rq->group_id, t->npartitions)))
-        return KP_ERR_INVALID_TXN_STATE;
+    int32_t p = kb_offsets_partition_for(rq->group_id, t->npartitions);
+    if (!kb_txn_has_partition(txn, t->name, p)) {
+        /* v5 is transactions v2: the commit adds the partition itself. */
+        if (req->api_version < 5)
+            return KP_ERR_INVALID_TXN_STATE;
+        kb_txn_tp tp = {t->name, p};
+        e = kb_txn_add_partitions_tv(kb_txn_coord_txns(req->broker), rq->transactional_id,
+                                     rq->producer_id, rq->producer_epoch, &tp, 1, KB_TXN_TV2);
+        if (e != KP_ERR_NONE)
+            return e;
+    }
     e = group_for_commit(req, rq->group_id, rq->member_id, rq->group_instance_id,
                          rq->generation_id_or_member_epoch, true, g);
     /* A classic group's rebalance does not stop a transactional commit (the

@@ -33,9 +33,10 @@ static bool software_string_ok(kp_str s)
 /* The features a single Kafka 4.4.0 node reports, with the levels Runnel
  * serves: the same as Kafka's for metadata.version, kraft.version,
  * group.version (KIP-848) and eligible.leader.replicas.version (always
- * empty on one node); transactions v2, share groups and streams groups are
- * not built, so those stay at level 0, unfinalized, where Kafka finalizes
- * 2, 2 and 1. Finalized level 0 is not listed, as in Kafka. */
+ * empty on one node) and transaction.version (KIP-890 part 2); share
+ * groups and streams groups are not built, so those stay at level 0,
+ * unfinalized, where Kafka finalizes 2 and 1. Finalized level 0 is not
+ * listed, as in Kafka. */
 static const struct feature_levels {
     const char *name;
     int16_t min, max, finalized;
@@ -43,7 +44,7 @@ static const struct feature_levels {
     {"metadata.version", 7, 33, 33},
     {"kraft.version", 0, 1, 0},
     {"group.version", 0, 1, 1},
-    {"transaction.version", 0, 0, 0},
+    {"transaction.version", 0, 2, 2},
     {"share.version", 0, 0, 0},
     {"streams.version", 0, 0, 0},
     {"eligible.leader.replicas.version", 0, 1, 1},

@@ -1,12 +1,13 @@
 /* Handlers for the transaction APIs: AddPartitionsToTxn (the client form
  * v0-3 and the batched v4+ form, verify-only included), AddOffsetsToTxn,
- * EndTxn, DescribeTransactions and ListTransactions. The decisions are
+ * EndTxn, WriteTxnMarkers, DescribeTransactions and ListTransactions. The decisions are
  * kb_txn's; InitProducerId is in kb_h_producer.c, TxnOffsetCommit in
  * kb_h_group_offsets.c. */
 #include <string.h>
 
 #include "kb_authz.h"
 #include "kb_config.h"
+#include "kb_consumer_group.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
@@ -38,6 +39,7 @@ typedef struct add_job {
     int32_t *nresults;
     add_topic_result **results;
     bool from_client; /* v0-v3: TOPIC WRITE is checked (Kafka) */
+    int16_t tv;       /* v5 from a broker adds for a transactions v2 Produce */
 } add_job;
 
 /* Shapes the results like the request, checking each partition exists;
@@ -134,8 +136,8 @@ static void add_run(kb_req *req, const add_job *j)
             tps[n++] = (kb_txn_tp){topic, at->partitions.v[k]};
     }
     kp_err e = tps == NULL ? KP_ERR_UNKNOWN_SERVER_ERROR
-                           : kb_txn_add_partitions(kb_txn_coord_txns(req->broker), j->id, j->pid,
-                                                   j->epoch, tps, n);
+                           : kb_txn_add_partitions_tv(kb_txn_coord_txns(req->broker), j->id,
+                                                      j->pid, j->epoch, tps, n, j->tv);
     add_set_all(j, fenced_for(req, 2, e), true);
 }
 
@@ -146,7 +148,7 @@ kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_re
         add_job j = {rq->v3_and_below_transactional_id, rq->v3_and_below_producer_id,
                      rq->v3_and_below_producer_epoch, false, rq->v3_and_below_topics.n,
                      rq->v3_and_below_topics.v, &rs->results_by_topic_v3_and_below.n,
-                     &rs->results_by_topic_v3_and_below.v, true};
+                     &rs->results_by_topic_v3_and_below.v, true, KB_TXN_TV1};
         if (!kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, j.id)) {
             int32_t total;
             if (add_alloc(req, &j, &total) < 0)
@@ -167,7 +169,8 @@ kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_re
         out->transactional_id = tx->transactional_id;
         add_job j = {tx->transactional_id, tx->producer_id,    tx->producer_epoch,
                      tx->verify_only,      tx->topics.n,       tx->topics.v,
-                     &out->topic_results.n, &out->topic_results.v, false};
+                     &out->topic_results.n, &out->topic_results.v, false,
+                     req->api_version >= 5 ? KB_TXN_TV2 : KB_TXN_TV1};
         add_run(req, &j);
     }
     return KP_ERR_NONE;
@@ -206,8 +209,11 @@ kp_err kb_h_end_txn(kb_req *req, const kp_end_txn_req *rq, kp_end_txn_resp *rs)
         rs->error_code = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         return KP_ERR_NONE;
     }
-    kp_err e = kb_txn_end(kb_txn_coord_txns(req->broker), rq->transactional_id, rq->producer_id,
-                          rq->producer_epoch, rq->committed);
+    /* v5 is transactions v2: the epoch is bumped and the new one answered. */
+    int16_t tv = req->api_version >= 5 ? KB_TXN_TV2 : KB_TXN_TV1;
+    kp_err e = kb_txn_end_tv(kb_txn_coord_txns(req->broker), rq->transactional_id, rq->producer_id,
+                             rq->producer_epoch, rq->committed, tv, &rs->producer_id,
+                             &rs->producer_epoch);
     rs->error_code = fenced_for(req, 2, e);
     return KP_ERR_NONE;
 }
@@ -270,9 +276,13 @@ kp_err kb_h_describe_transactions(kb_req *req, const kp_describe_transactions_re
     return KP_ERR_NONE;
 }
 
-/* Kafka's listTransactionStates filters. */
-static bool list_match(const kp_list_transactions_req *rq, const kb_txn *t, int64_t now)
+/* Kafka's listTransactionStates filters (re: the v2 TransactionalIdPattern,
+ * NULL when absent or empty). */
+static bool list_match(const kp_list_transactions_req *rq, const kb_txn *t, int64_t now,
+                       const regex_t *re)
 {
+    if (re != NULL && regexec(re, t->id, 0, NULL, 0) != 0)
+        return false;
     if (t->m.state == KB_TXN_DEAD)
         return false;
     bool pid_ok = rq->producer_id_filters.n <= 0;
@@ -293,6 +303,25 @@ static bool known_state(kp_str name)
     return false;
 }
 
+static void list_fill(kb_req *req, const kp_list_transactions_req *rq, const regex_t *re,
+                      kp_list_transactions_resp *rs)
+{
+    kb_txns *ts = kb_txn_coord_txns(req->broker);
+    int64_t now = kb_group_coord_wall(req->broker);
+    size_t cur = 0;
+    int32_t n = 0;
+    for (const kb_txn *t; (t = kb_txns_next(ts, &cur)) != NULL;) {
+        if (!list_match(rq, t, now, re) ||
+            !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TRANSACTIONAL_ID, kb_cstr(t->id)))
+            continue;
+        kp_list_transactions_resp_transaction_state *out = &rs->transaction_states.v[n++];
+        out->transactional_id = kb_req_str(req, t->id);
+        out->producer_id = t->m.producer_id;
+        out->transaction_state = kp_str_from(kb_txn_state_name(t->m.state));
+    }
+    rs->transaction_states.n = n;
+}
+
 kp_err kb_h_list_transactions(kb_req *req, const kp_list_transactions_req *rq,
                               kp_list_transactions_resp *rs)
 {
@@ -305,18 +334,68 @@ kp_err kb_h_list_transactions(kb_req *req, const kp_list_transactions_req *rq,
     for (int32_t i = 0; i < nf; i++)
         if (!known_state(rq->state_filters.v[i]))
             rs->unknown_state_filters.v[rs->unknown_state_filters.n++] = rq->state_filters.v[i];
-    int64_t now = kb_group_coord_wall(req->broker);
-    size_t cur = 0;
-    int32_t n = 0;
-    for (const kb_txn *t; (t = kb_txns_next(ts, &cur)) != NULL;) {
-        if (!list_match(rq, t, now) ||
-            !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TRANSACTIONAL_ID, kb_cstr(t->id)))
-            continue;
-        kp_list_transactions_resp_transaction_state *out = &rs->transaction_states.v[n++];
-        out->transactional_id = kb_req_str(req, t->id);
-        out->producer_id = t->m.producer_id;
-        out->transaction_state = kp_str_from(kb_txn_state_name(t->m.state));
+    regex_t re;
+    bool filtered = rq->transactional_id_pattern.len > 0;
+    if (filtered) {
+        kp_err e = kb_consumer_group_compile_regex(rq->transactional_id_pattern, &re);
+        if (e == KP_ERR__NOMEM)
+            return e;
+        if (e != KP_ERR_NONE) {
+            rs->error_code = kp_err_to_wire(e);
+            rs->transaction_states.n = 0;
+            return KP_ERR_NONE;
+        }
     }
-    rs->transaction_states.n = n;
+    list_fill(req, rq, filtered ? &re : NULL, rs);
+    if (filtered)
+        regfree(&re);
+    return KP_ERR_NONE;
+}
+
+/* ---- WriteTxnMarkers ---------------------------------------------------- */
+
+typedef kp_write_txn_markers_resp_writable_txn_marker_result marker_result;
+
+/* One marker's partitions, each written (or its error) in request order. */
+static kp_err write_markers_of(kb_req *req, const kp_write_txn_markers_req_writable_txn_marker *m,
+                               marker_result *out, bool allowed)
+{
+    out->producer_id = m->producer_id;
+    if (!KB_ARRAY_ALLOC(req, out->topics, m->topics.n))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < m->topics.n; i++) {
+        const kp_write_txn_markers_req_writable_txn_marker_topic *mt = &m->topics.v[i];
+        kp_write_txn_markers_resp_writable_txn_marker_topic_result *tr = &out->topics.v[i];
+        kb_topic *t = kb_topics_find(req->broker->topics, mt->name);
+        tr->name = mt->name;
+        if (!KB_ARRAY_ALLOC(req, tr->partitions, mt->partition_indexes.n))
+            return KP_ERR__NOMEM;
+        for (int32_t k = 0; k < mt->partition_indexes.n; k++) {
+            int32_t p = mt->partition_indexes.v[k];
+            tr->partitions.v[k].partition_index = p;
+            if (!allowed)
+                tr->partitions.v[k].error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+            else if (t == NULL || p < 0 || p >= t->npartitions)
+                tr->partitions.v[k].error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            else
+                tr->partitions.v[k].error_code = kb_txn_coord_write_marker(
+                    req->broker, t, p, m->producer_id, m->producer_epoch, m->transaction_result,
+                    m->coordinator_epoch);
+        }
+    }
+    return KP_ERR_NONE;
+}
+
+/* Sent by transaction coordinators, and by kafka-transactions abort; Kafka
+ * requires CLUSTER_ACTION on the cluster. */
+kp_err kb_h_write_txn_markers(kb_req *req, const kp_write_txn_markers_req *rq,
+                              kp_write_txn_markers_resp *rs)
+{
+    bool allowed = kb_authz_cluster(req, KB_OP_CLUSTER_ACTION);
+    if (!KB_ARRAY_ALLOC(req, rs->markers, rq->markers.n))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < rq->markers.n; i++)
+        if (write_markers_of(req, &rq->markers.v[i], &rs->markers.v[i], allowed) != KP_ERR_NONE)
+            return KP_ERR__NOMEM;
     return KP_ERR_NONE;
 }

@@ -231,8 +231,7 @@ static bool regex_tame(kp_str s)
     return true;
 }
 
-/* A whole-name POSIX extended regex ("^(re)$"). */
-static kp_err compile_regex(kp_str s, regex_t *re)
+kp_err kb_consumer_group_compile_regex(kp_str s, regex_t *re)
 {
     if (s.len > KB_CONSUMER_GROUP_MAX_REGEX || !regex_tame(s))
         return KP_ERR_INVALID_REGULAR_EXPRESSION;
@@ -258,7 +257,7 @@ static kp_err member_set_regex(kb_cg_member *m, kp_str s, bool *changed)
     regex_t re;
     char *copy = NULL;
     if (s.len > 0) {
-        kp_err e = compile_regex(s, &re);
+        kp_err e = kb_consumer_group_compile_regex(s, &re);
         if (e != KP_ERR_NONE)
             return e;
         if ((copy = kp_str_cdup(s)) == NULL) {
@@ -815,8 +814,9 @@ kp_err kb_consumer_group_check_request(const kb_consumer_group_env *env,
         return KP_ERR_UNSUPPORTED_ASSIGNOR;
     }
     regex_t re;
-    kp_err e = rq->subscribed_topic_regex.len > 0 ? compile_regex(rq->subscribed_topic_regex, &re)
-                                                   : KP_ERR_NONE;
+    kp_err e = rq->subscribed_topic_regex.len > 0
+                   ? kb_consumer_group_compile_regex(rq->subscribed_topic_regex, &re)
+                   : KP_ERR_NONE;
     if (e == KP_ERR_INVALID_REGULAR_EXPRESSION) {
         *message = "SubscribedTopicRegex is not a valid regular expression.";
         return e;

@@ -195,6 +195,11 @@ kb_cg_member *kb_consumer_group_member_find(const kb_consumer_group *cg, kp_str 
 /* The assignor in use: the first asked for by a member, else the default. */
 const char *kb_consumer_group_assignor(const kb_consumer_group *cg, const kb_consumer_group_env *env);
 /* Whether any member subscribes to topic (by name or regex). */
+/* A whole-name POSIX extended regex ("^(re)$") under the limits above
+ * (INVALID_REGULAR_EXPRESSION); ListTransactions' TransactionalIdPattern
+ * uses it too. On success the caller regfree()s *re. */
+kp_err kb_consumer_group_compile_regex(kp_str s, regex_t *re);
+
 bool kb_consumer_group_subscribed_to(const kb_consumer_group *cg, kp_str topic);
 
 /* ---- restoring from records (kb_consumer_group_rec) ----------------------------- */

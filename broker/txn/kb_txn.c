@@ -218,6 +218,24 @@ static kp_err transit(kb_txns *ts, kb_txn *t, const kb_txn_meta *next, bool keep
     return KP_ERR_NONE;
 }
 
+/* The meta Complete* gets from t's Prepare*: a TV2 end that exhausted the
+ * epoch hands over its next producer id at epoch 0 (Kafka's prepareComplete). */
+static kb_txn_meta completed_meta(const kb_txns *ts, const kb_txn *t, bool commit)
+{
+    kb_txn_meta next = t->m;
+    next.state = commit ? KB_TXN_COMPLETE_COMMIT : KB_TXN_COMPLETE_ABORT;
+    next.update_ms = now_ms(ts);
+    if (t->m.client_tv >= KB_TXN_TV2)
+        next.last_producer_epoch = t->m.producer_epoch;
+    if (t->m.next_producer_id >= 0) {
+        next.last_producer_id = t->m.producer_id;
+        next.producer_id = t->m.next_producer_id;
+        next.producer_epoch = 0;
+        next.next_producer_id = -1;
+    }
+    return next;
+}
+
 /* From Prepare*: markers, then Complete*. Failures leave Prepare* (retried). */
 static kp_err complete(kb_txns *ts, kb_txn *t)
 {
@@ -225,52 +243,103 @@ static kp_err complete(kb_txns *ts, kb_txn *t)
     kp_err e = ts->env.markers(ts->env.ctx, t, commit);
     if (e != KP_ERR_NONE)
         return e;
-    kb_txn_meta next = t->m;
-    next.state = commit ? KB_TXN_COMPLETE_COMMIT : KB_TXN_COMPLETE_ABORT;
-    next.update_ms = now_ms(ts);
+    kb_txn_meta next = completed_meta(ts, t, commit);
     return transit(ts, t, &next, false);
 }
 
-/* Ongoing to Prepare* (with epoch for a fence), then completion. */
-static kp_err prepare_end(kb_txns *ts, kb_txn *t, bool commit, int16_t epoch, int16_t last_epoch)
+/* Writes next (a Prepare*), then completes it. */
+static kp_err prepare_and_complete(kb_txns *ts, kb_txn *t, const kb_txn_meta *next)
 {
-    kb_txn_meta next = t->m;
-    next.state = commit ? KB_TXN_PREPARE_COMMIT : KB_TXN_PREPARE_ABORT;
-    next.producer_epoch = epoch;
-    next.last_producer_epoch = last_epoch;
-    next.update_ms = now_ms(ts);
-    kp_err e = transit(ts, t, &next, true);
+    kp_err e = transit(ts, t, next, true);
     if (e != KP_ERR_NONE)
         return e;
     (void)complete(ts, t); /* the client is answered once Prepare* is written */
     return KP_ERR_NONE;
 }
 
-/* Kafka's epoch fence: the open transaction is aborted at epoch + 1, so
- * the producer that opened it can no longer write or end it. */
-static kp_err fence_and_abort(kb_txns *ts, kb_txn *t)
+/* A TV2 end bumps the epoch; from an exhausted one it reserves the producer
+ * id Complete* hands over (the markers still carry the old id). */
+static kp_err end_bump(kb_txns *ts, const kb_txn *t, kb_txn_meta *next)
 {
-    int16_t epoch = t->m.producer_epoch < INT16_MAX ? (int16_t)(t->m.producer_epoch + 1)
-                                                     : t->m.producer_epoch;
-    return prepare_end(ts, t, false, epoch, -1);
+    int16_t cur = t->m.producer_epoch;
+    next->producer_epoch = cur < INT16_MAX ? (int16_t)(cur + 1) : cur;
+    next->last_producer_epoch = cur;
+    next->next_producer_id = -1;
+    if (cur >= INT16_MAX - 1 && ts->env.new_pid(ts->env.ctx, &next->next_producer_id) != KP_ERR_NONE)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    return KP_ERR_NONE;
 }
 
-kp_err kb_txn_end(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch, bool commit)
+/* Ongoing (or, for a TV2 abort, an idle transaction with nothing added) to
+ * Prepare*, then completion. */
+static kp_err prepare_end(kb_txns *ts, kb_txn *t, bool commit, int16_t tv)
 {
-    if (id.len <= 0)
-        return KP_ERR_INVALID_REQUEST;
-    kb_txn *t = kb_txns_find(ts, id);
-    if (t == NULL || t->m.producer_id != pid)
-        return KP_ERR_INVALID_PRODUCER_ID_MAPPING;
-    if (epoch != t->m.producer_epoch)
-        return KP_ERR_PRODUCER_FENCED;
+    kb_txn_meta next = t->m;
+    next.state = commit ? KB_TXN_PREPARE_COMMIT : KB_TXN_PREPARE_ABORT;
+    next.update_ms = now_ms(ts);
+    next.client_tv = tv;
+    if (t->m.state != KB_TXN_ONGOING)
+        next.start_ms = next.update_ms;
+    kp_err e = tv >= KB_TXN_TV2 ? end_bump(ts, t, &next) : KP_ERR_NONE;
+    return e != KP_ERR_NONE ? e : prepare_and_complete(ts, t, &next);
+}
+
+/* Kafka's epoch fence: the open transaction is aborted at epoch + 1, so
+ * the producer that opened it can no longer write or end it; a TV2
+ * transaction's abort bumps once more, as every TV2 end does. */
+static kp_err fence_and_abort(kb_txns *ts, kb_txn *t)
+{
+    int16_t bumps = t->m.client_tv >= KB_TXN_TV2 ? 2 : 1;
+    kb_txn_meta next = t->m;
+    next.state = KB_TXN_PREPARE_ABORT;
+    next.update_ms = now_ms(ts);
+    next.producer_epoch = t->m.producer_epoch <= INT16_MAX - bumps
+                              ? (int16_t)(t->m.producer_epoch + bumps)
+                              : t->m.producer_epoch;
+    next.last_producer_epoch = -1;
+    return prepare_and_complete(ts, t, &next);
+}
+
+/* Is epoch the one an EndTxn must carry? Under TV2 an ended transaction
+ * also takes the epoch one below its bumped one (a retry). */
+static bool end_epoch_valid(const kb_txn *t, int16_t epoch, bool retry)
+{
+    if (t->m.client_tv < KB_TXN_TV2)
+        return epoch == t->m.producer_epoch;
+    switch (t->m.state) {
+    case KB_TXN_PREPARE_COMMIT:
+    case KB_TXN_PREPARE_ABORT:
+        return retry;
+    case KB_TXN_COMPLETE_COMMIT:
+    case KB_TXN_COMPLETE_ABORT:
+        return retry || epoch == t->m.producer_epoch;
+    default:
+        return epoch == t->m.producer_epoch;
+    }
+}
+
+/* EndTxn with no transaction open: the same result again is a retry; a
+ * TV2 abort (the client may not know whether a Produce added partitions)
+ * ends an empty transaction with an epoch bump. */
+static kp_err end_idle(kb_txns *ts, kb_txn *t, bool commit, int16_t tv, bool retry)
+{
+    bool same = t->m.state != KB_TXN_EMPTY && commit == (t->m.state == KB_TXN_COMPLETE_COMMIT);
+    if (same && (retry || t->m.client_tv < KB_TXN_TV2))
+        return KP_ERR_NONE;
+    if (!commit && !retry && tv >= KB_TXN_TV2)
+        return prepare_end(ts, t, false, tv);
+    return KP_ERR_INVALID_TXN_STATE;
+}
+
+static kp_err end_in_state(kb_txns *ts, kb_txn *t, bool commit, int16_t tv, bool retry)
+{
     switch (t->m.state) {
     case KB_TXN_ONGOING:
-        return prepare_end(ts, t, commit, t->m.producer_epoch, t->m.last_producer_epoch);
+        return prepare_end(ts, t, commit, tv);
+    case KB_TXN_EMPTY:
     case KB_TXN_COMPLETE_COMMIT:
-        return commit ? KP_ERR_NONE : KP_ERR_INVALID_TXN_STATE;
     case KB_TXN_COMPLETE_ABORT:
-        return commit ? KP_ERR_INVALID_TXN_STATE : KP_ERR_NONE;
+        return end_idle(ts, t, commit, tv, retry);
     case KB_TXN_PREPARE_COMMIT:
         return commit ? KP_ERR_CONCURRENT_TRANSACTIONS : KP_ERR_INVALID_TXN_STATE;
     case KB_TXN_PREPARE_ABORT:
@@ -278,6 +347,40 @@ kp_err kb_txn_end(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch, bool commi
     default:
         return KP_ERR_INVALID_TXN_STATE;
     }
+}
+
+kp_err kb_txn_end_tv(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch, bool commit, int16_t tv,
+                     int64_t *out_pid, int16_t *out_epoch)
+{
+    *out_pid = -1;
+    *out_epoch = -1;
+    if (id.len <= 0)
+        return KP_ERR_INVALID_REQUEST;
+    kb_txn *t = kb_txns_find(ts, id);
+    if (t == NULL)
+        return KP_ERR_INVALID_PRODUCER_ID_MAPPING;
+    bool v2 = t->m.client_tv >= KB_TXN_TV2;
+    bool retry_overflow = v2 && t->m.last_producer_id == pid && epoch == INT16_MAX - 1 &&
+                          t->m.producer_epoch == 0;
+    bool retry = retry_overflow || (v2 && t->m.producer_epoch == epoch + 1);
+    if (t->m.producer_id != pid && !retry_overflow)
+        return KP_ERR_INVALID_PRODUCER_ID_MAPPING;
+    if (!end_epoch_valid(t, epoch, retry))
+        return KP_ERR_PRODUCER_FENCED;
+    kp_err e = end_in_state(ts, t, commit, tv, retry);
+    if (e == KP_ERR_NONE) {
+        bool handover = t->m.next_producer_id >= 0; /* markers still to write */
+        *out_pid = handover ? t->m.next_producer_id : t->m.producer_id;
+        *out_epoch = handover ? 0 : t->m.producer_epoch;
+    }
+    return e;
+}
+
+kp_err kb_txn_end(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch, bool commit)
+{
+    int64_t out_pid;
+    int16_t out_epoch;
+    return kb_txn_end_tv(ts, id, pid, epoch, commit, KB_TXN_TV1, &out_pid, &out_epoch);
 }
 
 kp_err kb_txn_check_producer(const kb_txn *t, int64_t pid, int16_t epoch)
@@ -294,6 +397,12 @@ kp_err kb_txn_check_producer(const kb_txn *t, int64_t pid, int16_t epoch)
 kp_err kb_txn_add_partitions(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch,
                              const kb_txn_tp *tps, int32_t n)
 {
+    return kb_txn_add_partitions_tv(ts, id, pid, epoch, tps, n, KB_TXN_TV1);
+}
+
+kp_err kb_txn_add_partitions_tv(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch,
+                                const kb_txn_tp *tps, int32_t n, int16_t tv)
+{
     if (id.len <= 0)
         return KP_ERR_INVALID_REQUEST;
     kb_txn *t = kb_txns_find(ts, id);
@@ -304,7 +413,7 @@ kp_err kb_txn_add_partitions(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch,
     int32_t nv = 0;
     if ((e = parts_union(t, tps, n, &v, &nv)) != KP_ERR_NONE)
         return e;
-    if (t->m.state == KB_TXN_ONGOING && nv == t->nparts) {
+    if (t->m.state == KB_TXN_ONGOING && nv == t->nparts && t->m.client_tv == tv) {
         parts_free(v, nv); /* nothing new: Kafka answers at once */
         return KP_ERR_NONE;
     }
@@ -313,6 +422,7 @@ kp_err kb_txn_add_partitions(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch,
     if (t->m.state != KB_TXN_ONGOING)
         next.start_ms = next.update_ms;
     next.state = KB_TXN_ONGOING;
+    next.client_tv = tv;
     if (ts->env.persist(ts->env.ctx, t->id, &next, v, nv) != KP_ERR_NONE) {
         parts_free(v, nv);
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
@@ -385,6 +495,7 @@ static kp_err find_or_create(kb_txns *ts, kp_str id, int32_t timeout_ms, kb_txn 
     if (*out != NULL)
         return KP_ERR_NONE;
     kb_txn_meta m = {.last_producer_id = -1,
+                     .next_producer_id = -1,
                      .producer_epoch = -1,
                      .last_producer_epoch = -1,
                      .timeout_ms = timeout_ms,
@@ -507,10 +618,16 @@ kp_err kb_txns_load(kb_txns *ts, kp_str id, const kp_transaction_log_value *v, k
             remove_txn(ts, t);
         return KP_ERR_NONE;
     }
-    kb_txn_meta m = {v->producer_id,          v->previous_producer_id,
-                     v->producer_epoch,       -1,
-                     v->transaction_timeout_ms, (kb_txn_state)v->transaction_status,
-                     v->transaction_start_timestamp_ms, v->transaction_last_update_timestamp_ms};
+    kb_txn_meta m = {.producer_id = v->producer_id,
+                     .last_producer_id = v->previous_producer_id,
+                     .next_producer_id = v->next_producer_id,
+                     .producer_epoch = v->producer_epoch,
+                     .last_producer_epoch = -1,
+                     .timeout_ms = v->transaction_timeout_ms,
+                     .state = (kb_txn_state)v->transaction_status,
+                     .start_ms = v->transaction_start_timestamp_ms,
+                     .update_ms = v->transaction_last_update_timestamp_ms,
+                     .client_tv = v->client_transaction_version};
     if (v->transaction_status < 0 || v->transaction_status > KB_TXN_PREPARE_EPOCH_FENCE)
         return KP_ERR__CORRUPT;
     kb_txn_tp *parts;
@@ -579,6 +696,8 @@ void kb_txn_write_value(kp_writer *w, const kb_txn_meta *m, const kb_txn_tp *par
     kp_transaction_log_value_defaults(&v);
     v.producer_id = m->producer_id;
     v.previous_producer_id = m->last_producer_id;
+    v.next_producer_id = m->next_producer_id;
+    v.client_transaction_version = m->client_tv;
     v.producer_epoch = m->producer_epoch;
     v.transaction_timeout_ms = m->timeout_ms;
     v.transaction_status = (int8_t)m->state;

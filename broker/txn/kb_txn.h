@@ -55,7 +55,13 @@
 #define KB_TXN_MAX_IDS        100000
 #define KB_TXN_MAX_PARTITIONS 100000
 #define KB_TXN_KEY_VERSION    0
-#define KB_TXN_VALUE_VERSION  0
+#define KB_TXN_VALUE_VERSION  1 /* flexible, with tagged fields (Kafka's TV1+) */
+
+/* transaction.version: TV2 (KIP-890 part 2) bumps the producer epoch at
+ * every transaction end and adds partitions implicitly (Produce v12+,
+ * TxnOffsetCommit v5+); TV0/1 clients add them with AddPartitionsToTxn. */
+#define KB_TXN_TV1 0
+#define KB_TXN_TV2 2
 
 typedef enum kb_txn_state {
     KB_TXN_EMPTY = 0,
@@ -77,12 +83,14 @@ typedef struct kb_txn_tp {
 typedef struct kb_txn_meta {
     int64_t producer_id;
     int64_t last_producer_id;  /* before an id rotation, else -1 */
+    int64_t next_producer_id;  /* TV2: the id a Prepare* hands over at its end, else -1 */
     int16_t producer_epoch;    /* -1 before the first InitProducerId completes */
     int16_t last_producer_epoch;
     int32_t timeout_ms;
     kb_txn_state state;
     int64_t start_ms;  /* wall clock; -1 when no transaction is open */
     int64_t update_ms; /* wall clock of the last change */
+    int16_t client_tv; /* the transaction version the client last used */
 } kb_txn_meta;
 
 typedef struct kb_txn {
@@ -128,12 +136,25 @@ kp_err kb_txn_init_producer(kb_txns *ts, kp_str id, int32_t timeout_ms, int64_t 
 /* AddPartitionsToTxn / AddOffsetsToTxn: tps need not be sorted or unique. */
 kp_err kb_txn_add_partitions(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch,
                              const kb_txn_tp *tps, int32_t n);
+/* The same at transaction version tv: KB_TXN_TV2 for the implicit adds of
+ * Produce v12+ and TxnOffsetCommit v5+ (the transaction then ends with an
+ * epoch bump). */
+kp_err kb_txn_add_partitions_tv(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch,
+                                const kb_txn_tp *tps, int32_t n, int16_t tv);
 /* Checks the producer only (pid, epoch, state), as the first step of
  * verification; then kb_txn_has_partition says whether tp was added. */
 kp_err kb_txn_check_producer(const kb_txn *t, int64_t pid, int16_t epoch);
 bool kb_txn_has_partition(const kb_txn *t, const char *topic, int32_t partition);
-/* EndTxn from the client: commit or abort. */
+/* EndTxn from the client: commit or abort (transaction version 1). */
 kp_err kb_txn_end(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch, bool commit);
+/* EndTxn at transaction version tv (KB_TXN_TV2 from EndTxn v5): on success
+ * *out_pid and *out_epoch are what the producer uses next. Under TV2 every
+ * end bumps the epoch (the markers carry the bumped one); an exhausted
+ * epoch hands over a new producer id at epoch 0; an abort with nothing
+ * added still bumps; a retry (the epoch one below the bumped one) gets the
+ * same answer again. */
+kp_err kb_txn_end_tv(kb_txns *ts, kp_str id, int64_t pid, int16_t epoch, bool commit, int16_t tv,
+                     int64_t *out_pid, int16_t *out_epoch);
 
 /* Periodic work at wall time now: aborts (with an epoch bump) every
  * Ongoing transaction past start + timeout, completes Prepare* ones, and

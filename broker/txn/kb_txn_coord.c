@@ -166,19 +166,47 @@ static int64_t env_wall(void *ctx)
 /* ---- markers ------------------------------------------------------------ */
 
 /* A control batch: key = version 0 + type, value = version 0 + coordinator epoch. */
-static uint8_t *marker_batch(const kb_txn *t, bool commit, int32_t coordinator_epoch, int64_t now,
-                             size_t *len)
+static uint8_t *marker_batch(int64_t pid, int16_t epoch, bool commit, int32_t coordinator_epoch,
+                             int64_t now, size_t *len)
 {
     uint8_t key[4] = {0, 0, 0, commit ? KB_CONTROL_COMMIT : KB_CONTROL_ABORT};
     uint8_t value[6] = {0, 0};
     kp_be32_put(value + 2, coordinator_epoch);
     kp_batch_builder bb;
-    kp_batch_builder_init(&bb, 0, KP_BATCH_ATTR_TRANSACTIONAL | KP_BATCH_ATTR_CONTROL,
-                          t->m.producer_id, t->m.producer_epoch, -1);
+    kp_batch_builder_init(&bb, 0, KP_BATCH_ATTR_TRANSACTIONAL | KP_BATCH_ATTR_CONTROL, pid, epoch,
+                          -1);
     kp_batch_builder_add(&bb, now, (kp_slice){key, 4}, (kp_slice){value, 6}, NULL, 0);
     uint8_t *buf = kp_batch_builder_finish(&bb, len);
     kp_batch_builder_fini(&bb);
     return buf;
+}
+
+/* Appends the marker of (pid, epoch) to partition p of t and tells the
+ * partition's transaction index, its producer state and, for
+ * __consumer_offsets, the group coordinator. */
+static kp_err append_marker(kb_broker *b, kb_topic *t, int32_t p, int64_t pid, int16_t epoch,
+                            bool commit, int32_t coordinator_epoch)
+{
+    size_t len;
+    int64_t now = wall_ms();
+    uint8_t *buf = marker_batch(pid, epoch, commit, coordinator_epoch, now, &len);
+    if (buf == NULL)
+        return KP_ERR__NOMEM;
+    ks_append_result res;
+    kp_err e = kb_partition_log_append(b, t, p, buf, len, &res);
+    free(buf);
+    if (e != KP_ERR_NONE)
+        return e;
+    kb_partition *part = &t->partitions[p];
+    if (part->pids != NULL) {
+        (void)kb_partition_txn_on_marker(kb_producer_state_txns(part->pids), pid, commit,
+                                         res.base_offset);
+        kb_producer_state_on_marker(part->pids, pid, now, coordinator_epoch);
+    }
+    if (strcmp(t->name, KB_GROUP_COORD_OFFSETS_TOPIC) == 0)
+        kb_group_coord_txn_end(b, pid, p, commit);
+    kb_partition_log_appended(b, t, p); /* read_committed fetches wait on the LSO */
+    return KP_ERR_NONE;
 }
 
 static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topic *t, int32_t p)
@@ -188,27 +216,41 @@ static kp_err write_marker(kb_broker *b, const kb_txn *txn, bool commit, kb_topi
     if (e != KP_ERR_NONE)
         return e;
     int32_t sp = kb_offsets_partition_for(kp_str_from(txn->id), state->npartitions);
-    size_t len;
-    int32_t coordinator_epoch = state->partitions[sp].leader_epoch;
-    int64_t now = wall_ms();
-    uint8_t *buf = marker_batch(txn, commit, coordinator_epoch, now, &len);
-    if (buf == NULL)
-        return KP_ERR__NOMEM;
-    ks_append_result res;
-    e = kb_partition_log_append(b, t, p, buf, len, &res);
-    free(buf);
-    if (e != KP_ERR_NONE)
-        return e;
-    kb_partition *part = &t->partitions[p];
-    if (part->pids != NULL) {
-        (void)kb_partition_txn_on_marker(kb_producer_state_txns(part->pids), txn->m.producer_id, commit,
-                                res.base_offset);
-        kb_producer_state_on_marker(part->pids, txn->m.producer_id, now, coordinator_epoch);
+    return append_marker(b, t, p, txn->m.producer_id, txn->m.producer_epoch, commit,
+                         state->partitions[sp].leader_epoch);
+}
+
+/* Kafka's checks of a marker from WriteTxnMarkers against what the
+ * partition knows of the producer: an older epoch is fenced, and so is an
+ * older coordinator. */
+static int16_t marker_allowed(const kb_partition *part, int64_t pid, int16_t epoch,
+                              int32_t coordinator_epoch)
+{
+    kb_pid_info info;
+    int32_t n = part->pids != NULL ? kb_producer_state_count(part->pids) : 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!kb_producer_state_at(part->pids, i, &info) || info.producer_id != pid)
+            continue;
+        if (epoch < info.epoch)
+            return KP_ERR_INVALID_PRODUCER_EPOCH;
+        if (coordinator_epoch < info.coordinator_epoch)
+            return KP_ERR_TRANSACTION_COORDINATOR_FENCED;
+        break;
     }
-    if (strcmp(t->name, KB_GROUP_COORD_OFFSETS_TOPIC) == 0)
-        kb_group_coord_txn_end(b, txn->m.producer_id, p, commit);
-    kb_partition_log_appended(b, t, p); /* read_committed fetches wait on the LSO */
     return KP_ERR_NONE;
+}
+
+int16_t kb_txn_coord_write_marker(kb_broker *b, kb_topic *t, int32_t p, int64_t pid,
+                                  int16_t epoch, bool commit, int32_t coordinator_epoch)
+{
+    ks_log *log;
+    kp_err e = kb_partition_log_get(b, t, p, &log);
+    if (e != KP_ERR_NONE)
+        return kp_err_to_wire(e);
+    int16_t err = marker_allowed(&t->partitions[p], pid, epoch, coordinator_epoch);
+    if (err != KP_ERR_NONE)
+        return err;
+    return kp_err_to_wire(append_marker(b, t, p, pid, epoch, commit, coordinator_epoch));
 }
 
 /* Whether a partition of txn is still loading: its markers then wait (the
@@ -247,6 +289,20 @@ static kp_err env_markers(void *ctx, const kb_txn *txn, bool commit)
 
 /* ---- produce-side checks ------------------------------------------------ */
 
+/* Produce v12+ (transactions v2) adds the partition to the producer's
+ * transaction itself, as Kafka's leader does through the coordinator;
+ * a retriable NOT_ENOUGH_REPLICAS while the previous transaction ends. */
+static int16_t implicit_add(kb_broker *b, const kb_txn *txn, int64_t pid, int16_t epoch,
+                            const kb_topic *t, int32_t partition)
+{
+    kb_txn_tp tp = {t->name, partition};
+    kp_err e = kb_txn_add_partitions_tv(b->txn_coord->txns, kp_str_from(txn->id), pid, epoch, &tp,
+                                        1, KB_TXN_TV2);
+    if (e == KP_ERR_CONCURRENT_TRANSACTIONS || e == KP_ERR_COORDINATOR_NOT_AVAILABLE)
+        return KP_ERR_NOT_ENOUGH_REPLICAS;
+    return kp_err_to_wire(e);
+}
+
 int16_t kb_txn_coord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch,
                          const kb_topic *t, int32_t partition, int16_t produce_version)
 {
@@ -255,10 +311,14 @@ int16_t kb_txn_coord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t ep
     kp_err e = kb_txn_check_producer(txn, pid, epoch);
     if (e == KP_ERR_PRODUCER_FENCED)
         return KP_ERR_INVALID_PRODUCER_EPOCH; /* what producers expect here */
+    if (e == KP_ERR_CONCURRENT_TRANSACTIONS && produce_version >= 12)
+        return KP_ERR_NOT_ENOUGH_REPLICAS;
     if (e != KP_ERR_NONE)
         return (int16_t)e;
     if (kb_txn_has_partition(txn, t->name, partition))
         return KP_ERR_NONE;
+    if (produce_version >= 12)
+        return implicit_add(b, txn, pid, epoch, t, partition);
     /* Kafka's verification: TRANSACTION_ABORTABLE from Produce v11, which
      * knows it; older versions get INVALID_TXN_STATE. */
     return produce_version >= 11 ? KP_ERR_TRANSACTION_ABORTABLE : KP_ERR_INVALID_TXN_STATE;

@@ -57,7 +57,8 @@ kp_err kb_txn_coord_state_topic(kb_broker *b, kb_topic **out);
 
 /* Verifies a transactional batch for partition (t, partition) before it is
  * appended: the wire error Kafka 4 answers to a Produce of this version
- * (NONE when the producer's ongoing transaction holds the partition). The
+ * (NONE when the producer's ongoing transaction holds the partition; from
+ * Produce v12, transactions v2, the partition is added to it). The
  * transactional id may be null (then the producer id finds it). */
 int16_t kb_txn_coord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t epoch,
                          const kb_topic *t, int32_t partition, int16_t produce_version);
@@ -66,6 +67,15 @@ int16_t kb_txn_coord_verify(kb_broker *b, kp_str txn_id, int64_t pid, int16_t ep
  * partition's transaction index opens the producer's transaction). */
 void kb_txn_coord_appended(kb_broker *b, kb_topic *t, int32_t partition, int64_t pid,
                         int64_t base_offset);
+
+/* WriteTxnMarkers: writes the commit or abort marker of (pid, epoch) to
+ * partition p of t (kafka-transactions abort ends a hanging transaction
+ * so); the wire error: NOT_LEADER_OR_FOLLOWER and the like from the log,
+ * INVALID_PRODUCER_EPOCH for an epoch below the producer's,
+ * TRANSACTION_COORDINATOR_FENCED for a coordinator epoch below its last
+ * marker's. p must be a partition of t. */
+int16_t kb_txn_coord_write_marker(kb_broker *b, kb_topic *t, int32_t p, int64_t pid,
+                                  int16_t epoch, bool commit, int32_t coordinator_epoch);
 
 /* The partition's last stable offset (its high watermark when no
  * transaction is open); log must be the partition's open log. */

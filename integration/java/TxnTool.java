@@ -1,11 +1,12 @@
 // Transactions with the Java client (kafka-clients 4.x) for
 // integration/test_transactions.py, which checks the output.
 //
-//   TxnTool produce BOOTSTRAP TOPIC TXID
+//   TxnTool produce BOOTSTRAP TOPIC TXID [tv]
 //       one transactional producer: transaction 1 ("c1-<p>-<i>", 5 records to
 //       each of partitions 0 and 1) committed, transaction 2 ("a2-...")
 //       aborted, transaction 3 ("c3-...") committed; prints "committed" /
-//       "aborted" after each
+//       "aborted" after each; with "tv", then "tv2 true|false": whether the
+//       producer used transaction version 2 (KIP-890 part 2)
 //   TxnTool consume BOOTSTRAP TOPIC ISOLATION
 //       reads every partition from the beginning up to its end offset (for
 //       read_committed the last stable offset) with assign(); prints
@@ -75,7 +76,20 @@ public class TxnTool {
                 prod.send(new ProducerRecord<>(topic, part, "k" + i, prefix + "-" + part + "-" + i));
     }
 
-    static void produce(String bootstrap, String topic, String txid) {
+    // Whether the producer's transaction manager negotiated transaction
+    // version 2 (it reads transaction.version from ApiVersions).
+    static boolean transactionV2(KafkaProducer<String, String> prod) {
+        try {
+            java.lang.reflect.Field f = KafkaProducer.class.getDeclaredField("transactionManager");
+            f.setAccessible(true);
+            Object tm = f.get(prod);
+            return (Boolean) tm.getClass().getMethod("isTransactionV2Enabled").invoke(tm);
+        } catch (ReflectiveOperationException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static void produce(String bootstrap, String topic, String txid, boolean reportTv) {
         try (KafkaProducer<String, String> prod = producer(bootstrap, txid, 60000)) {
             prod.initTransactions();
             prod.beginTransaction();
@@ -91,6 +105,8 @@ public class TxnTool {
             sendBoth(prod, topic, "c3");
             prod.commitTransaction();
             System.out.println("committed");
+            if (reportTv)
+                System.out.println("tv2 " + transactionV2(prod));
         }
     }
 
@@ -221,7 +237,7 @@ public class TxnTool {
 
     public static void main(String[] args) {
         switch (args[0]) {
-        case "produce" -> produce(args[1], args[2], args[3]);
+        case "produce" -> produce(args[1], args[2], args[3], args.length > 4 && args[4].equals("tv"));
         case "consume" -> consume(args[1], args[2], args[3]);
         case "offsets" -> offsets(args[1], args[2], args[3], args[4], args[5]);
         case "fence" -> fence(args[1], args[2], args[3]);

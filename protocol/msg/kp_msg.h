@@ -39,6 +39,7 @@ enum kp_api_key {
     KP_API_ADD_PARTITIONS_TO_TXN = 24,
     KP_API_ADD_OFFSETS_TO_TXN = 25,
     KP_API_END_TXN = 26,
+    KP_API_WRITE_TXN_MARKERS = 27,
     KP_API_TXN_OFFSET_COMMIT = 28,
     KP_API_DESCRIBE_ACLS = 29,
     KP_API_CREATE_ACLS = 30,
@@ -3025,6 +3026,65 @@ void kp_voters_record_defaults(kp_voters_record *p);
 kp_err kp_voters_record_decode(kp_reader *r, kp_arena *a, kp_voters_record *p, int16_t v);
 void kp_voters_record_encode(kp_writer *w, const kp_voters_record *p, int16_t v);
 size_t kp_voters_record_size(const kp_voters_record *p, int16_t v);
+
+typedef struct kp_write_txn_markers_req_writable_txn_marker_topic kp_write_txn_markers_req_writable_txn_marker_topic;
+typedef struct kp_write_txn_markers_req_writable_txn_marker kp_write_txn_markers_req_writable_txn_marker;
+typedef struct kp_write_txn_markers_req kp_write_txn_markers_req;
+struct kp_write_txn_markers_req_writable_txn_marker_topic {
+    kp_str name;
+    struct { int32_t n; int32_t *v; } partition_indexes;
+};
+
+struct kp_write_txn_markers_req_writable_txn_marker {
+    int64_t producer_id;
+    int16_t producer_epoch;
+    bool transaction_result;
+    struct { int32_t n; kp_write_txn_markers_req_writable_txn_marker_topic *v; } topics;
+    int32_t coordinator_epoch;
+    int8_t transaction_version;
+};
+
+struct kp_write_txn_markers_req {
+    struct { int32_t n; kp_write_txn_markers_req_writable_txn_marker *v; } markers;
+};
+
+void kp_write_txn_markers_req_writable_txn_marker_topic_defaults(kp_write_txn_markers_req_writable_txn_marker_topic *p);
+void kp_write_txn_markers_req_writable_txn_marker_defaults(kp_write_txn_markers_req_writable_txn_marker *p);
+void kp_write_txn_markers_req_defaults(kp_write_txn_markers_req *p);
+kp_err kp_write_txn_markers_req_decode(kp_reader *r, kp_arena *a, kp_write_txn_markers_req *p, int16_t v);
+void kp_write_txn_markers_req_encode(kp_writer *w, const kp_write_txn_markers_req *p, int16_t v);
+size_t kp_write_txn_markers_req_size(const kp_write_txn_markers_req *p, int16_t v);
+
+typedef struct kp_write_txn_markers_resp_writable_txn_marker_partition_result kp_write_txn_markers_resp_writable_txn_marker_partition_result;
+typedef struct kp_write_txn_markers_resp_writable_txn_marker_topic_result kp_write_txn_markers_resp_writable_txn_marker_topic_result;
+typedef struct kp_write_txn_markers_resp_writable_txn_marker_result kp_write_txn_markers_resp_writable_txn_marker_result;
+typedef struct kp_write_txn_markers_resp kp_write_txn_markers_resp;
+struct kp_write_txn_markers_resp_writable_txn_marker_partition_result {
+    int32_t partition_index;
+    int16_t error_code;
+};
+
+struct kp_write_txn_markers_resp_writable_txn_marker_topic_result {
+    kp_str name;
+    struct { int32_t n; kp_write_txn_markers_resp_writable_txn_marker_partition_result *v; } partitions;
+};
+
+struct kp_write_txn_markers_resp_writable_txn_marker_result {
+    int64_t producer_id;
+    struct { int32_t n; kp_write_txn_markers_resp_writable_txn_marker_topic_result *v; } topics;
+};
+
+struct kp_write_txn_markers_resp {
+    struct { int32_t n; kp_write_txn_markers_resp_writable_txn_marker_result *v; } markers;
+};
+
+void kp_write_txn_markers_resp_writable_txn_marker_partition_result_defaults(kp_write_txn_markers_resp_writable_txn_marker_partition_result *p);
+void kp_write_txn_markers_resp_writable_txn_marker_topic_result_defaults(kp_write_txn_markers_resp_writable_txn_marker_topic_result *p);
+void kp_write_txn_markers_resp_writable_txn_marker_result_defaults(kp_write_txn_markers_resp_writable_txn_marker_result *p);
+void kp_write_txn_markers_resp_defaults(kp_write_txn_markers_resp *p);
+kp_err kp_write_txn_markers_resp_decode(kp_reader *r, kp_arena *a, kp_write_txn_markers_resp *p, int16_t v);
+void kp_write_txn_markers_resp_encode(kp_writer *w, const kp_write_txn_markers_resp *p, int16_t v);
+size_t kp_write_txn_markers_resp_size(const kp_write_txn_markers_resp *p, int16_t v);
 
 typedef struct kp_consumer_group_current_member_assignment_key kp_consumer_group_current_member_assignment_key;
 struct kp_consumer_group_current_member_assignment_key {

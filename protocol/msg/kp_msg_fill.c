@@ -5308,6 +5308,111 @@ void kp_voters_record_fill(kp_voters_record *p, kp_arena *a, int16_t v, uint32_t
     }
 }
 
+void kp_write_txn_markers_req_writable_txn_marker_topic_fill(kp_write_txn_markers_req_writable_txn_marker_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_txn_markers_req_writable_txn_marker_topic_defaults(p);
+    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partition_indexes.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partition_indexes.v = kp_arena_calloc(a, (size_t)p->partition_indexes.n + 1, sizeof(*p->partition_indexes.v));
+    for (int32_t i = 0; i < p->partition_indexes.n; i++) {
+        p->partition_indexes.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_write_txn_markers_req_writable_txn_marker_fill(kp_write_txn_markers_req_writable_txn_marker *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_txn_markers_req_writable_txn_marker_defaults(p);
+    p->producer_id = (int64_t)kp_fill_next(seed);
+    p->producer_epoch = (int16_t)kp_fill_next(seed);
+    p->transaction_result = (kp_fill_next(seed) & 1) != 0;
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_write_txn_markers_req_writable_txn_marker_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+    p->coordinator_epoch = (int32_t)kp_fill_next(seed);
+    if (v >= 2) {
+        p->transaction_version = (int8_t)kp_fill_next(seed);
+    }
+}
+
+void kp_write_txn_markers_req_fill(kp_write_txn_markers_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_txn_markers_req_defaults(p);
+    p->markers.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->markers.v = kp_arena_calloc(a, (size_t)p->markers.n + 1, sizeof(*p->markers.v));
+    for (int32_t i = 0; i < p->markers.n; i++) {
+        kp_write_txn_markers_req_writable_txn_marker_fill(&p->markers.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_write_txn_markers_resp_writable_txn_marker_partition_result_fill(kp_write_txn_markers_resp_writable_txn_marker_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_txn_markers_resp_writable_txn_marker_partition_result_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+}
+
+void kp_write_txn_markers_resp_writable_txn_marker_topic_result_fill(kp_write_txn_markers_resp_writable_txn_marker_topic_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_txn_markers_resp_writable_txn_marker_topic_result_defaults(p);
+    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_write_txn_markers_resp_writable_txn_marker_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_write_txn_markers_resp_writable_txn_marker_result_fill(kp_write_txn_markers_resp_writable_txn_marker_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_txn_markers_resp_writable_txn_marker_result_defaults(p);
+    p->producer_id = (int64_t)kp_fill_next(seed);
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_write_txn_markers_resp_writable_txn_marker_topic_result_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_write_txn_markers_resp_fill(kp_write_txn_markers_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_txn_markers_resp_defaults(p);
+    p->markers.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->markers.v = kp_arena_calloc(a, (size_t)p->markers.n + 1, sizeof(*p->markers.v));
+    for (int32_t i = 0; i < p->markers.n; i++) {
+        kp_write_txn_markers_resp_writable_txn_marker_result_fill(&p->markers.v[i], a, v, seed, depth + 1);
+    }
+}
+
 void kp_consumer_group_current_member_assignment_key_fill(kp_consumer_group_current_member_assignment_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -6591,6 +6696,11 @@ static void kp_end_txn_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *s
     kp_end_txn_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_write_txn_markers_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_write_txn_markers_req_fill(p, a, v, seed, 0);
+}
+
 static void kp_txn_offset_commit_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_txn_offset_commit_req_fill(p, a, v, seed, 0);
@@ -6805,6 +6915,8 @@ kp_fill_fn kp_fill_request(int key)
         return kp_add_offsets_to_txn_req_fill_any;
     case 26:
         return kp_end_txn_req_fill_any;
+    case 27:
+        return kp_write_txn_markers_req_fill_any;
     case 28:
         return kp_txn_offset_commit_req_fill_any;
     case 29:
@@ -6989,6 +7101,11 @@ static void kp_add_offsets_to_txn_resp_fill_any(void *p, kp_arena *a, int16_t v,
 static void kp_end_txn_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_end_txn_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_write_txn_markers_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_write_txn_markers_resp_fill(p, a, v, seed, 0);
 }
 
 static void kp_txn_offset_commit_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
@@ -7205,6 +7322,8 @@ kp_fill_fn kp_fill_response(int key)
         return kp_add_offsets_to_txn_resp_fill_any;
     case 26:
         return kp_end_txn_resp_fill_any;
+    case 27:
+        return kp_write_txn_markers_resp_fill_any;
     case 28:
         return kp_txn_offset_commit_resp_fill_any;
     case 29:

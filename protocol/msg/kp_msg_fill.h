@@ -307,6 +307,13 @@ void kp_voters_record_endpoint_fill(kp_voters_record_endpoint *p, kp_arena *a, i
 void kp_voters_record_k_raft_version_feature_fill(kp_voters_record_k_raft_version_feature *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_voters_record_voter_fill(kp_voters_record_voter *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_voters_record_fill(kp_voters_record *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_write_txn_markers_req_writable_txn_marker_topic_fill(kp_write_txn_markers_req_writable_txn_marker_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_write_txn_markers_req_writable_txn_marker_fill(kp_write_txn_markers_req_writable_txn_marker *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_write_txn_markers_req_fill(kp_write_txn_markers_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_write_txn_markers_resp_writable_txn_marker_partition_result_fill(kp_write_txn_markers_resp_writable_txn_marker_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_write_txn_markers_resp_writable_txn_marker_topic_result_fill(kp_write_txn_markers_resp_writable_txn_marker_topic_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_write_txn_markers_resp_writable_txn_marker_result_fill(kp_write_txn_markers_resp_writable_txn_marker_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_write_txn_markers_resp_fill(kp_write_txn_markers_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_consumer_group_current_member_assignment_key_fill(kp_consumer_group_current_member_assignment_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_consumer_group_current_member_assignment_value_topic_partitions_fill(kp_consumer_group_current_member_assignment_value_topic_partitions *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_consumer_group_current_member_assignment_value_fill(kp_consumer_group_current_member_assignment_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);

@@ -692,6 +692,36 @@ static void kp_end_txn_resp_defaults_any(void *p)
     kp_end_txn_resp_defaults(p);
 }
 
+static kp_err kp_write_txn_markers_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_write_txn_markers_req_decode(r, a, p, v);
+}
+
+static void kp_write_txn_markers_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_write_txn_markers_req_encode(w, p, v);
+}
+
+static void kp_write_txn_markers_req_defaults_any(void *p)
+{
+    kp_write_txn_markers_req_defaults(p);
+}
+
+static kp_err kp_write_txn_markers_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_write_txn_markers_resp_decode(r, a, p, v);
+}
+
+static void kp_write_txn_markers_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_write_txn_markers_resp_encode(w, p, v);
+}
+
+static void kp_write_txn_markers_resp_defaults_any(void *p)
+{
+    kp_write_txn_markers_resp_defaults(p);
+}
+
 static kp_err kp_txn_offset_commit_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_txn_offset_commit_req_decode(r, a, p, v);
@@ -1752,6 +1782,9 @@ static const kp_api_info api_table[] = {
     {26, "EndTxn", 0, 5, 3, false,
      {sizeof(kp_end_txn_req), kp_end_txn_req_decode_any, kp_end_txn_req_encode_any, kp_end_txn_req_defaults_any},
      {sizeof(kp_end_txn_resp), kp_end_txn_resp_decode_any, kp_end_txn_resp_encode_any, kp_end_txn_resp_defaults_any}},
+    {27, "WriteTxnMarkers", 1, 2, 1, false,
+     {sizeof(kp_write_txn_markers_req), kp_write_txn_markers_req_decode_any, kp_write_txn_markers_req_encode_any, kp_write_txn_markers_req_defaults_any},
+     {sizeof(kp_write_txn_markers_resp), kp_write_txn_markers_resp_decode_any, kp_write_txn_markers_resp_encode_any, kp_write_txn_markers_resp_defaults_any}},
     {28, "TxnOffsetCommit", 0, 6, 3, false,
      {sizeof(kp_txn_offset_commit_req), kp_txn_offset_commit_req_decode_any, kp_txn_offset_commit_req_encode_any, kp_txn_offset_commit_req_defaults_any},
      {sizeof(kp_txn_offset_commit_resp), kp_txn_offset_commit_resp_decode_any, kp_txn_offset_commit_resp_encode_any, kp_txn_offset_commit_resp_defaults_any}},

@@ -284,6 +284,104 @@ START_TEST(test_txn_records_rebuild_state)
 }
 END_TEST
 
+/* ---- transactions v2 (KIP-890 part 2) ----------------------------------- */
+
+static kp_err end_v2(int64_t pid, int16_t epoch, bool commit, int64_t *out_pid, int16_t *out_epoch)
+{
+    return kb_txn_end_tv(TS, ID, pid, epoch, commit, KB_TXN_TV2, out_pid, out_epoch);
+}
+
+START_TEST(test_txn_v2_every_end_bumps_the_epoch)
+{
+    int64_t pid, npid;
+    int16_t epoch = init_ok(5000, -1, -1, &pid), nepoch;
+    ck_assert_int_eq(kb_txn_add_partitions_tv(TS, ID, pid, epoch, TWO, 2, KB_TXN_TV2), KP_ERR_NONE);
+    ck_assert_int_eq(end_v2(pid, epoch, true, &npid, &nepoch), KP_ERR_NONE);
+    ck_assert_int_eq(npid, pid);
+    ck_assert_int_eq(nepoch, epoch + 1);
+    ck_assert_int_eq(F.marker_epoch, epoch + 1); /* the markers carry the bumped epoch */
+    ck_assert(F.last_commit);
+    const kb_txn *t = kb_txns_find(TS, ID);
+    ck_assert_int_eq(t->m.state, KB_TXN_COMPLETE_COMMIT);
+    ck_assert_int_eq(t->m.client_tv, KB_TXN_TV2);
+    /* a retry with the old epoch gets the same answer; the other result does not */
+    ck_assert_int_eq(end_v2(pid, epoch, true, &npid, &nepoch), KP_ERR_NONE);
+    ck_assert_int_eq(nepoch, epoch + 1);
+    ck_assert_int_eq(end_v2(pid, epoch, false, &npid, &nepoch), KP_ERR_INVALID_TXN_STATE);
+    ck_assert_int_eq(end_v2(pid, (int16_t)(epoch - 1), true, &npid, &nepoch),
+                     KP_ERR_PRODUCER_FENCED);
+    /* the old epoch may no longer add or produce */
+    ck_assert_int_eq(kb_txn_add_partitions_tv(TS, ID, pid, epoch, TWO, 1, KB_TXN_TV2),
+                     KP_ERR_PRODUCER_FENCED);
+    /* an abort with nothing added still bumps (and writes no marker) */
+    int32_t rounds = F.markers;
+    ck_assert_int_eq(end_v2(pid, (int16_t)(epoch + 1), false, &npid, &nepoch), KP_ERR_NONE);
+    ck_assert_int_eq(nepoch, epoch + 2);
+    ck_assert_int_eq(F.markers, rounds + 1);
+    ck_assert_int_eq(F.marker_parts, 0);
+    ck_assert_int_eq(t->m.state, KB_TXN_COMPLETE_ABORT);
+    /* a commit with nothing added is still refused */
+    ck_assert_int_eq(end_v2(pid, (int16_t)(epoch + 2), true, &npid, &nepoch),
+                     KP_ERR_INVALID_TXN_STATE);
+}
+END_TEST
+
+START_TEST(test_txn_v2_exhausted_epoch_hands_over_a_new_id)
+{
+    int64_t pid, npid;
+    int16_t nepoch;
+    (void)init_ok(5000, -1, -1, &pid);
+    kb_txn *t = kb_txns_find(TS, ID);
+    t->m.producer_epoch = INT16_MAX - 1; /* as after 32766 transactions */
+    ck_assert_int_eq(kb_txn_add_partitions_tv(TS, ID, pid, INT16_MAX - 1, TWO, 2, KB_TXN_TV2),
+                     KP_ERR_NONE);
+    F.fail_markers = true; /* the handover waits for the markers */
+    ck_assert_int_eq(end_v2(pid, INT16_MAX - 1, false, &npid, &nepoch), KP_ERR_NONE);
+    ck_assert_int_eq(npid, 101);
+    ck_assert_int_eq(nepoch, 0);
+    ck_assert_int_eq(t->m.state, KB_TXN_PREPARE_ABORT);
+    ck_assert_int_eq(t->m.producer_id, pid);
+    ck_assert_int_eq(t->m.producer_epoch, INT16_MAX);
+    ck_assert_int_eq(t->m.next_producer_id, 101);
+    /* the Prepare record carries NextProducerId and ClientTransactionVersion */
+    kb_txn_env env = {f_persist, f_tombstone, f_markers, f_new_pid, f_wall, &F, 60000, 1000};
+    kb_txns *again = kb_txns_new(&env);
+    load_last(again);
+    const kb_txn *l = kb_txns_find(again, ID);
+    ck_assert_int_eq(l->m.next_producer_id, 101);
+    ck_assert_int_eq(l->m.client_tv, KB_TXN_TV2);
+    kb_txns_free(again);
+    F.fail_markers = false;
+    kb_txns_tick(TS);
+    ck_assert_int_eq(F.marker_epoch, INT16_MAX); /* the markers: the old id, the last epoch */
+    ck_assert_int_eq(t->m.state, KB_TXN_COMPLETE_ABORT);
+    ck_assert_int_eq(t->m.producer_id, 101);
+    ck_assert_int_eq(t->m.producer_epoch, 0);
+    ck_assert_int_eq(t->m.last_producer_id, pid);
+    ck_assert_int_eq(t->m.next_producer_id, -1);
+    /* a retry from the old id and epoch is answered with the new ones */
+    ck_assert_int_eq(end_v2(pid, INT16_MAX - 1, false, &npid, &nepoch), KP_ERR_NONE);
+    ck_assert_int_eq(npid, 101);
+    ck_assert_int_eq(nepoch, 0);
+    ck_assert_int_eq(kb_txn_add_partitions_tv(TS, ID, 101, 0, TWO, 1, KB_TXN_TV2), KP_ERR_NONE);
+}
+END_TEST
+
+START_TEST(test_txn_v1_end_keeps_the_epoch)
+{
+    int64_t pid, npid;
+    int16_t epoch = init_ok(5000, -1, -1, &pid), nepoch;
+    ck_assert_int_eq(kb_txn_add_partitions(TS, ID, pid, epoch, TWO, 2), KP_ERR_NONE);
+    ck_assert_int_eq(kb_txn_end_tv(TS, ID, pid, epoch, true, KB_TXN_TV1, &npid, &nepoch),
+                     KP_ERR_NONE);
+    ck_assert_int_eq(nepoch, epoch);
+    ck_assert_int_eq(F.marker_epoch, epoch);
+    /* an abort with nothing added is not a v1 request */
+    ck_assert_int_eq(kb_txn_end(TS, ID, pid, epoch, false), KP_ERR_INVALID_TXN_STATE);
+    ck_assert_int_eq(kb_txn_end(TS, ID, pid, epoch, true), KP_ERR_NONE); /* a retry */
+}
+END_TEST
+
 /* ---- kb_partition_txn ------------------------------------------------------------ */
 
 START_TEST(test_ptxn_lso_and_aborted_ranges)
@@ -379,6 +477,9 @@ Suite *txn_suite(void)
     tcase_add_test(tc, test_txn_timeout_aborts_with_epoch_bump);
     tcase_add_test(tc, test_txn_failed_writes_leave_state_or_retry);
     tcase_add_test(tc, test_txn_records_rebuild_state);
+    tcase_add_test(tc, test_txn_v2_every_end_bumps_the_epoch);
+    tcase_add_test(tc, test_txn_v2_exhausted_epoch_hands_over_a_new_id);
+    tcase_add_test(tc, test_txn_v1_end_keeps_the_epoch);
     suite_add_tcase(s, tc);
     TCase *tp = tcase_create("partition");
     tcase_add_test(tp, test_ptxn_lso_and_aborted_ranges);
