@@ -219,3 +219,28 @@ def test_kill9_leader_loses_nothing_acknowledged(cluster3):
     assert len(got) == len(set(got)), "duplicates"
     assert got == sorted(got)
     assert set(acked) <= set(got)
+
+
+def test_not_enough_replicas_when_the_isr_is_below_min(cluster3):
+    """A follower killed: the controller takes the fenced broker out of the
+    ISR; with min.insync.replicas=3 an acks=all produce is then refused
+    with NOT_ENOUGH_REPLICAS before the append, acks=1 still works."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    create_topic(cluster3, "mi", configs={"min.insync.replicas": "3"})
+    wait_isr(cluster3, "mi", 3)
+    leader = describe(cluster3, "mi")[0][0]
+    victim = [n for n in cluster3 if n != leader][0]
+    cluster3[victim].kill9()
+    wait_for("ISR of 2", lambda: len(describe(cluster3, "mi").get(0, (0, []))[1]) == 2, 30,
+             interval=0.2)
+    errs = []
+    p = producer(cluster3, **{"enable.idempotence": False, "retries": 0,
+                              "message.timeout.ms": 10000})
+    p.produce("mi", value=b"x", partition=0, on_delivery=lambda err, m: errs.append(err))
+    p.flush(20)
+    assert len(errs) == 1 and errs[0] is not None
+    assert errs[0].code() == confluent_kafka.KafkaError.NOT_ENOUGH_REPLICAS, errs[0]
+    ok = []
+    p1 = producer(cluster3, **{"acks": "1", "enable.idempotence": False})
+    p1.produce("mi", value=b"y", partition=0, on_delivery=lambda err, m: ok.append(err))
+    assert p1.flush(20) == 0 and ok == [None]

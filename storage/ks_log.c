@@ -538,18 +538,29 @@ kp_err ks_log_roll(ks_log *log, int64_t now_ms, kp_errctx *ctx)
     return err;
 }
 
+/* What every append checks first: a healthy log, whole batch headers, a
+ * size a segment can hold. */
+static kp_err append_check(const ks_log *log, const uint8_t *batches, size_t len, int32_t *count,
+                           int64_t *records, kp_errctx *ctx)
+{
+    if (log->failed != KP_ERR_NONE)
+        return KP_ERRCTX(ctx, log->failed, 0, "%s: log failed an fdatasync", log->dir);
+    kp_err err = scan_batches(batches, len, count, records, ctx);
+    if (err != KP_ERR_NONE)
+        return err;
+    if ((int64_t)len > log->cfg.segment_bytes)
+        return KP_ERRCTX(ctx, KP_ERR_RECORD_LIST_TOO_LARGE, 0, "%zu bytes > segment.bytes", len);
+    return KP_ERR_NONE;
+}
+
 kp_err ks_log_append(ks_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
                      int64_t now_ms, ks_append_result *out, kp_errctx *ctx)
 {
     int32_t count = 0;
     int64_t records = 0;
-    if (log->failed != KP_ERR_NONE)
-        return KP_ERRCTX(ctx, log->failed, 0, "%s: log failed an fdatasync", log->dir);
-    kp_err err = scan_batches(batches, len, &count, &records, ctx);
+    kp_err err = append_check(log, batches, len, &count, &records, ctx);
     if (err != KP_ERR_NONE)
         return err;
-    if ((int64_t)len > log->cfg.segment_bytes)
-        return KP_ERRCTX(ctx, KP_ERR_RECORD_LIST_TOO_LARGE, 0, "%zu bytes > segment.bytes", len);
     ks_append_unit u;
     assign(log, batches, len, leader_epoch, now_ms, &u);
     if (should_roll(log, active(log), len, &u, now_ms))
@@ -600,13 +611,9 @@ kp_err ks_log_append_replica(ks_log *log, const uint8_t *batches, size_t len, in
 {
     int32_t count = 0;
     int64_t records = 0;
-    if (log->failed != KP_ERR_NONE)
-        return KP_ERRCTX(ctx, log->failed, 0, "%s: log failed an fdatasync", log->dir);
-    kp_err err = scan_batches(batches, len, &count, &records, ctx);
+    kp_err err = append_check(log, batches, len, &count, &records, ctx);
     if (err != KP_ERR_NONE)
         return err;
-    if ((int64_t)len > log->cfg.segment_bytes)
-        return KP_ERRCTX(ctx, KP_ERR_RECORD_LIST_TOO_LARGE, 0, "%zu bytes > segment.bytes", len);
     ks_append_unit u;
     if ((err = check_replica_batches(log, batches, len, &u, ctx)) != KP_ERR_NONE)
         return err;
