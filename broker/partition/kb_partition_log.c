@@ -171,6 +171,7 @@ static kp_err load_adopt(kb_partition_log *pl, kb_topic *t, int32_t partition, k
         ks_log_set_replicated(p->log, true);
         ks_log_set_high_watermark(p->log, ks_checkpoint_find(pl->hws, pl->nhws, t->name,
                                                              partition));
+        (void)kb_replica_advance_hw(pl->broker, t, partition); /* a sole replica's is its end */
     }
     ld->log = NULL;
     ld->pids = NULL;
