@@ -41,6 +41,7 @@
 
 #define KS_CKPT_RECOVERY_POINT "recovery-point-offset-checkpoint"
 #define KS_CKPT_LOG_START      "log-start-offset-checkpoint"
+#define KS_CKPT_REPLICATION    "replication-offset-checkpoint" /* the high watermarks */
 #define KS_CLEAN_SHUTDOWN      ".kafka_cleanshutdown"
 
 typedef struct ks_ckpt_entry {

@@ -26,6 +26,7 @@ struct ks_log {
     int32_t pending_flushes;
     int64_t cleaner_offset; /* first offset the cleaner has not seen, -1 */
     bool dir_dirty;        /* a segment file was created since the last flush */
+    bool replicated;       /* the HW is set by replication, never by appends */
     kp_err failed;         /* invariant 5 */
 };
 
@@ -537,18 +538,29 @@ kp_err ks_log_roll(ks_log *log, int64_t now_ms, kp_errctx *ctx)
     return err;
 }
 
+/* What every append checks first: a healthy log, whole batch headers, a
+ * size a segment can hold. */
+static kp_err append_check(const ks_log *log, const uint8_t *batches, size_t len, int32_t *count,
+                           int64_t *records, kp_errctx *ctx)
+{
+    if (log->failed != KP_ERR_NONE)
+        return KP_ERRCTX(ctx, log->failed, 0, "%s: log failed an fdatasync", log->dir);
+    kp_err err = scan_batches(batches, len, count, records, ctx);
+    if (err != KP_ERR_NONE)
+        return err;
+    if ((int64_t)len > log->cfg.segment_bytes)
+        return KP_ERRCTX(ctx, KP_ERR_RECORD_LIST_TOO_LARGE, 0, "%zu bytes > segment.bytes", len);
+    return KP_ERR_NONE;
+}
+
 kp_err ks_log_append(ks_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
                      int64_t now_ms, ks_append_result *out, kp_errctx *ctx)
 {
     int32_t count = 0;
     int64_t records = 0;
-    if (log->failed != KP_ERR_NONE)
-        return KP_ERRCTX(ctx, log->failed, 0, "%s: log failed an fdatasync", log->dir);
-    kp_err err = scan_batches(batches, len, &count, &records, ctx);
+    kp_err err = append_check(log, batches, len, &count, &records, ctx);
     if (err != KP_ERR_NONE)
         return err;
-    if ((int64_t)len > log->cfg.segment_bytes)
-        return KP_ERRCTX(ctx, KP_ERR_RECORD_LIST_TOO_LARGE, 0, "%zu bytes > segment.bytes", len);
     ks_append_unit u;
     assign(log, batches, len, leader_epoch, now_ms, &u);
     if (should_roll(log, active(log), len, &u, now_ms))
@@ -558,7 +570,8 @@ kp_err ks_log_append(ks_log *log, uint8_t *batches, size_t len, int32_t leader_e
     if (err != KP_ERR_NONE)
         return err;
     log->appended_msgs += records;
-    log->hw = ks_log_end_offset(log);
+    if (!log->replicated)
+        log->hw = ks_log_end_offset(log);
     if (out != NULL) {
         out->base_offset = u.first_offset;
         out->last_offset = u.last_offset;
@@ -568,6 +581,57 @@ kp_err ks_log_append(ks_log *log, uint8_t *batches, size_t len, int32_t leader_e
         out->batches = count;
     }
     return KP_ERR_NONE;
+}
+
+/* A follower's batches, kept as the leader wrote them: each whole, its CRC
+ * right, and offsets rising from the log end (a compacted leader may leave
+ * gaps). Fills u as assign does. */
+static kp_err check_replica_batches(const ks_log *log, const uint8_t *buf, size_t len,
+                                    ks_append_unit *u, kp_errctx *ctx)
+{
+    int64_t next = ks_log_end_offset(log);
+    for (size_t pos = 0; pos < len;) {
+        kp_batch_hdr h;
+        kp_err err = kp_batch_check(buf + pos, len - pos, &h);
+        if (err != KP_ERR_NONE)
+            return KP_ERRCTX(ctx, KP_ERR_CORRUPT_MESSAGE, 0, "replica batch at %zu: %s", pos,
+                             kp_err_name(err));
+        if (h.base_offset < next || h.last_offset_delta < 0)
+            return KP_ERRCTX(ctx, KP_ERR__INVAL, 0, "replica batch at offset %lld, expected "
+                             ">= %lld", (long long)h.base_offset, (long long)next);
+        ks_append_unit_add(u, &h, pos == 0);
+        next = kp_batch_last_offset(&h) + 1;
+        pos += (size_t)kp_batch_total_size(&h);
+    }
+    return KP_ERR_NONE;
+}
+
+kp_err ks_log_append_replica(ks_log *log, const uint8_t *batches, size_t len, int64_t now_ms,
+                             ks_append_result *out, kp_errctx *ctx)
+{
+    int32_t count = 0;
+    int64_t records = 0;
+    kp_err err = append_check(log, batches, len, &count, &records, ctx);
+    if (err != KP_ERR_NONE)
+        return err;
+    ks_append_unit u;
+    if ((err = check_replica_batches(log, batches, len, &u, ctx)) != KP_ERR_NONE)
+        return err;
+    if (should_roll(log, active(log), len, &u, now_ms))
+        err = ks_log_roll(log, now_ms, ctx);
+    if (err == KP_ERR_NONE)
+        err = ks_segment_append(active(log), batches, len, &u, now_ms, ctx);
+    if (err != KP_ERR_NONE)
+        return err;
+    log->appended_msgs += records;
+    if (out != NULL)
+        *out = (ks_append_result){u.first_offset, u.last_offset, -1, log->log_start, count};
+    return KP_ERR_NONE;
+}
+
+void ks_log_set_replicated(ks_log *log, bool replicated)
+{
+    log->replicated = replicated;
 }
 
 /* ---- read --------------------------------------------------------------- */

@@ -21,6 +21,7 @@
  *                                                    finishes or discards them
  *   <log dir>/recovery-point-offset-checkpoint       see ks_checkpoint.h
  *   <log dir>/log-start-offset-checkpoint            see ks_checkpoint.h
+ *   <log dir>/replication-offset-checkpoint          see ks_checkpoint.h (cluster mode)
  *   <log dir>/.kafka_cleanshutdown                   see ks_checkpoint.h
  *
  * Invariants:
@@ -148,6 +149,18 @@ kp_err ks_log_set_config(ks_log *log, const ks_log_config *cfg, kp_errctx *ctx);
  * LogAppendTime topics the timestamps and CRC. Rolls first when needed. */
 kp_err ks_log_append(ks_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
                      int64_t now_ms, ks_append_result *out, kp_errctx *ctx);
+
+/* A follower's append: whole v2 batches kept byte for byte (offsets and
+ * partitionLeaderEpoch as the leader wrote them). Each CRC is checked and
+ * the first offset must be at or past the log end, each batch after the
+ * one before (KP_ERR__INVAL otherwise, KP_ERR_CORRUPT_MESSAGE for a bad
+ * CRC). Never moves the high watermark. */
+kp_err ks_log_append_replica(ks_log *log, const uint8_t *batches, size_t len, int64_t now_ms,
+                             ks_append_result *out, kp_errctx *ctx);
+
+/* Replicated (cluster mode): appends leave the high watermark where it is;
+ * ks_log_set_high_watermark moves it. */
+void ks_log_set_replicated(ks_log *log, bool replicated);
 
 /* Slice starting with the whole batch holding offset, of whole batches
  * below max_offset (exclusive; pass the high watermark), at most max_bytes

@@ -15,6 +15,7 @@
 #include "kb_producer_state.h"
 #include "kb_partition_log.h"
 #include "kb_partition_txn.h"
+#include "kb_replica.h"
 #include "kb_txn_coord.h"
 #include "kb_topics.h"
 
@@ -73,6 +74,44 @@ static void list_aborted(kb_req *req, kb_topic *t, const fetch_part *fp, int64_t
     out->aborted_transactions.n = n;
 }
 
+/* The replica id of a follower's fetch (ReplicaState from v15), else -1. */
+static int32_t fetch_replica_id(const kb_req *req, const kp_fetch_req *rq)
+{
+    return req->api_version >= 15 ? rq->replica_state.replica_id : rq->replica_id;
+}
+
+/* Whether the fetch comes from a follower in the partition's replica set. */
+static bool from_follower(const kb_req *req, const kp_fetch_req *rq, const kb_topic *t,
+                          int32_t p)
+{
+    int32_t id = fetch_replica_id(req, rq);
+    return id >= 0 && kb_replica_in_set(t->partitions[p].repl, id);
+}
+
+/* A follower's fetch offset is its log end: the leader's high watermark
+ * may move, which wakes the consumers and produces waiting for it. */
+static void record_follower_offsets(kb_req *req, const kp_fetch_req *rq)
+{
+    int32_t id = fetch_replica_id(req, rq);
+    if (id < 0)
+        return;
+    for (int32_t i = 0; i < rq->topics.n; i++) {
+        kb_topic *t = fetch_topic_lookup(req, &rq->topics.v[i]);
+        for (int32_t j = 0; t != NULL && j < rq->topics.v[i].partitions.n; j++) {
+            const fetch_part *fp = &rq->topics.v[i].partitions.v[j];
+            if (fp->partition < 0 || fp->partition >= t->npartitions)
+                continue;
+            ks_log *log = t->partitions[fp->partition].log;
+            if (log == NULL || fp->fetch_offset < ks_log_start_offset(log) ||
+                fp->fetch_offset > ks_log_end_offset(log))
+                continue;
+            if (kb_replica_follower_fetched(req->broker, t, fp->partition, id, fp->fetch_offset,
+                                            kb_loop_now_ms(req->broker->loop)))
+                kb_partition_log_appended(req->broker, t, fp->partition);
+        }
+    }
+}
+
 /* Reads one partition into out; *budget is what max_bytes leaves. */
 static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, const fetch_part *fp,
                             fetch_state *st, int64_t *budget, part_out *out)
@@ -106,9 +145,13 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
     bool first_data = *budget == st->max_bytes;
     if (limit <= 0 && !first_data)
         return;
+    /* followers read up to the log end, consumers up to the HW (or the LSO) */
+    int64_t upto = from_follower(req, rq, t, fp->partition) ? ks_log_end_offset(log)
+                   : committed_only                          ? lso
+                                                             : hw;
     ks_log_slice s;
-    e = ks_log_read(log, fp->fetch_offset, limit > INT32_MAX ? INT32_MAX : (int32_t)limit,
-                    committed_only ? lso : hw, &s, NULL);
+    e = ks_log_read(log, fp->fetch_offset, limit > INT32_MAX ? INT32_MAX : (int32_t)limit, upto,
+                    &s, NULL);
     if (e != KP_ERR_NONE) {
         out->error_code = kp_err_to_wire(e);
         return;
@@ -327,6 +370,7 @@ kp_err kb_h_fetch(kb_req *req, const kp_fetch_req *rq, kp_fetch_resp *rs)
     int64_t window = kb_req_quota_window_bytes(req);
     st->max_bytes = rq->max_bytes < window ? rq->max_bytes : window;
     st->min_bytes = rq->min_bytes < st->max_bytes ? rq->min_bytes : st->max_bytes;
+    record_follower_offsets(req, rq);
     bool errors;
     int64_t bytes = fetch_fill(req, rq, rs, st, &errors);
     if (bytes >= 0 && errors && req->api_version >= 16 &&

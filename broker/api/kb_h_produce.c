@@ -1,6 +1,8 @@
 /* Handler for Produce: validate (on a helper thread when the batches are
  * compressed and large), deduplicate idempotent retries, append, and answer
- * per acks (0: nothing, 1: page cache, -1: the flush policy). */
+ * per acks (0: nothing, 1: page cache, -1: the flush policy, then in cluster
+ * mode the high watermark past the batch, with the ISR at least
+ * min.insync.replicas). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +17,7 @@
 #include "kb_producer_state.h"
 #include "kb_partition_txn.h"
 #include "kb_partition_log.h"
+#include "kb_replica.h"
 #include "kb_topic_settings.h"
 #include "kb_txn_coord.h"
 #include "kb_topics.h"
@@ -56,7 +59,9 @@ typedef struct produce_part {
     uint8_t *recompressed;
     size_t recompressed_len;
     ks_log *log;     /* set after a successful append */
-    bool waiting;    /* a durability callback is due */
+    int64_t upto;    /* acks=-1: the log end after the append */
+    kb_hw_waiter hw; /* acks=-1, replicated: waits for the high watermark */
+    bool waiting;    /* a durability or high watermark callback is due */
 } produce_part;
 
 /* A Produce in flight; heap-owned so it can outlive a closed connection
@@ -212,6 +217,14 @@ static bool copy_records(produce_state *st)
 
 /* ---- append (loop) ------------------------------------------------------ */
 
+/* acks=-1 in cluster mode: the committed ISR is below min.insync.replicas. */
+static bool isr_short(const kb_req *req, produce_part *p)
+{
+    const kb_replica *r = p->topic->partitions[p->resp->index].repl;
+    return p->state->acks == -1 && r != NULL &&
+           r->nisr < kb_topic_settings_of(req->broker->cfg, p->topic)->min_insync_replicas;
+}
+
 static void append_part(kb_req *req, produce_part *p)
 {
     part_resp *pr = p->resp;
@@ -258,6 +271,10 @@ static void append_part(kb_req *req, produce_part *p)
             return;
         }
     }
+    if (isr_short(req, p)) {
+        pr->error_code = KP_ERR_NOT_ENOUGH_REPLICAS;
+        return;
+    }
     ks_append_result res;
     e = p->recompressed != NULL
             ? kb_partition_log_append(req->broker, p->topic, pr->index, p->recompressed,
@@ -296,13 +313,13 @@ static kb_req *state_detach(produce_state *st)
     return req;
 }
 
-static void on_durable(void *arg, kp_err err)
+/* One partition's wait ended with error (0: none). */
+static void part_done(produce_part *p, int16_t error)
 {
-    produce_part *p = arg;
     produce_state *st = p->state;
     p->waiting = false;
-    if (st->req != NULL && err != KP_ERR_NONE) {
-        p->resp->error_code = KP_ERR_KAFKA_STORAGE_ERROR;
+    if (st->req != NULL && error != KP_ERR_NONE) {
+        p->resp->error_code = error;
         p->resp->base_offset = -1;
     }
     if (--st->pending > 0)
@@ -311,6 +328,46 @@ static void on_durable(void *arg, kp_err err)
     state_free(st);
     if (req != NULL)
         kb_req_finish(req);
+}
+
+/* The high watermark passed the batch: the ISR has it (Kafka answers
+ * NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below the minimum
+ * meanwhile). */
+static void on_hw(kb_hw_waiter *w, int16_t err)
+{
+    produce_part *p = w->arg;
+    if (err == KP_ERR_NONE && p->state->req != NULL && isr_short(p->state->req, p))
+        err = KP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
+    part_done(p, err);
+}
+
+static void on_durable(void *arg, kp_err err)
+{
+    produce_part *p = arg;
+    if (err != KP_ERR_NONE || p->state->req == NULL) {
+        part_done(p, err != KP_ERR_NONE ? KP_ERR_KAFKA_STORAGE_ERROR : KP_ERR_NONE);
+        return;
+    }
+    p->hw = (kb_hw_waiter){.offset = p->upto, .fn = on_hw, .arg = p};
+    if (!kb_replica_wait_hw(p->topic, p->resp->index, &p->hw))
+        on_hw(&p->hw, KP_ERR_NONE); /* there already (or a single replica) */
+}
+
+/* Stops the high watermark waits of a detached request; each counts as done. */
+static void cancel_hw_waits(produce_state *st)
+{
+    int32_t cancelled = 0;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        produce_part *p = &st->parts[i];
+        if (p->hw.linked) {
+            kb_replica_wait_cancel(p->topic, p->resp->index, &p->hw);
+            p->waiting = false;
+            cancelled++;
+        }
+    }
+    st->pending -= cancelled;
+    if (cancelled > 0 && st->pending == 0)
+        state_free(st);
 }
 
 /* timeout_ms passed: partitions not yet durable answer REQUEST_TIMED_OUT. */
@@ -325,13 +382,16 @@ static void on_produce_timeout(kb_loop *loop, void *arg)
         }
     }
     kb_req_finish(state_detach(st));
+    cancel_hw_waits(st);
 }
 
 static void on_produce_cancel(kb_req *req)
 {
     produce_state *st = req->park_state;
-    if (st != NULL)
+    if (st != NULL) {
         (void)state_detach(st);
+        cancel_hw_waits(st);
+    }
 }
 
 /* Registers a durability wait per appended partition; KB_PARKED if any. */
@@ -345,8 +405,9 @@ static kp_err await_durable(kb_req *req, produce_state *st)
             continue;
         st->pending++;
         p->waiting = true;
-        int64_t upto = ks_log_end_offset(p->log);
-        if (kb_partition_log_when_durable(req->broker, p->log, upto, on_durable, p) != KP_ERR_NONE)
+        p->upto = ks_log_end_offset(p->log);
+        if (kb_partition_log_when_durable(req->broker, p->log, p->upto, on_durable, p) !=
+            KP_ERR_NONE)
             on_durable(p, KP_ERR__IO);
     }
     if (--st->pending == 0) {

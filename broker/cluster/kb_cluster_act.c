@@ -7,6 +7,8 @@
 #include "kb_loop.h"
 #include "kb_partition_dirs.h"
 #include "kb_partition_log.h"
+#include "kb_replica.h"
+#include "kb_replica_fetch.h"
 #include "kb_topics.h"
 #include "kb_uuid.h"
 
@@ -17,6 +19,7 @@ struct kb_cluster_act {
     kb_meta_image *img;
     int32_t node;
     kb_timer timer;
+    kb_replica_fetch *fetch; /* this broker's replica fetchers */
     int ndirty;
     bool all_dirty;
     kp_uuid dirty[MAX_DIRTY];
@@ -54,12 +57,23 @@ static kb_topic_config *configs_of(const kb_mi_topic *t)
     return c;
 }
 
-/* Leader epochs of the local copy follow the image's. */
-static void sync_epochs(kb_topic *local, const kb_mi_topic *t)
+/* The local copy follows the image: leader epochs, the replication state
+ * (leader, ISR), and a fetcher for each partition another broker leads. */
+static void sync_partitions(kb_cluster_act *a, kb_topic *local, const kb_mi_topic *t)
 {
-    for (int32_t p = 0; p < local->npartitions && p < t->n_parts; p++)
-        if (t->parts[p].present)
-            local->partitions[p].leader_epoch = t->parts[p].leader_epoch;
+    for (int32_t p = 0; p < local->npartitions && p < t->n_parts; p++) {
+        const kb_mi_partition *mp = &t->parts[p];
+        if (!mp->present)
+            continue;
+        local->partitions[p].leader_epoch = mp->leader_epoch;
+        bool hosted = kb_cluster_act_hosts(t, p, a->node);
+        kb_replica_assignment ra = {mp->leader, mp->leader_epoch, mp->replicas.v,
+                                    mp->replicas.n, mp->isr.v, mp->isr.n};
+        if (hosted && kb_replica_assign(a->b, local, p, &ra) != KP_ERR_NONE)
+            KB_LOG(KB_LL_ERROR, KB_SUB_MAIN, "msg=\"cannot record a partition's replicas\" "
+                   "topic=%s partition=%d", t->name, p);
+        kb_replica_fetch_follow(a->fetch, local, p, hosted ? mp->leader : -1, mp->leader_epoch);
+    }
 }
 
 static void on_created(void *arg, kp_err err)
@@ -98,7 +112,7 @@ static void create_local(kb_cluster_act *a, const kb_mi_topic *t)
                "error=%s detail=\"%s\"", t->name, kp_err_name(e), msg.text);
         return;
     }
-    sync_epochs(lt, t);
+    sync_partitions(a, lt, t);
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"creating a cluster topic's replicas\" topic=%s "
            "partitions=%d", t->name, t->n_parts);
     (void)kb_partition_dirs_create(a->b, lt, on_created, NULL);
@@ -108,7 +122,7 @@ static void reconcile(kb_cluster_act *a, const kb_mi_topic *t)
 {
     kb_topic *local = kb_topics_find_id(a->b->topics, &t->id);
     if (local != NULL) {
-        sync_epochs(local, t);
+        sync_partitions(a, local, t);
         return;
     }
     if (hosts_any(t, a->node))
@@ -147,6 +161,7 @@ static void mark_dirty(kb_cluster_act *a, const kb_mi_topic *t)
 
 static void remove_local(kb_cluster_act *a, const kb_mi_topic *t)
 {
+    kb_replica_fetch_forget_topic(a->fetch, &t->id);
     kb_topic *local = kb_topics_find_id(a->b->topics, &t->id);
     if (local == NULL)
         return;
@@ -197,6 +212,10 @@ kb_cluster_act *kb_cluster_act_new(kb_broker *b, kb_meta_image *img, int32_t nod
     a->b = b;
     a->img = img;
     a->node = node_id;
+    if ((a->fetch = kb_replica_fetch_new(b, img)) == NULL) {
+        free(a);
+        return NULL;
+    }
     kb_timer_init(&a->timer, on_timer, a);
     kb_meta_image_set_listener(img, on_change, a);
     return a;
@@ -208,5 +227,6 @@ void kb_cluster_act_free(kb_cluster_act *a)
         return;
     kb_timer_disarm(a->b->loop, &a->timer);
     kb_meta_image_set_listener(a->img, NULL, NULL);
+    kb_replica_fetch_free(a->fetch);
     free(a);
 }

@@ -5,8 +5,9 @@
  * partition count and configs (its directories made on the helper threads
  * by kb_partition_dirs; its partition logs open on first use, as every
  * log does); RemoveTopicRecord deletes this broker's copy; a topic
- * ConfigRecord replaces the local topic's configs; leader epochs follow
- * the image.
+ * ConfigRecord replaces the local topic's configs; leader epochs, the
+ * replication state (kb_replica: leader, ISR) and the replica fetchers
+ * (kb_replica_fetch, for partitions another broker leads) follow the image.
  *
  * runnel-topics.properties in cluster mode: a cache of what is on disk
  * (name, the controller's id, partition count, configs), never a source

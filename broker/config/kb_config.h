@@ -190,6 +190,14 @@ typedef struct kb_config {
     char *metadata_log_dir;              /* NULL: the first log dir */
     int32_t broker_heartbeat_interval_ms;
     int32_t broker_session_timeout_ms;
+    /* replication (cluster mode): the replica fetchers, Kafka's keys */
+    int32_t num_replica_fetchers;
+    int32_t replica_fetch_backoff_ms;
+    int32_t replica_fetch_max_bytes;
+    int32_t replica_fetch_min_bytes;
+    int32_t replica_fetch_response_max_bytes;
+    int32_t replica_fetch_wait_max_ms;
+    int64_t replica_lag_time_max_ms;
 
     /* requests and connections */
     int32_t message_max_bytes;

@@ -14,6 +14,7 @@
 
 #include "kb_log.h"
 #include "kb_producer_snapshot.h"
+#include "kb_replica.h"
 #include "kb_producer_state.h"
 #include "kb_retention_guard.h"
 #include "kb_partition_txn.h"
@@ -84,6 +85,8 @@ struct kb_partition_log {
     size_t nrecovery;
     ks_ckpt_entry *starts;
     size_t nstarts;
+    ks_ckpt_entry *hws;       /* replication-offset-checkpoint as read at start */
+    size_t nhws;
     bool was_clean;
     durable_waiter *waiters;
     uint64_t next_cookie;
@@ -164,6 +167,12 @@ static kp_err load_adopt(kb_partition_log *pl, kb_topic *t, int32_t partition, k
     kb_partition *p = &t->partitions[partition];
     p->log = ld->log;
     p->pids = ld->pids;
+    if (kb_config_cluster_mode(pl->broker->cfg)) { /* replication moves the HW */
+        ks_log_set_replicated(p->log, true);
+        ks_log_set_high_watermark(p->log, ks_checkpoint_find(pl->hws, pl->nhws, t->name,
+                                                             partition));
+        (void)kb_replica_advance_hw(pl->broker, t, partition); /* a sole replica's is its end */
+    }
     ld->log = NULL;
     ld->pids = NULL;
     return KP_ERR_NONE;
@@ -248,9 +257,40 @@ kp_err kb_partition_log_append(kb_broker *b, kb_topic *t, int32_t partition, uin
     return KP_ERR_NONE;
 }
 
+kp_err kb_partition_log_append_replica(kb_broker *b, kb_topic *t, int32_t partition,
+                                      const uint8_t *batches, size_t len, ks_append_result *res)
+{
+    ks_log *log;
+    kp_err e = kb_partition_log_get(b, t, partition, &log);
+    if (e != KP_ERR_NONE)
+        return e;
+    kb_partition_log *pl = b->partition_logs;
+    kb_partition *p = &t->partitions[partition];
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    int32_t segments = ks_log_segment_count(log);
+    int64_t from = ks_log_end_offset(log);
+    if ((e = ks_log_append_replica(log, batches, len, wall_ms(), res, &ctx)) != KP_ERR_NONE) {
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"replica append refused\" topic=%s "
+               "partition=%d error=%s detail=\"%s\"", t->name, partition, kp_err_name(e),
+               ctx.msg);
+        return e;
+    }
+    if (ks_log_segment_count(log) > segments)
+        kb_producer_snapshot_save_at_roll(&pl->io, pl->flush, log, p->pids, res->base_offset);
+    /* the producers' state follows the leader's, for a failover */
+    if (p->pids != NULL &&
+        (e = kb_producer_state_rebuild_from(p->pids, &pl->io, log, from, NULL)) != KP_ERR_NONE)
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"replica producer state not rebuilt\" "
+               "topic=%s partition=%d error=%s", t->name, partition, kp_err_name(e));
+    if (ks_flush_policy_due(log, kb_loop_now_ms(b->loop)))
+        (void)ks_flush_submit(pl->flush, log, 0, NULL);
+    return KP_ERR_NONE;
+}
+
 void kb_partition_log_appended(kb_broker *b, kb_topic *t, int32_t partition)
 {
     kb_partition_log *pl = b->partition_logs;
+    (void)kb_replica_advance_hw(b, t, partition);
     if (pl->hook != NULL)
         pl->hook(pl->hook_arg, t, partition);
 }
@@ -678,6 +718,8 @@ static void ckpt_write_all(kb_partition_log *pl)
     ckpt_write(pl, KS_CKPT_RECOVERY_POINT, ks_log_recovery_point, pl->recovery, pl->nrecovery);
     ckpt_write(pl, KS_CKPT_LOG_START, ks_log_start_offset, pl->starts, pl->nstarts);
     ckpt_write(pl, KS_CKPT_CLEANER, ks_log_cleaner_offset, pl->cleaned, pl->ncleaned);
+    if (kb_config_cluster_mode(pl->broker->cfg))
+        ckpt_write(pl, KS_CKPT_REPLICATION, ks_log_high_watermark, pl->hws, pl->nhws);
 }
 
 static void on_tick(kb_loop *loop, void *arg)
@@ -960,6 +1002,11 @@ kp_err kb_partition_log_start(kb_broker *b, char *err, size_t errlen)
         pl->starts = NULL;
         pl->nstarts = 0;
     }
+    if (ks_checkpoint_read(&pl->io, dir, KS_CKPT_REPLICATION, &pl->hws, &pl->nhws, &ctx) !=
+        KP_ERR_NONE) {
+        pl->hws = NULL;
+        pl->nhws = 0;
+    }
     if (ks_checkpoint_read(&pl->io, dir, KS_CKPT_CLEANER, &pl->cleaned, &pl->ncleaned, &ctx) !=
         KP_ERR_NONE) {
         pl->cleaned = NULL;
@@ -1038,6 +1085,7 @@ void kb_partition_log_stop(kb_broker *b)
     ks_checkpoint_free(pl->recovery, pl->nrecovery);
     ks_checkpoint_free(pl->starts, pl->nstarts);
     ks_checkpoint_free(pl->cleaned, pl->ncleaned);
+    ks_checkpoint_free(pl->hws, pl->nhws);
     while (pl->clean_skips != NULL) {
         clean_skip *s = pl->clean_skips;
         pl->clean_skips = s->next;

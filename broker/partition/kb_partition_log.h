@@ -89,7 +89,12 @@ const ks_io *kb_partition_log_io(const kb_broker *b);
  * read_committed fetch would read past a transaction not yet known open). */
 kp_err kb_partition_log_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *batches, size_t len,
                       ks_append_result *res);
-/* Wakes the readers parked on (t, partition) after an append (the hook). */
+/* A follower's append of the leader's batches as they are (ks_log_append_replica);
+ * the producers' state is rebuilt from them. */
+kp_err kb_partition_log_append_replica(kb_broker *b, kb_topic *t, int32_t partition,
+                                      const uint8_t *batches, size_t len, ks_append_result *res);
+/* Moves the high watermark (kb_replica.h), then wakes the readers parked
+ * on (t, partition) after an append (the hook). */
 void kb_partition_log_appended(kb_broker *b, kb_topic *t, int32_t partition);
 
 typedef void kb_durable_cb(void *arg, kp_err err);

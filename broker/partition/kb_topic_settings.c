@@ -69,6 +69,8 @@ void kb_topic_settings_compute(const kb_config *cfg, const kb_topic *t, kb_topic
         kb_topic_conf_long(cfg, t, "message.timestamp.before.max.ms", INT64_MAX);
     out->timestamp_after_max_ms = kb_topic_conf_long(cfg, t, "message.timestamp.after.max.ms", INT64_MAX);
     out->codec = codec_of(value_of(cfg, t, "compression.type"));
+    out->min_insync_replicas =
+        (int32_t)kb_topic_conf_long(cfg, t, "min.insync.replicas", cfg->min_insync_replicas);
 }
 
 const kb_topic_settings *kb_topic_settings_of(const kb_config *cfg, kb_topic *t)

@@ -41,6 +41,7 @@ typedef struct kb_topic_settings {
     int32_t max_message_bytes;
     int64_t timestamp_before_max_ms;
     int64_t timestamp_after_max_ms;
+    int32_t min_insync_replicas; /* acks=-1 needs an ISR this large (cluster mode) */
     int codec; /* compression.type: -1 producer, else 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd */
 } kb_topic_settings;
 

@@ -1,5 +1,7 @@
 #include "kb_topics.h"
 
+#include "kb_replica.h"
+
 #include <stdarg.h>
 #include <dirent.h>
 #include <errno.h>
@@ -242,6 +244,8 @@ static void topic_free(kb_topic *t)
         free(t->configs[i].value);
     }
     free(t->configs);
+    for (int32_t p = 0; t->partitions != NULL && p < t->npartitions; p++)
+        kb_replica_free(t->partitions[p].repl);
     free(t->partitions);
     free(t->name);
     free(t);

@@ -62,6 +62,7 @@ typedef struct kb_partition {
     struct ks_log *log;         /* set by kb_partition_log once open (online); NULL until then */
     struct kb_producer_state *pids;   /* idempotent producers; set with log */
     struct kb_partition_log_load *load;  /* kb_partition_log's job while the log opens on a helper thread */
+    struct kb_replica *repl;    /* cluster mode: leader, ISR, followers (kb_replica.h); else NULL */
 } kb_partition;
 
 typedef enum kb_topic_state {

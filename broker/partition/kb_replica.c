@@ -1,0 +1,207 @@
+#include "kb_replica.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb_log.h"
+#include "ks_log.h"
+
+static kb_replica *replica_of(kb_topic *t, int32_t p)
+{
+    return p >= 0 && p < t->npartitions ? t->partitions[p].repl : NULL;
+}
+
+bool kb_replica_is_leader(const kb_replica *r)
+{
+    return r != NULL && r->leader == r->node_id;
+}
+
+static bool ids_have(const int32_t *v, int32_t n, int32_t id)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (v[i] == id)
+            return true;
+    return false;
+}
+
+bool kb_replica_in_set(const kb_replica *r, int32_t id)
+{
+    for (int32_t i = 0; r != NULL && i < r->nfollowers; i++)
+        if (r->followers[i].id == id)
+            return true;
+    return false;
+}
+
+static void unlink_waiter(kb_replica *r, kb_hw_waiter *w)
+{
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        r->waiters = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    w->next = w->prev = NULL;
+    w->linked = false;
+}
+
+/* Calls the waiters at or below hw (all of them, with err, when err != 0). */
+static void call_waiters(kb_replica *r, int64_t hw, int16_t err)
+{
+    kb_hw_waiter *w = r->waiters;
+    while (w != NULL) {
+        kb_hw_waiter *next = w->next;
+        if (err != 0 || w->offset <= hw) {
+            unlink_waiter(r, w);
+            w->fn(w, err);
+        }
+        w = next;
+    }
+}
+
+void kb_replica_free(kb_replica *r)
+{
+    if (r == NULL)
+        return;
+    call_waiters(r, 0, KP_ERR_NOT_LEADER_OR_FOLLOWER);
+    free(r->isr);
+    free(r->followers);
+    free(r);
+}
+
+/* The followers of the new assignment, keeping what is known of each one
+ * while this broker stays leader at the same epoch. */
+static kb_replica_follower *followers_of(const kb_replica *r, const kb_replica_assignment *a,
+                                         bool keep, int32_t *n)
+{
+    kb_replica_follower *v = calloc((size_t)a->nreplicas + 1, sizeof(*v));
+    *n = 0;
+    for (int32_t i = 0; v != NULL && i < a->nreplicas; i++) {
+        if (a->replicas[i] == r->node_id || ids_have(a->replicas, i, a->replicas[i]))
+            continue;
+        kb_replica_follower f = {a->replicas[i], -1, 0};
+        for (int32_t j = 0; keep && j < r->nfollowers; j++)
+            if (r->followers[j].id == f.id)
+                f = r->followers[j];
+        v[(*n)++] = f;
+    }
+    return v;
+}
+
+kp_err kb_replica_assign(kb_broker *b, kb_topic *t, int32_t p, const kb_replica_assignment *a)
+{
+    if (p < 0 || p >= t->npartitions)
+        return KP_ERR__INVAL;
+    kb_replica *r = t->partitions[p].repl;
+    if (r == NULL) {
+        if ((r = calloc(1, sizeof(*r))) == NULL)
+            return KP_ERR__NOMEM;
+        r->node_id = b->node_id;
+        r->leader = -1;
+        r->leader_epoch = -1;
+        t->partitions[p].repl = r;
+    }
+    bool was_leader = kb_replica_is_leader(r);
+    bool keep = was_leader && a->leader == r->node_id && a->leader_epoch == r->leader_epoch;
+    int32_t nf = 0;
+    kb_replica_follower *f = followers_of(r, a, keep, &nf);
+    int32_t *isr = calloc((size_t)a->nisr + 1, sizeof(*isr));
+    if (f == NULL || isr == NULL) {
+        free(f);
+        free(isr);
+        return KP_ERR__NOMEM;
+    }
+    memcpy(isr, a->isr, (size_t)a->nisr * sizeof(*isr));
+    free(r->followers);
+    free(r->isr);
+    r->followers = f;
+    r->nfollowers = nf;
+    r->isr = isr;
+    r->nisr = a->nisr;
+    r->leader = a->leader;
+    r->leader_epoch = a->leader_epoch;
+    if (was_leader && !kb_replica_is_leader(r))
+        call_waiters(r, 0, KP_ERR_NOT_LEADER_OR_FOLLOWER);
+    (void)kb_replica_advance_hw(b, t, p);
+    return KP_ERR_NONE;
+}
+
+/* The smallest log end over the ISR, or -1 when a member is unknown. */
+static int64_t isr_min_leo(const kb_replica *r, int64_t own)
+{
+    int64_t min = own;
+    for (int32_t i = 0; i < r->nfollowers; i++) {
+        if (!ids_have(r->isr, r->nisr, r->followers[i].id))
+            continue;
+        if (r->followers[i].leo < 0)
+            return -1;
+        if (r->followers[i].leo < min)
+            min = r->followers[i].leo;
+    }
+    return min;
+}
+
+bool kb_replica_advance_hw(kb_broker *b, kb_topic *t, int32_t p)
+{
+    (void)b;
+    ks_log *log = p >= 0 && p < t->npartitions ? t->partitions[p].log : NULL;
+    if (log == NULL)
+        return false;
+    kb_replica *r = t->partitions[p].repl;
+    if (r != NULL && !kb_replica_is_leader(r))
+        return false;
+    int64_t old = ks_log_high_watermark(log);
+    int64_t hw = r == NULL ? ks_log_end_offset(log) : isr_min_leo(r, ks_log_end_offset(log));
+    if (hw <= old)
+        return false;
+    ks_log_set_high_watermark(log, hw);
+    if (r != NULL)
+        call_waiters(r, ks_log_high_watermark(log), 0);
+    return true;
+}
+
+bool kb_replica_follower_fetched(kb_broker *b, kb_topic *t, int32_t p, int32_t id,
+                                 int64_t offset, int64_t now_ms)
+{
+    kb_replica *r = replica_of(t, p);
+    ks_log *log = t->partitions[p].log;
+    if (!kb_replica_is_leader(r) || log == NULL)
+        return false;
+    for (int32_t i = 0; i < r->nfollowers; i++) {
+        kb_replica_follower *f = &r->followers[i];
+        if (f->id != id)
+            continue;
+        f->leo = offset;
+        if (offset >= ks_log_end_offset(log))
+            f->caught_up_ms = now_ms;
+    }
+    return kb_replica_advance_hw(b, t, p);
+}
+
+void kb_replica_follow_hw(kb_topic *t, int32_t p, int64_t leader_hw)
+{
+    ks_log *log = p >= 0 && p < t->npartitions ? t->partitions[p].log : NULL;
+    if (log == NULL || leader_hw <= ks_log_high_watermark(log))
+        return;
+    ks_log_set_high_watermark(log, leader_hw); /* capped by the log end */
+}
+
+bool kb_replica_wait_hw(kb_topic *t, int32_t p, kb_hw_waiter *w)
+{
+    kb_replica *r = replica_of(t, p);
+    ks_log *log = t->partitions[p].log;
+    if (r == NULL || log == NULL || ks_log_high_watermark(log) >= w->offset)
+        return false;
+    w->prev = NULL;
+    w->next = r->waiters;
+    if (r->waiters != NULL)
+        r->waiters->prev = w;
+    r->waiters = w;
+    w->linked = true;
+    return true;
+}
+
+void kb_replica_wait_cancel(kb_topic *t, int32_t p, kb_hw_waiter *w)
+{
+    if (w->linked)
+        unlink_waiter(t->partitions[p].repl, w);
+}
