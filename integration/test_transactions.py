@@ -114,11 +114,9 @@ def test_java_zombie_producer_fenced(broker, txn_tool, topic_name):
     assert values(committed) == ["b-1"]  # the zombie's open transaction was aborted
 
 
-def test_confluent_kafka_transactions(broker, topic_name):
-    ck = require_module("confluent_kafka")
-    t = topic_name()
-    create_topic(broker.bootstrap, t, 1)
-    p = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "it-ck-" + t})
+def commit_abort_commit(p, t):
+    """Three transactions of 3 records each on partition 0 of t with a
+    confluent-kafka producer: c1 committed, a2 aborted, c3 committed."""
     p.init_transactions(30)
     for name, commit in (("c1", True), ("a2", False), ("c3", True)):
         p.begin_transaction()
@@ -129,6 +127,14 @@ def test_confluent_kafka_transactions(broker, topic_name):
         else:
             p.flush(30)
             p.abort_transaction(30)
+
+
+def test_confluent_kafka_transactions(broker, topic_name):
+    ck = require_module("confluent_kafka")
+    t = topic_name()
+    create_topic(broker.bootstrap, t, 1)
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "it-ck-" + t})
+    commit_abort_commit(p, t)
     c = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "it-ck-g-" + t,
                      "isolation.level": "read_committed", "auto.offset.reset": "earliest",
                      "enable.auto.commit": False})

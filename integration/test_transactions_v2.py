@@ -22,6 +22,7 @@ import procs
 from conftest import require_exe, require_module
 from kafka_real import KafkaReal
 from roundtrip import create_topic, last_stable_offset, produce_kafka_python
+from test_transactions import commit_abort_commit
 
 KAFKA44_PORT = 19900
 KAFKA44_CONTROLLER_PORT = 19901
@@ -144,16 +145,7 @@ def test_librdkafka_transaction_version_1(broker, tool44, topic_name):
     create_topic(broker.bootstrap, t, 1)
     txid = "it-tv1-ck-" + t
     p = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": txid})
-    p.init_transactions(30)
-    for name, commit in (("c1", True), ("a2", False), ("c3", True)):
-        p.begin_transaction()
-        for i in range(3):
-            p.produce(t, value=("%s-%d" % (name, i)).encode(), partition=0)
-        if commit:
-            p.commit_transaction(30)
-        else:
-            p.flush(30)
-            p.abort_transaction(30)
+    commit_abort_commit(p, t)
     fields = tool44.describe(broker.bootstrap, txid)
     assert fields["TransactionState"] == "CompleteCommit"
     assert fields["ProducerEpoch"] == "0", fields

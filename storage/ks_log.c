@@ -553,6 +553,18 @@ static kp_err append_check(const ks_log *log, const uint8_t *batches, size_t len
     return KP_ERR_NONE;
 }
 
+/* Writes checked batches to the active segment, rolling it first when due. */
+static kp_err write_unit(ks_log *log, const uint8_t *batches, size_t len, ks_append_unit *u,
+                         int64_t now_ms, kp_errctx *ctx)
+{
+    kp_err err = KP_ERR_NONE;
+    if (should_roll(log, active(log), len, u, now_ms))
+        err = ks_log_roll(log, now_ms, ctx);
+    if (err == KP_ERR_NONE)
+        err = ks_segment_append(active(log), batches, len, u, now_ms, ctx);
+    return err;
+}
+
 kp_err ks_log_append(ks_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
                      int64_t now_ms, ks_append_result *out, kp_errctx *ctx)
 {
@@ -563,11 +575,7 @@ kp_err ks_log_append(ks_log *log, uint8_t *batches, size_t len, int32_t leader_e
         return err;
     ks_append_unit u;
     assign(log, batches, len, leader_epoch, now_ms, &u);
-    if (should_roll(log, active(log), len, &u, now_ms))
-        err = ks_log_roll(log, now_ms, ctx);
-    if (err == KP_ERR_NONE)
-        err = ks_segment_append(active(log), batches, len, &u, now_ms, ctx);
-    if (err != KP_ERR_NONE)
+    if ((err = write_unit(log, batches, len, &u, now_ms, ctx)) != KP_ERR_NONE)
         return err;
     log->appended_msgs += records;
     if (!log->replicated)
@@ -617,11 +625,7 @@ kp_err ks_log_append_replica(ks_log *log, const uint8_t *batches, size_t len, in
     ks_append_unit u;
     if ((err = check_replica_batches(log, batches, len, &u, ctx)) != KP_ERR_NONE)
         return err;
-    if (should_roll(log, active(log), len, &u, now_ms))
-        err = ks_log_roll(log, now_ms, ctx);
-    if (err == KP_ERR_NONE)
-        err = ks_segment_append(active(log), batches, len, &u, now_ms, ctx);
-    if (err != KP_ERR_NONE)
+    if ((err = write_unit(log, batches, len, &u, now_ms, ctx)) != KP_ERR_NONE)
         return err;
     log->appended_msgs += records;
     if (out != NULL)
