@@ -44,7 +44,7 @@ static const struct feature_levels {
     {"kraft.version", 0, 1, 0},
     {"group.version", 0, 1, 1},
     {"transaction.version", 0, 0, 0},
-    {"share.version", 0, 0, 0},
+    {"share.version", 0, 1, 1},
     {"streams.version", 0, 0, 0},
     {"eligible.leader.replicas.version", 0, 1, 1},
 };
