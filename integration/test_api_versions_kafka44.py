@@ -37,8 +37,7 @@ DELIBERATE = {
 # (A node without a client-metrics plugin does not advertise the telemetry APIs.)
 NOT_SERVED_YET = {
     27: "WriteTxnMarkers", 34: "AlterReplicaLogDirs", 57: "UpdateFeatures",
-    64: "UnregisterBroker", 74: "ListConfigResources", 76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
-    78: "ShareFetch", 79: "ShareAcknowledge", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
+    64: "UnregisterBroker", 74: "ListConfigResources", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
     86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
     88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",
@@ -132,7 +131,6 @@ def test_apis_runnel_does_not_serve_are_the_listed_ones(kafka44, runnel):
 DELIBERATE_FEATURES = {
     "transaction.version": ((0, 0), None, "transactions v2 (KIP-890 part 2) not built: a client "
                             "seeing level 2 would skip AddPartitionsToTxn"),
-    "share.version": ((0, 0), None, "share groups (KIP-932) not served yet"),
     "streams.version": ((0, 0), None, "streams groups (KIP-1071) not served yet"),
 }
 

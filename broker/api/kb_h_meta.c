@@ -32,10 +32,11 @@ static bool software_string_ok(kp_str s)
 
 /* The features a single Kafka 4.4.0 node reports, with the levels Runnel
  * serves: the same as Kafka's for metadata.version, kraft.version,
- * group.version (KIP-848) and eligible.leader.replicas.version (always
- * empty on one node); transactions v2, share groups and streams groups are
- * not built, so those stay at level 0, unfinalized, where Kafka finalizes
- * 2, 2 and 1. Finalized level 0 is not listed, as in Kafka. */
+ * group.version (KIP-848), share.version (KIP-932 share groups with
+ * KIP-1222 renew acknowledgements) and eligible.leader.replicas.version
+ * (always empty on one node); transactions v2 and streams groups are not
+ * built, so those stay at level 0, unfinalized, where Kafka finalizes 2 and
+ * 1. Finalized level 0 is not listed, as in Kafka. */
 static const struct feature_levels {
     const char *name;
     int16_t min, max, finalized;
@@ -44,7 +45,7 @@ static const struct feature_levels {
     {"kraft.version", 0, 1, 0},
     {"group.version", 0, 1, 1},
     {"transaction.version", 0, 0, 0},
-    {"share.version", 0, 1, 1},
+    {"share.version", 0, 2, 2},
     {"streams.version", 0, 0, 0},
     {"eligible.leader.replicas.version", 0, 1, 1},
 };

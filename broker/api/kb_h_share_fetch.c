@@ -23,7 +23,6 @@
 #include "kb_dispatch.h"
 #include "kb_group_conf.h"
 #include "kb_group_coord.h"
-#include "kb_log.h"
 #include "kb_partition_log.h"
 #include "kb_share_group.h"
 #include "kb_share_partition.h"
@@ -141,7 +140,6 @@ static kp_err acknowledge(share_call *c, const kp_uuid *topic, int32_t part, con
 {
     if (n == 0)
         return KP_ERR_NONE;
-    KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=dbgack n=%d first=%lld last=%lld nt=%d t0=%d", n, (long long)b[0].first, (long long)b[0].last, b[0].ntypes, b[0].ntypes > 0 ? b[0].types[0] : -9);
     kb_topic *t = live_topic(c->req, topic, part);
     if (t == NULL)
         return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -363,7 +361,6 @@ kp_err kb_h_share_fetch(kb_req *req, const kp_share_fetch_req *rq, kp_share_fetc
 {
     share_call c = {.req = req, .member = rq->member_id, .renew_ok = rq->is_renew_ack};
     int32_t epoch = rq->share_session_epoch;
-    KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=dbgfetch epoch=%d topics=%d", epoch, rq->topics.n);
     kp_err e = (epoch == 0 && has_acks(rq)) ? KP_ERR_INVALID_REQUEST
                                             : share_session(&c, rq->group_id, epoch, true);
     if (e == KP_ERR__NOMEM)
@@ -397,7 +394,6 @@ kp_err kb_h_share_acknowledge(kb_req *req, const kp_share_acknowledge_req *rq,
 {
     share_call c = {.req = req, .member = rq->member_id, .renew_ok = rq->is_renew_ack};
     kp_err e = share_session(&c, rq->group_id, rq->share_session_epoch, false);
-    KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=dbgackreq epoch=%d e=%d nt=%d np=%d nb=%d", rq->share_session_epoch, e, rq->topics.n, rq->topics.n > 0 ? rq->topics.v[0].partitions.n : -9, rq->topics.n > 0 && rq->topics.v[0].partitions.n > 0 ? rq->topics.v[0].partitions.v[0].acknowledgement_batches.n : -9);
     if (e == KP_ERR__NOMEM)
         return e;
     rs->acquisition_lock_timeout_ms = c.g != NULL ? c.lim.lock_ms : 0;

@@ -153,7 +153,8 @@ public class ShareTool {
                          new KafkaShareConsumer<>(shareProps(bootstrap, group, "implicit", 10))) {
                     c.subscribe(List.of(topic));
                     while (seen.size() < total && System.currentTimeMillis() < end) {
-                        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
+                        ConsumerRecords<String, String> rs = c.poll(Duration.ofMillis(100));
+                        for (ConsumerRecord<String, String> r : rs) {
                             if (!seen.add(r.offset())) {
                                 dupes.incrementAndGet();
                                 System.out.println("dupe " + r.offset() + " " +
@@ -161,6 +162,8 @@ public class ShareTool {
                             }
                             counts[idx]++;
                         }
+                        if (!rs.isEmpty())
+                            c.commitSync(); /* acknowledged before the loop may end */
                     }
                 }
             });
