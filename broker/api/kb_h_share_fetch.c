@@ -10,8 +10,11 @@
  * is applied (one bad batch: the partition's AcknowledgeErrorCode, nothing
  * applied); only offsets inside the batches returned are acquired.
  *
- * Not built: the long poll (an empty answer comes at once; the client asks
- * again), share.auto.offset.reset=by_duration (read as latest),
+ * A fetch that acquired nothing waits (parked on its session's partitions)
+ * until an append reaches one of them or MaxWaitMs passes, then tries once
+ * more; the group and session are looked up again then, by name.
+ *
+ * Not built: share.auto.offset.reset=by_duration (read as latest),
  * read_committed isolation. */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,7 @@
 #include "kb_dispatch.h"
 #include "kb_group_conf.h"
 #include "kb_group_coord.h"
+#include "kb_longpoll.h"
 #include "kb_partition_log.h"
 #include "kb_share_group.h"
 #include "kb_share_partition.h"
@@ -250,10 +254,14 @@ static part_out *slot(kb_req *req, kp_share_fetch_resp *rs, const kp_uuid *topic
         for (int32_t j = 0; j < to->partitions.n; j++)
             if (to->partitions.v[j].partition_index == part)
                 return &to->partitions.v[j];
+        if (to->partitions.n >= max)
+            return NULL;
         part_out *p = &to->partitions.v[to->partitions.n++];
         part_defaults(req, live_topic(req, topic, part), part, p);
         return p;
     }
+    if (rs->responses.n >= max)
+        return NULL;
     topic_out *to = &rs->responses.v[rs->responses.n++];
     to->topic_id = *topic;
     if (!KB_ARRAY_ALLOC(req, to->partitions, max))
@@ -340,6 +348,101 @@ static void fetch_session(share_call *c, const kp_share_fetch_req *rq, kp_share_
     }
 }
 
+/* ---- the long poll ---------------------------------------------------------- */
+
+typedef struct share_park {
+    kb_poll_waiter waiter;
+    kb_timer timer;
+    kb_req *req;
+    int32_t max; /* response slots */
+    bool parked;
+} share_park;
+
+static void park_end(share_park *p)
+{
+    if (!p->parked)
+        return;
+    p->parked = false;
+    kb_timer_disarm(p->req->broker->loop, &p->timer);
+    kb_longpoll_unpark(p->req->broker->longpoll, &p->waiter);
+}
+
+/* Tries once more with the group and session as they are now, and answers. */
+static void park_finish(share_park *p)
+{
+    kb_req *req = p->req;
+    const kp_share_fetch_req *rq = req->request;
+    park_end(p);
+    share_call c = {.req = req, .member = rq->member_id};
+    c.g = kb_groups_find(kb_group_coord_groups(req->broker), rq->group_id);
+    if (c.g != NULL && c.g->sg != NULL &&
+        (c.session = kb_share_session_find(c.g->sg->parts, c.member)) != NULL) {
+        kb_group_coord_share_limits_for(req->broker, c.g, &c.lim);
+        c.now = kb_group_coord_now(req->broker);
+        fetch_session(&c, rq, req->response, p->max);
+        kb_group_coord_touch(req->broker, c.g);
+    }
+    req->on_cancel = NULL;
+    req->release = free;
+    req->release_arg = p;
+    kb_req_finish(req);
+}
+
+static void on_park_timeout(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    park_finish(arg);
+}
+
+static void on_park_append(kb_poll_waiter *w)
+{
+    park_finish(w->arg);
+}
+
+static void on_park_cancel(kb_req *req)
+{
+    share_park *p = req->park_state;
+    park_end(p);
+    free(p);
+}
+
+/* Parks the request on the session's partitions; KB_PARKED, or the error. */
+static kp_err park(share_call *c, int32_t wait_ms, int32_t max)
+{
+    kb_share_session *s = c->session;
+    share_park *p = calloc(1, sizeof(*p));
+    kb_topic **topics = calloc((size_t)s->nparts + 1, sizeof(*topics));
+    int32_t *parts = calloc((size_t)s->nparts + 1, sizeof(*parts));
+    int32_t k = 0;
+    for (int32_t i = 0; topics != NULL && parts != NULL && i < s->nparts; i++) {
+        kb_topic *t = live_topic(c->req, &s->parts[i]->topic, s->parts[i]->partition);
+        if (t != NULL) {
+            topics[k] = t;
+            parts[k++] = s->parts[i]->partition;
+        }
+    }
+    kp_err e = p != NULL && topics != NULL && parts != NULL ? KP_ERR_NONE : KP_ERR__NOMEM;
+    if (e == KP_ERR_NONE) {
+        p->req = c->req;
+        p->max = max;
+        p->waiter.wake = on_park_append;
+        p->waiter.arg = p;
+        e = kb_longpoll_park(c->req->broker->longpoll, &p->waiter, topics, parts, k);
+    }
+    free(topics);
+    free(parts);
+    if (e != KP_ERR_NONE) {
+        free(p);
+        return e;
+    }
+    p->parked = true;
+    kb_timer_init(&p->timer, on_park_timeout, p);
+    (void)kb_timer_arm(c->req->broker->loop, &p->timer, wait_ms);
+    c->req->park_state = p;
+    c->req->on_cancel = on_park_cancel;
+    return KB_PARKED;
+}
+
 static int32_t fetch_slots(const kp_share_fetch_req *rq, const kb_share_session *s)
 {
     int64_t n = s != NULL ? s->nparts : 0;
@@ -384,6 +487,11 @@ kp_err kb_h_share_fetch(kb_req *req, const kp_share_fetch_req *rq, kp_share_fetc
             fetch_session(&c, rq, rs, max);
     }
     kb_group_coord_touch(req->broker, c.g);
+    if (epoch != FINAL_EPOCH && !rq->is_renew_ack && rs->responses.n == 0 && rq->max_wait_ms > 0 &&
+        c.session->nparts > 0) {
+        e = park(&c, rq->max_wait_ms < 30000 ? rq->max_wait_ms : 30000, max);
+        return e == KP_ERR__NOMEM ? KP_ERR_NONE : e; /* no memory to wait: answer now */
+    }
     return KP_ERR_NONE;
 }
 
