@@ -35,8 +35,7 @@ DELIBERATE = {
 # (A node without a client-metrics plugin does not advertise the telemetry APIs.)
 NOT_SERVED_YET = {
     34: "AlterReplicaLogDirs", 57: "UpdateFeatures",
-    64: "UnregisterBroker", 74: "ListConfigResources", 76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
-    78: "ShareFetch", 79: "ShareAcknowledge", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
+    64: "UnregisterBroker", 74: "ListConfigResources", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
     86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
     88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",
@@ -128,7 +127,6 @@ def test_apis_runnel_does_not_serve_are_the_listed_ones(kafka44, runnel):
 
 # feature: (Runnel's supported range, Runnel's finalized level or None, why).
 DELIBERATE_FEATURES = {
-    "share.version": ((0, 0), None, "share groups (KIP-932) not served yet"),
     "streams.version": ((0, 0), None, "streams groups (KIP-1071) not served yet"),
 }
 

@@ -13,9 +13,11 @@
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_consumer_group.h"
+#include "kb_share_group.h"
 #include "kb_conn.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
+#include "kb_share_group.h"
 #include "kb_log.h"
 #include "kb_server.h"
 #include "kb_txn_coord.h"
@@ -265,6 +267,10 @@ kp_err kb_h_join_group(kb_req *req, const kp_join_group_req *rq, kp_join_group_r
     if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
         return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
     kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), rq->group_id);
+    if (g != NULL && g->sg != NULL) { /* Kafka: a share group is not a classic group */
+        rs->error_code = KP_ERR_INCONSISTENT_GROUP_PROTOCOL;
+        return KP_ERR_NONE;
+    }
     if (g != NULL && g->cg != NULL && g->cg->nmembers > 0) {
         /* Kafka 4.1 admits classic members into a consumer group (online
          * migration); Runnel does not mix the protocols in one group. */
@@ -303,7 +309,7 @@ static void sync_done(kb_gwaiter *w, const kb_group *g, kp_err err, kp_slice ass
 static bool consumer_group(kb_req *req, kp_str group_id)
 {
     const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), group_id);
-    return g != NULL && g->cg != NULL;
+    return g != NULL && (g->cg != NULL || g->sg != NULL);
 }
 
 kp_err kb_h_sync_group(kb_req *req, const kp_sync_group_req *rq, kp_sync_group_resp *rs)
@@ -414,14 +420,18 @@ kp_err kb_h_list_groups(kb_req *req, const kp_list_groups_req *rq, kp_list_group
     size_t cur = 0;
     bool classic = filter_has(rq->types_filter.v, rq->types_filter.n, "classic");
     bool consumer = filter_has(rq->types_filter.v, rq->types_filter.n, "consumer");
+    bool share = filter_has(rq->types_filter.v, rq->types_filter.n, "share");
     /* Kafka: every group with CLUSTER DESCRIBE, else those the principal
      * may DESCRIBE. */
     bool all = kb_authz_cluster(req, KB_OP_DESCRIBE);
     for (kb_group *g; (g = kb_groups_next(gs, &cur)) != NULL;) {
         const char *state = g->cg != NULL ? kb_consumer_group_state_name(kb_consumer_group_state_of(g->cg))
-                                          : kb_group_state_name(g->state);
-        const char *ptype = g->cg != NULL ? "consumer" : g->protocol_type;
-        if (g->state == KB_GS_DEAD || !(g->cg != NULL ? consumer : classic) ||
+                            : g->sg != NULL ? kb_share_group_state_name(kb_share_group_state_of(g->sg))
+                                            : kb_group_state_name(g->state);
+        const char *type = g->cg != NULL ? "consumer" : g->sg != NULL ? "share" : "classic";
+        const char *ptype = g->cg != NULL || g->sg != NULL ? type : g->protocol_type;
+        bool listed = g->cg != NULL ? consumer : g->sg != NULL ? share : classic;
+        if (g->state == KB_GS_DEAD || !listed ||
             !filter_has(rq->states_filter.v, rq->states_filter.n, state))
             continue;
         if (!all && !kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, kb_cstr(g->id)))
@@ -430,7 +440,7 @@ kp_err kb_h_list_groups(kb_req *req, const kp_list_groups_req *rq, kp_list_group
         out->group_id = kb_req_str(req, g->id);
         out->protocol_type = kb_req_str(req, ptype != NULL ? ptype : "");
         out->group_state = kb_req_str(req, state);
-        out->group_type = g->cg != NULL ? KP_STR_LIT("consumer") : KP_STR_LIT("classic");
+        out->group_type = kb_req_str(req, type);
     }
     rs->groups.n = n;
     return KP_ERR_NONE;
@@ -491,7 +501,7 @@ kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
             continue;
         }
         const kb_group *g = kb_groups_find(gs, rq->groups.v[i]);
-        if (g == NULL || g->cg != NULL) /* Kafka describes a consumer group as Dead */
+        if (g == NULL || g->cg != NULL || g->sg != NULL) /* Kafka: a modern group is Dead here */
             continue;
         out->group_state = kb_req_str(req, kb_group_state_name(g->state));
         out->protocol_type = kb_req_str(req, g->protocol_type != NULL ? g->protocol_type : "");
@@ -514,7 +524,8 @@ static kp_err delete_group_error(kb_req *req, kp_str id, const kb_group *g)
         return err;
     if (g == NULL || g->state == KB_GS_DEAD)
         return KP_ERR_GROUP_ID_NOT_FOUND;
-    if (g->state != KB_GS_EMPTY || (g->cg != NULL && g->cg->nmembers > 0))
+    if (g->state != KB_GS_EMPTY || (g->cg != NULL && g->cg->nmembers > 0) ||
+        (g->sg != NULL && g->sg->nmembers > 0))
         return KP_ERR_NON_EMPTY_GROUP;
     return KP_ERR_NONE;
 }

@@ -32,11 +32,12 @@ static bool software_string_ok(kp_str s)
 
 /* The features a single Kafka 4.4.0 node reports, with the levels Runnel
  * serves: the same as Kafka's for metadata.version, kraft.version,
- * group.version (KIP-848) and eligible.leader.replicas.version (always
- * empty on one node) and transaction.version (KIP-890 part 2); share
- * groups and streams groups are not built, so those stay at level 0,
- * unfinalized, where Kafka finalizes 2 and 1. Finalized level 0 is not
- * listed, as in Kafka. */
+ * group.version (KIP-848), share.version (KIP-932 share groups with
+ * KIP-1222 renew acknowledgements), eligible.leader.replicas.version
+ * (always empty on one node) and transaction.version (KIP-890 part 2);
+ * streams groups are not built, so streams.version stays at level 0,
+ * unfinalized, where Kafka finalizes 1. Finalized level 0 is not listed,
+ * as in Kafka. */
 static const struct feature_levels {
     const char *name;
     int16_t min, max, finalized;
@@ -45,7 +46,7 @@ static const struct feature_levels {
     {"kraft.version", 0, 1, 0},
     {"group.version", 0, 1, 1},
     {"transaction.version", 0, 2, 2},
-    {"share.version", 0, 0, 0},
+    {"share.version", 0, 2, 2},
     {"streams.version", 0, 0, 0},
     {"eligible.leader.replicas.version", 0, 1, 1},
 };

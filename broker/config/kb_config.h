@@ -265,6 +265,12 @@ typedef struct kb_config {
     int32_t group_consumer_heartbeat_interval_ms;
     int32_t group_consumer_session_timeout_ms;
     int32_t group_consumer_max_size;
+    int32_t group_share_delivery_count_limit; /* KIP-932 share groups */
+    int32_t group_share_heartbeat_interval_ms;
+    int32_t group_share_max_size;
+    int32_t group_share_partition_max_record_locks;
+    int32_t group_share_record_lock_duration_ms;
+    int32_t group_share_session_timeout_ms;
     int32_t group_consumer_min_heartbeat_interval_ms; /* bounds of the group configs */
     int32_t group_consumer_max_heartbeat_interval_ms;
     int32_t group_consumer_min_session_timeout_ms;

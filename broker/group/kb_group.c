@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "kb_consumer_group.h"
+#include "kb_share_group.h"
+#include "kb_share_partition.h"
 #include "kb_group_impl.h"
 #include "kb_log.h"
 #include "kb_map.h"
@@ -156,6 +158,7 @@ static void group_free(kb_group *g)
     free(g->leader_id);
     kb_offset_map_fini(&g->offsets);
     kb_consumer_group_free(g->cg);
+    kb_share_group_free(g->sg, kb_share_parts_free);
     free(g);
 }
 

@@ -415,6 +415,19 @@ static int32_t group_int(const kb_group_conf *gc, kp_str group, const char *key,
     return v != NULL && parse_int(v, &n) ? n : dflt;
 }
 
+int32_t kb_group_conf_int(const kb_group_conf *gc, kp_str group, const char *key, int32_t dflt)
+{
+    return group_int(gc, group, key, dflt);
+}
+
+const char *kb_group_conf_str(const kb_group_conf *gc, kp_str group, const char *key,
+                              const char *dflt)
+{
+    const kb_cfgset *set = gc != NULL ? kb_group_conf_get(gc, group) : NULL;
+    const char *v = set != NULL ? kb_cfgset_get(set, key) : NULL;
+    return v != NULL ? v : dflt;
+}
+
 int32_t kb_group_conf_session_timeout_ms(const kb_group_conf *gc, const kb_config *cfg, kp_str group)
 {
     return group_int(gc, group, "consumer.session.timeout.ms",

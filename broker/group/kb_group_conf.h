@@ -66,6 +66,12 @@ const kb_cfgset *kb_group_conf_get(const kb_group_conf *gc, kp_str group);
  * persisting; an empty set forgets the group. */
 kp_err kb_group_conf_replace(kb_group_conf *gc, kp_str group, kb_cfgset *set, kb_msgbuf *msg);
 
+/* A group config's value (an int32 key, or any key as text), dflt when the
+ * group does not set it. */
+int32_t kb_group_conf_int(const kb_group_conf *gc, kp_str group, const char *key, int32_t dflt);
+const char *kb_group_conf_str(const kb_group_conf *gc, kp_str group, const char *key,
+                              const char *dflt);
+
 /* The consumer group protocol's settings for group: its consumer.* values,
  * else the broker's. */
 int32_t kb_group_conf_session_timeout_ms(const kb_group_conf *gc, const kb_config *cfg, kp_str group);

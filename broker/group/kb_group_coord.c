@@ -8,6 +8,8 @@
 
 #include "kb_consumer_group.h"
 #include "kb_consumer_group_rec.h"
+#include "kb_share_group.h"
+#include "kb_share_partition.h"
 #include "kb_group_conf.h"
 #include "kb_lag.h"
 #include "kb_log.h"
@@ -75,6 +77,55 @@ void kb_group_coord_cgroup_env_for(kb_broker *b, const kb_group *g, kb_consumer_
     *out = b->group_coord->cenv;
     out->session_timeout_ms = kb_group_conf_session_timeout_ms(b->gconf, b->cfg, id);
     out->heartbeat_interval_ms = kb_group_conf_heartbeat_interval_ms(b->gconf, b->cfg, id);
+}
+
+void kb_group_coord_share_env_for(kb_broker *b, const kb_group *g, kb_share_group_env *out)
+{
+    kp_str id = kp_str_from(g->id);
+    out->topic_by_name = b->group_coord->cenv.topic_by_name;
+    out->ctx = b->group_coord->cenv.ctx;
+    out->session_timeout_ms = kb_group_conf_int(b->gconf, id, "share.session.timeout.ms",
+                                                b->cfg->group_share_session_timeout_ms);
+    out->heartbeat_interval_ms = kb_group_conf_int(b->gconf, id, "share.heartbeat.interval.ms",
+                                                   b->cfg->group_share_heartbeat_interval_ms);
+    out->max_size = b->cfg->group_share_max_size;
+}
+
+void kb_group_coord_share_limits_for(kb_broker *b, const kb_group *g, kb_share_limits *out)
+{
+    kp_str id = kp_str_from(g->id);
+    out->lock_ms = kb_group_conf_int(b->gconf, id, "share.record.lock.duration.ms",
+                                     b->cfg->group_share_record_lock_duration_ms);
+    out->delivery_limit = (int16_t)b->cfg->group_share_delivery_count_limit;
+    out->max_locks = b->cfg->group_share_partition_max_record_locks;
+}
+
+/* A share group's clock: members whose session passed leave (their share
+ * sessions close and their records are released), then expired
+ * acquisition locks are released. */
+static void share_tick(kb_broker *b, kb_group *g, int64_t now)
+{
+    kb_share_group_env env;
+    kb_share_limits lim;
+    kb_group_coord_share_env_for(b, g, &env);
+    kb_group_coord_share_limits_for(b, g, &lim);
+    kb_share_group_tick(g->sg, &env, now);
+    kb_share_parts *ps = g->sg->parts;
+    for (size_t i = kb_share_session_count(ps); i-- > 0;) {
+        kb_share_session *s = kb_share_session_at(ps, i);
+        kp_str member = kp_str_from(s->member_id);
+        if (kb_share_group_member_find(g->sg, member) == NULL) {
+            kb_share_parts_release(ps, kb_share_member_key(member), &lim, now);
+            kb_share_session_close(ps, s);
+        }
+    }
+    kb_share_parts_release(ps, 0, &lim, now);
+}
+
+static int64_t share_deadline(const kb_share_group *sg)
+{
+    int64_t a = kb_share_group_next_deadline(sg), l = kb_share_parts_next_deadline(sg->parts);
+    return a < l ? a : l;
 }
 
 /* ---- env callbacks ------------------------------------------------------ */
@@ -536,8 +587,9 @@ static void on_group_timer(kb_loop *loop, void *arg)
     if (g->cg != NULL) {
         kb_group_coord_cgroup_env_for(c->b, g, &env);
         kb_consumer_group_tick(g->cg, &env, kb_loop_now_ms(loop));
-    }
-    else
+    } else if (g->sg != NULL) {
+        share_tick(c->b, g, kb_loop_now_ms(loop));
+    } else
         kb_group_tick(c->groups, g, kb_loop_now_ms(loop));
     kb_group_coord_touch(c->b, g);
 }
@@ -549,7 +601,9 @@ void kb_group_coord_touch(kb_broker *b, kb_group *g)
     g->host = b->group_coord;
     g->timer.cb = on_group_timer;
     g->timer.arg = g;
-    int64_t d = g->cg != NULL ? kb_consumer_group_next_deadline(g->cg) : kb_group_next_deadline(g);
+    int64_t d = g->cg != NULL   ? kb_consumer_group_next_deadline(g->cg)
+                : g->sg != NULL ? share_deadline(g->sg)
+                                : kb_group_next_deadline(g);
     if (d == KB_GROUP_NO_DEADLINE) {
         kb_timer_disarm(b->loop, &g->timer);
         return;
@@ -573,7 +627,8 @@ static bool offset_expired(const kb_group *g, const kb_offset *o, int64_t now, i
 
 static void expire_group(kb_group_coord *c, kb_group *g, int64_t now, int64_t retention)
 {
-    if (g->state != KB_GS_EMPTY || g->npending > 0 || (g->cg != NULL && g->cg->nmembers > 0))
+    if (g->state != KB_GS_EMPTY || g->npending > 0 || (g->cg != NULL && g->cg->nmembers > 0) ||
+        (g->sg != NULL && g->sg->nmembers > 0))
         return;
     kb_offset *dead = calloc(kb_offset_map_count(&g->offsets) + 1, sizeof(*dead));
     if (dead == NULL)

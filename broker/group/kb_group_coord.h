@@ -47,6 +47,9 @@
 #include "kb_group.h"
 #include "kb_topics.h"
 
+struct kb_share_group_env;
+struct kb_share_limits;
+
 #define KB_GROUP_COORD_OFFSETS_TOPIC "__consumer_offsets"
 
 /* What a handler hands kb_group_join/kb_group_sync as the waiter: the
@@ -68,6 +71,11 @@ const struct kb_consumer_group_env *kb_group_coord_cgroup_env(kb_broker *b);
 /* The same for group g: its session timeout and heartbeat interval from its
  * group configs (kb_group_conf.h) where set. */
 void kb_group_coord_cgroup_env_for(kb_broker *b, const kb_group *g, struct kb_consumer_group_env *out);
+/* A share group's settings (kb_share_group.h) and its share-partitions'
+ * limits (kb_share_partition.h): its group configs where set, else the
+ * broker's group.share.* values. */
+void kb_group_coord_share_env_for(kb_broker *b, const kb_group *g, struct kb_share_group_env *out);
+void kb_group_coord_share_limits_for(kb_broker *b, const kb_group *g, struct kb_share_limits *out);
 int64_t kb_group_coord_now(kb_broker *b);  /* monotonic ms */
 int64_t kb_group_coord_wall(kb_broker *b); /* wall clock ms */
 

@@ -73,8 +73,12 @@ enum kp_api_key {
     KP_API_CONSUMER_GROUP_HEARTBEAT = 68,
     KP_API_CONSUMER_GROUP_DESCRIBE = 69,
     KP_API_DESCRIBE_TOPIC_PARTITIONS = 75,
+    KP_API_SHARE_GROUP_HEARTBEAT = 76,
+    KP_API_SHARE_GROUP_DESCRIBE = 77,
+    KP_API_SHARE_FETCH = 78,
+    KP_API_SHARE_ACKNOWLEDGE = 79,
 };
-#define KP_API_KEY_MAX 75
+#define KP_API_KEY_MAX 79
 
 typedef struct kp_aborted_txn kp_aborted_txn;
 struct kp_aborted_txn {
@@ -2873,6 +2877,304 @@ void kp_sasl_handshake_resp_defaults(kp_sasl_handshake_resp *p);
 kp_err kp_sasl_handshake_resp_decode(kp_reader *r, kp_arena *a, kp_sasl_handshake_resp *p, int16_t v);
 void kp_sasl_handshake_resp_encode(kp_writer *w, const kp_sasl_handshake_resp *p, int16_t v);
 size_t kp_sasl_handshake_resp_size(const kp_sasl_handshake_resp *p, int16_t v);
+
+typedef struct kp_share_acknowledge_req_acknowledgement_batch kp_share_acknowledge_req_acknowledgement_batch;
+typedef struct kp_share_acknowledge_req_acknowledge_partition kp_share_acknowledge_req_acknowledge_partition;
+typedef struct kp_share_acknowledge_req_acknowledge_topic kp_share_acknowledge_req_acknowledge_topic;
+typedef struct kp_share_acknowledge_req kp_share_acknowledge_req;
+struct kp_share_acknowledge_req_acknowledgement_batch {
+    int64_t first_offset;
+    int64_t last_offset;
+    struct { int32_t n; int8_t *v; } acknowledge_types;
+};
+
+struct kp_share_acknowledge_req_acknowledge_partition {
+    int32_t partition_index;
+    struct { int32_t n; kp_share_acknowledge_req_acknowledgement_batch *v; } acknowledgement_batches;
+};
+
+struct kp_share_acknowledge_req_acknowledge_topic {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_share_acknowledge_req_acknowledge_partition *v; } partitions;
+};
+
+struct kp_share_acknowledge_req {
+    kp_str group_id;
+    kp_str member_id;
+    int32_t share_session_epoch;
+    bool is_renew_ack;
+    struct { int32_t n; kp_share_acknowledge_req_acknowledge_topic *v; } topics;
+};
+
+void kp_share_acknowledge_req_acknowledgement_batch_defaults(kp_share_acknowledge_req_acknowledgement_batch *p);
+void kp_share_acknowledge_req_acknowledge_partition_defaults(kp_share_acknowledge_req_acknowledge_partition *p);
+void kp_share_acknowledge_req_acknowledge_topic_defaults(kp_share_acknowledge_req_acknowledge_topic *p);
+void kp_share_acknowledge_req_defaults(kp_share_acknowledge_req *p);
+kp_err kp_share_acknowledge_req_decode(kp_reader *r, kp_arena *a, kp_share_acknowledge_req *p, int16_t v);
+void kp_share_acknowledge_req_encode(kp_writer *w, const kp_share_acknowledge_req *p, int16_t v);
+size_t kp_share_acknowledge_req_size(const kp_share_acknowledge_req *p, int16_t v);
+
+typedef struct kp_share_acknowledge_resp_leader_id_and_epoch kp_share_acknowledge_resp_leader_id_and_epoch;
+typedef struct kp_share_acknowledge_resp_partition_data kp_share_acknowledge_resp_partition_data;
+typedef struct kp_share_acknowledge_resp_share_acknowledge_topic_response kp_share_acknowledge_resp_share_acknowledge_topic_response;
+typedef struct kp_share_acknowledge_resp_node_endpoint kp_share_acknowledge_resp_node_endpoint;
+typedef struct kp_share_acknowledge_resp kp_share_acknowledge_resp;
+struct kp_share_acknowledge_resp_leader_id_and_epoch {
+    int32_t leader_id;
+    int32_t leader_epoch;
+};
+
+struct kp_share_acknowledge_resp_partition_data {
+    int32_t partition_index;
+    int16_t error_code;
+    kp_str error_message;
+    kp_share_acknowledge_resp_leader_id_and_epoch current_leader;
+};
+
+struct kp_share_acknowledge_resp_share_acknowledge_topic_response {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_share_acknowledge_resp_partition_data *v; } partitions;
+};
+
+struct kp_share_acknowledge_resp_node_endpoint {
+    int32_t node_id;
+    kp_str host;
+    int32_t port;
+    kp_str rack;
+};
+
+struct kp_share_acknowledge_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kp_str error_message;
+    int32_t acquisition_lock_timeout_ms;
+    struct { int32_t n; kp_share_acknowledge_resp_share_acknowledge_topic_response *v; } responses;
+    struct { int32_t n; kp_share_acknowledge_resp_node_endpoint *v; } node_endpoints;
+};
+
+void kp_share_acknowledge_resp_leader_id_and_epoch_defaults(kp_share_acknowledge_resp_leader_id_and_epoch *p);
+void kp_share_acknowledge_resp_partition_data_defaults(kp_share_acknowledge_resp_partition_data *p);
+void kp_share_acknowledge_resp_share_acknowledge_topic_response_defaults(kp_share_acknowledge_resp_share_acknowledge_topic_response *p);
+void kp_share_acknowledge_resp_node_endpoint_defaults(kp_share_acknowledge_resp_node_endpoint *p);
+void kp_share_acknowledge_resp_defaults(kp_share_acknowledge_resp *p);
+kp_err kp_share_acknowledge_resp_decode(kp_reader *r, kp_arena *a, kp_share_acknowledge_resp *p, int16_t v);
+void kp_share_acknowledge_resp_encode(kp_writer *w, const kp_share_acknowledge_resp *p, int16_t v);
+size_t kp_share_acknowledge_resp_size(const kp_share_acknowledge_resp *p, int16_t v);
+
+typedef struct kp_share_fetch_req_acknowledgement_batch kp_share_fetch_req_acknowledgement_batch;
+typedef struct kp_share_fetch_req_fetch_partition kp_share_fetch_req_fetch_partition;
+typedef struct kp_share_fetch_req_fetch_topic kp_share_fetch_req_fetch_topic;
+typedef struct kp_share_fetch_req_forgotten_topic kp_share_fetch_req_forgotten_topic;
+typedef struct kp_share_fetch_req kp_share_fetch_req;
+struct kp_share_fetch_req_acknowledgement_batch {
+    int64_t first_offset;
+    int64_t last_offset;
+    struct { int32_t n; int8_t *v; } acknowledge_types;
+};
+
+struct kp_share_fetch_req_fetch_partition {
+    int32_t partition_index;
+    int32_t partition_max_bytes;
+    struct { int32_t n; kp_share_fetch_req_acknowledgement_batch *v; } acknowledgement_batches;
+};
+
+struct kp_share_fetch_req_fetch_topic {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_share_fetch_req_fetch_partition *v; } partitions;
+};
+
+struct kp_share_fetch_req_forgotten_topic {
+    kp_uuid topic_id;
+    struct { int32_t n; int32_t *v; } partitions;
+};
+
+struct kp_share_fetch_req {
+    kp_str group_id;
+    kp_str member_id;
+    int32_t share_session_epoch;
+    int32_t max_wait_ms;
+    int32_t min_bytes;
+    int32_t max_bytes;
+    int32_t max_records;
+    int32_t batch_size;
+    int8_t share_acquire_mode;
+    bool is_renew_ack;
+    struct { int32_t n; kp_share_fetch_req_fetch_topic *v; } topics;
+    struct { int32_t n; kp_share_fetch_req_forgotten_topic *v; } forgotten_topics_data;
+};
+
+void kp_share_fetch_req_acknowledgement_batch_defaults(kp_share_fetch_req_acknowledgement_batch *p);
+void kp_share_fetch_req_fetch_partition_defaults(kp_share_fetch_req_fetch_partition *p);
+void kp_share_fetch_req_fetch_topic_defaults(kp_share_fetch_req_fetch_topic *p);
+void kp_share_fetch_req_forgotten_topic_defaults(kp_share_fetch_req_forgotten_topic *p);
+void kp_share_fetch_req_defaults(kp_share_fetch_req *p);
+kp_err kp_share_fetch_req_decode(kp_reader *r, kp_arena *a, kp_share_fetch_req *p, int16_t v);
+void kp_share_fetch_req_encode(kp_writer *w, const kp_share_fetch_req *p, int16_t v);
+size_t kp_share_fetch_req_size(const kp_share_fetch_req *p, int16_t v);
+
+typedef struct kp_share_fetch_resp_leader_id_and_epoch kp_share_fetch_resp_leader_id_and_epoch;
+typedef struct kp_share_fetch_resp_acquired_records kp_share_fetch_resp_acquired_records;
+typedef struct kp_share_fetch_resp_partition_data kp_share_fetch_resp_partition_data;
+typedef struct kp_share_fetch_resp_share_fetchable_topic_response kp_share_fetch_resp_share_fetchable_topic_response;
+typedef struct kp_share_fetch_resp_node_endpoint kp_share_fetch_resp_node_endpoint;
+typedef struct kp_share_fetch_resp kp_share_fetch_resp;
+struct kp_share_fetch_resp_leader_id_and_epoch {
+    int32_t leader_id;
+    int32_t leader_epoch;
+};
+
+struct kp_share_fetch_resp_acquired_records {
+    int64_t first_offset;
+    int64_t last_offset;
+    int16_t delivery_count;
+};
+
+struct kp_share_fetch_resp_partition_data {
+    int32_t partition_index;
+    int16_t error_code;
+    kp_str error_message;
+    int16_t acknowledge_error_code;
+    kp_str acknowledge_error_message;
+    kp_share_fetch_resp_leader_id_and_epoch current_leader;
+    kp_records records;
+    struct { int32_t n; kp_share_fetch_resp_acquired_records *v; } acquired_records;
+};
+
+struct kp_share_fetch_resp_share_fetchable_topic_response {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_share_fetch_resp_partition_data *v; } partitions;
+};
+
+struct kp_share_fetch_resp_node_endpoint {
+    int32_t node_id;
+    kp_str host;
+    int32_t port;
+    kp_str rack;
+};
+
+struct kp_share_fetch_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kp_str error_message;
+    int32_t acquisition_lock_timeout_ms;
+    struct { int32_t n; kp_share_fetch_resp_share_fetchable_topic_response *v; } responses;
+    struct { int32_t n; kp_share_fetch_resp_node_endpoint *v; } node_endpoints;
+};
+
+void kp_share_fetch_resp_leader_id_and_epoch_defaults(kp_share_fetch_resp_leader_id_and_epoch *p);
+void kp_share_fetch_resp_acquired_records_defaults(kp_share_fetch_resp_acquired_records *p);
+void kp_share_fetch_resp_partition_data_defaults(kp_share_fetch_resp_partition_data *p);
+void kp_share_fetch_resp_share_fetchable_topic_response_defaults(kp_share_fetch_resp_share_fetchable_topic_response *p);
+void kp_share_fetch_resp_node_endpoint_defaults(kp_share_fetch_resp_node_endpoint *p);
+void kp_share_fetch_resp_defaults(kp_share_fetch_resp *p);
+kp_err kp_share_fetch_resp_decode(kp_reader *r, kp_arena *a, kp_share_fetch_resp *p, int16_t v);
+void kp_share_fetch_resp_encode(kp_writer *w, const kp_share_fetch_resp *p, int16_t v);
+size_t kp_share_fetch_resp_size(const kp_share_fetch_resp *p, int16_t v);
+
+typedef struct kp_share_group_describe_req kp_share_group_describe_req;
+struct kp_share_group_describe_req {
+    struct { int32_t n; kp_str *v; } group_ids;
+    bool include_authorized_operations;
+};
+
+void kp_share_group_describe_req_defaults(kp_share_group_describe_req *p);
+kp_err kp_share_group_describe_req_decode(kp_reader *r, kp_arena *a, kp_share_group_describe_req *p, int16_t v);
+void kp_share_group_describe_req_encode(kp_writer *w, const kp_share_group_describe_req *p, int16_t v);
+size_t kp_share_group_describe_req_size(const kp_share_group_describe_req *p, int16_t v);
+
+typedef struct kp_share_group_describe_resp_topic_partitions kp_share_group_describe_resp_topic_partitions;
+typedef struct kp_share_group_describe_resp_assignment kp_share_group_describe_resp_assignment;
+typedef struct kp_share_group_describe_resp_member kp_share_group_describe_resp_member;
+typedef struct kp_share_group_describe_resp_described_group kp_share_group_describe_resp_described_group;
+typedef struct kp_share_group_describe_resp kp_share_group_describe_resp;
+struct kp_share_group_describe_resp_topic_partitions {
+    kp_uuid topic_id;
+    kp_str topic_name;
+    struct { int32_t n; int32_t *v; } partitions;
+};
+
+struct kp_share_group_describe_resp_assignment {
+    struct { int32_t n; kp_share_group_describe_resp_topic_partitions *v; } topic_partitions;
+};
+
+struct kp_share_group_describe_resp_member {
+    kp_str member_id;
+    kp_str rack_id;
+    int32_t member_epoch;
+    kp_str client_id;
+    kp_str client_host;
+    struct { int32_t n; kp_str *v; } subscribed_topic_names;
+    kp_share_group_describe_resp_assignment assignment;
+};
+
+struct kp_share_group_describe_resp_described_group {
+    int16_t error_code;
+    kp_str error_message;
+    kp_str group_id;
+    kp_str group_state;
+    int32_t group_epoch;
+    int32_t assignment_epoch;
+    kp_str assignor_name;
+    struct { int32_t n; kp_share_group_describe_resp_member *v; } members;
+    int32_t authorized_operations;
+};
+
+struct kp_share_group_describe_resp {
+    int32_t throttle_time_ms;
+    struct { int32_t n; kp_share_group_describe_resp_described_group *v; } groups;
+};
+
+void kp_share_group_describe_resp_topic_partitions_defaults(kp_share_group_describe_resp_topic_partitions *p);
+void kp_share_group_describe_resp_assignment_defaults(kp_share_group_describe_resp_assignment *p);
+void kp_share_group_describe_resp_member_defaults(kp_share_group_describe_resp_member *p);
+void kp_share_group_describe_resp_described_group_defaults(kp_share_group_describe_resp_described_group *p);
+void kp_share_group_describe_resp_defaults(kp_share_group_describe_resp *p);
+kp_err kp_share_group_describe_resp_decode(kp_reader *r, kp_arena *a, kp_share_group_describe_resp *p, int16_t v);
+void kp_share_group_describe_resp_encode(kp_writer *w, const kp_share_group_describe_resp *p, int16_t v);
+size_t kp_share_group_describe_resp_size(const kp_share_group_describe_resp *p, int16_t v);
+
+typedef struct kp_share_group_heartbeat_req kp_share_group_heartbeat_req;
+struct kp_share_group_heartbeat_req {
+    kp_str group_id;
+    kp_str member_id;
+    int32_t member_epoch;
+    kp_str rack_id;
+    struct { int32_t n; kp_str *v; } subscribed_topic_names;
+};
+
+void kp_share_group_heartbeat_req_defaults(kp_share_group_heartbeat_req *p);
+kp_err kp_share_group_heartbeat_req_decode(kp_reader *r, kp_arena *a, kp_share_group_heartbeat_req *p, int16_t v);
+void kp_share_group_heartbeat_req_encode(kp_writer *w, const kp_share_group_heartbeat_req *p, int16_t v);
+size_t kp_share_group_heartbeat_req_size(const kp_share_group_heartbeat_req *p, int16_t v);
+
+typedef struct kp_share_group_heartbeat_resp_topic_partitions kp_share_group_heartbeat_resp_topic_partitions;
+typedef struct kp_share_group_heartbeat_resp_assignment kp_share_group_heartbeat_resp_assignment;
+typedef struct kp_share_group_heartbeat_resp kp_share_group_heartbeat_resp;
+struct kp_share_group_heartbeat_resp_topic_partitions {
+    kp_uuid topic_id;
+    struct { int32_t n; int32_t *v; } partitions;
+};
+
+struct kp_share_group_heartbeat_resp_assignment {
+    struct { int32_t n; kp_share_group_heartbeat_resp_topic_partitions *v; } topic_partitions;
+};
+
+struct kp_share_group_heartbeat_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kp_str error_message;
+    kp_str member_id;
+    int32_t member_epoch;
+    int32_t heartbeat_interval_ms;
+    kp_share_group_heartbeat_resp_assignment *assignment;
+};
+
+void kp_share_group_heartbeat_resp_topic_partitions_defaults(kp_share_group_heartbeat_resp_topic_partitions *p);
+void kp_share_group_heartbeat_resp_assignment_defaults(kp_share_group_heartbeat_resp_assignment *p);
+void kp_share_group_heartbeat_resp_defaults(kp_share_group_heartbeat_resp *p);
+kp_err kp_share_group_heartbeat_resp_decode(kp_reader *r, kp_arena *a, kp_share_group_heartbeat_resp *p, int16_t v);
+void kp_share_group_heartbeat_resp_encode(kp_writer *w, const kp_share_group_heartbeat_resp *p, int16_t v);
+size_t kp_share_group_heartbeat_resp_size(const kp_share_group_heartbeat_resp *p, int16_t v);
 
 typedef struct kp_snapshot_footer_record kp_snapshot_footer_record;
 struct kp_snapshot_footer_record {

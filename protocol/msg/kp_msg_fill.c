@@ -5053,6 +5053,543 @@ void kp_sasl_handshake_resp_fill(kp_sasl_handshake_resp *p, kp_arena *a, int16_t
     }
 }
 
+void kp_share_acknowledge_req_acknowledgement_batch_fill(kp_share_acknowledge_req_acknowledgement_batch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_acknowledge_req_acknowledgement_batch_defaults(p);
+    p->first_offset = (int64_t)kp_fill_next(seed);
+    p->last_offset = (int64_t)kp_fill_next(seed);
+    p->acknowledge_types.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->acknowledge_types.v = kp_arena_calloc(a, (size_t)p->acknowledge_types.n + 1, sizeof(*p->acknowledge_types.v));
+    for (int32_t i = 0; i < p->acknowledge_types.n; i++) {
+        p->acknowledge_types.v[i] = (int8_t)kp_fill_next(seed);
+    }
+}
+
+void kp_share_acknowledge_req_acknowledge_partition_fill(kp_share_acknowledge_req_acknowledge_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_acknowledge_req_acknowledge_partition_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->acknowledgement_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->acknowledgement_batches.v = kp_arena_calloc(a, (size_t)p->acknowledgement_batches.n + 1, sizeof(*p->acknowledgement_batches.v));
+    for (int32_t i = 0; i < p->acknowledgement_batches.n; i++) {
+        kp_share_acknowledge_req_acknowledgement_batch_fill(&p->acknowledgement_batches.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_acknowledge_req_acknowledge_topic_fill(kp_share_acknowledge_req_acknowledge_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_acknowledge_req_acknowledge_topic_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_share_acknowledge_req_acknowledge_partition_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_acknowledge_req_fill(kp_share_acknowledge_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_acknowledge_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->group_id = KP_STR_NULL;
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->member_id = KP_STR_NULL;
+    p->share_session_epoch = (int32_t)kp_fill_next(seed);
+    if (v >= 2) {
+        p->is_renew_ack = (kp_fill_next(seed) & 1) != 0;
+    }
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_share_acknowledge_req_acknowledge_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_acknowledge_resp_leader_id_and_epoch_fill(kp_share_acknowledge_resp_leader_id_and_epoch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_acknowledge_resp_leader_id_and_epoch_defaults(p);
+    p->leader_id = (int32_t)kp_fill_next(seed);
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
+}
+
+void kp_share_acknowledge_resp_partition_data_fill(kp_share_acknowledge_resp_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_acknowledge_resp_partition_data_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    kp_share_acknowledge_resp_leader_id_and_epoch_fill(&p->current_leader, a, v, seed, depth + 1);
+}
+
+void kp_share_acknowledge_resp_share_acknowledge_topic_response_fill(kp_share_acknowledge_resp_share_acknowledge_topic_response *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_acknowledge_resp_share_acknowledge_topic_response_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_share_acknowledge_resp_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_acknowledge_resp_node_endpoint_fill(kp_share_acknowledge_resp_node_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_acknowledge_resp_node_endpoint_defaults(p);
+    p->node_id = (int32_t)kp_fill_next(seed);
+    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->port = (int32_t)kp_fill_next(seed);
+    p->rack = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->rack = KP_STR_NULL;
+}
+
+void kp_share_acknowledge_resp_fill(kp_share_acknowledge_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_acknowledge_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    if (v >= 2) {
+        p->acquisition_lock_timeout_ms = (int32_t)kp_fill_next(seed);
+    }
+    p->responses.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->responses.v = kp_arena_calloc(a, (size_t)p->responses.n + 1, sizeof(*p->responses.v));
+    for (int32_t i = 0; i < p->responses.n; i++) {
+        kp_share_acknowledge_resp_share_acknowledge_topic_response_fill(&p->responses.v[i], a, v, seed, depth + 1);
+    }
+    p->node_endpoints.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->node_endpoints.v = kp_arena_calloc(a, (size_t)p->node_endpoints.n + 1, sizeof(*p->node_endpoints.v));
+    for (int32_t i = 0; i < p->node_endpoints.n; i++) {
+        kp_share_acknowledge_resp_node_endpoint_fill(&p->node_endpoints.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_fetch_req_acknowledgement_batch_fill(kp_share_fetch_req_acknowledgement_batch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_req_acknowledgement_batch_defaults(p);
+    p->first_offset = (int64_t)kp_fill_next(seed);
+    p->last_offset = (int64_t)kp_fill_next(seed);
+    p->acknowledge_types.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->acknowledge_types.v = kp_arena_calloc(a, (size_t)p->acknowledge_types.n + 1, sizeof(*p->acknowledge_types.v));
+    for (int32_t i = 0; i < p->acknowledge_types.n; i++) {
+        p->acknowledge_types.v[i] = (int8_t)kp_fill_next(seed);
+    }
+}
+
+void kp_share_fetch_req_fetch_partition_fill(kp_share_fetch_req_fetch_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_req_fetch_partition_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->acknowledgement_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->acknowledgement_batches.v = kp_arena_calloc(a, (size_t)p->acknowledgement_batches.n + 1, sizeof(*p->acknowledgement_batches.v));
+    for (int32_t i = 0; i < p->acknowledgement_batches.n; i++) {
+        kp_share_fetch_req_acknowledgement_batch_fill(&p->acknowledgement_batches.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_fetch_req_fetch_topic_fill(kp_share_fetch_req_fetch_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_req_fetch_topic_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_share_fetch_req_fetch_partition_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_fetch_req_forgotten_topic_fill(kp_share_fetch_req_forgotten_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_req_forgotten_topic_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_share_fetch_req_fill(kp_share_fetch_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->group_id = KP_STR_NULL;
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->member_id = KP_STR_NULL;
+    p->share_session_epoch = (int32_t)kp_fill_next(seed);
+    p->max_wait_ms = (int32_t)kp_fill_next(seed);
+    p->min_bytes = (int32_t)kp_fill_next(seed);
+    p->max_bytes = (int32_t)kp_fill_next(seed);
+    p->max_records = (int32_t)kp_fill_next(seed);
+    p->batch_size = (int32_t)kp_fill_next(seed);
+    if (v >= 2) {
+        p->share_acquire_mode = (int8_t)kp_fill_next(seed);
+    }
+    if (v >= 2) {
+        p->is_renew_ack = (kp_fill_next(seed) & 1) != 0;
+    }
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_share_fetch_req_fetch_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+    p->forgotten_topics_data.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->forgotten_topics_data.v = kp_arena_calloc(a, (size_t)p->forgotten_topics_data.n + 1, sizeof(*p->forgotten_topics_data.v));
+    for (int32_t i = 0; i < p->forgotten_topics_data.n; i++) {
+        kp_share_fetch_req_forgotten_topic_fill(&p->forgotten_topics_data.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_fetch_resp_leader_id_and_epoch_fill(kp_share_fetch_resp_leader_id_and_epoch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_resp_leader_id_and_epoch_defaults(p);
+    p->leader_id = (int32_t)kp_fill_next(seed);
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
+}
+
+void kp_share_fetch_resp_acquired_records_fill(kp_share_fetch_resp_acquired_records *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_resp_acquired_records_defaults(p);
+    p->first_offset = (int64_t)kp_fill_next(seed);
+    p->last_offset = (int64_t)kp_fill_next(seed);
+    p->delivery_count = (int16_t)kp_fill_next(seed);
+}
+
+void kp_share_fetch_resp_partition_data_fill(kp_share_fetch_resp_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_resp_partition_data_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->acknowledge_error_code = (int16_t)kp_fill_next(seed);
+    p->acknowledge_error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->acknowledge_error_message = KP_STR_NULL;
+    kp_share_fetch_resp_leader_id_and_epoch_fill(&p->current_leader, a, v, seed, depth + 1);
+    {
+        kp_slice b = kp_fill_bytes(a, seed);
+        p->records = (kp_records){b.p, b.len, NULL};
+    }
+    p->acquired_records.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->acquired_records.v = kp_arena_calloc(a, (size_t)p->acquired_records.n + 1, sizeof(*p->acquired_records.v));
+    for (int32_t i = 0; i < p->acquired_records.n; i++) {
+        kp_share_fetch_resp_acquired_records_fill(&p->acquired_records.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_fetch_resp_share_fetchable_topic_response_fill(kp_share_fetch_resp_share_fetchable_topic_response *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_resp_share_fetchable_topic_response_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_share_fetch_resp_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_fetch_resp_node_endpoint_fill(kp_share_fetch_resp_node_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_resp_node_endpoint_defaults(p);
+    p->node_id = (int32_t)kp_fill_next(seed);
+    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->port = (int32_t)kp_fill_next(seed);
+    p->rack = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->rack = KP_STR_NULL;
+}
+
+void kp_share_fetch_resp_fill(kp_share_fetch_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_fetch_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->acquisition_lock_timeout_ms = (int32_t)kp_fill_next(seed);
+    p->responses.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->responses.v = kp_arena_calloc(a, (size_t)p->responses.n + 1, sizeof(*p->responses.v));
+    for (int32_t i = 0; i < p->responses.n; i++) {
+        kp_share_fetch_resp_share_fetchable_topic_response_fill(&p->responses.v[i], a, v, seed, depth + 1);
+    }
+    p->node_endpoints.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->node_endpoints.v = kp_arena_calloc(a, (size_t)p->node_endpoints.n + 1, sizeof(*p->node_endpoints.v));
+    for (int32_t i = 0; i < p->node_endpoints.n; i++) {
+        kp_share_fetch_resp_node_endpoint_fill(&p->node_endpoints.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_group_describe_req_fill(kp_share_group_describe_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_describe_req_defaults(p);
+    p->group_ids.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->group_ids.v = kp_arena_calloc(a, (size_t)p->group_ids.n + 1, sizeof(*p->group_ids.v));
+    for (int32_t i = 0; i < p->group_ids.n; i++) {
+        p->group_ids.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->include_authorized_operations = (kp_fill_next(seed) & 1) != 0;
+}
+
+void kp_share_group_describe_resp_topic_partitions_fill(kp_share_group_describe_resp_topic_partitions *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_describe_resp_topic_partitions_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_share_group_describe_resp_assignment_fill(kp_share_group_describe_resp_assignment *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_describe_resp_assignment_defaults(p);
+    p->topic_partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topic_partitions.v = kp_arena_calloc(a, (size_t)p->topic_partitions.n + 1, sizeof(*p->topic_partitions.v));
+    for (int32_t i = 0; i < p->topic_partitions.n; i++) {
+        kp_share_group_describe_resp_topic_partitions_fill(&p->topic_partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_group_describe_resp_member_fill(kp_share_group_describe_resp_member *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_describe_resp_member_defaults(p);
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->rack_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->rack_id = KP_STR_NULL;
+    p->member_epoch = (int32_t)kp_fill_next(seed);
+    p->client_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->client_host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->subscribed_topic_names.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->subscribed_topic_names.v = kp_arena_calloc(a, (size_t)p->subscribed_topic_names.n + 1, sizeof(*p->subscribed_topic_names.v));
+    for (int32_t i = 0; i < p->subscribed_topic_names.n; i++) {
+        p->subscribed_topic_names.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    kp_share_group_describe_resp_assignment_fill(&p->assignment, a, v, seed, depth + 1);
+}
+
+void kp_share_group_describe_resp_described_group_fill(kp_share_group_describe_resp_described_group *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_describe_resp_described_group_defaults(p);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->group_state = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->group_epoch = (int32_t)kp_fill_next(seed);
+    p->assignment_epoch = (int32_t)kp_fill_next(seed);
+    p->assignor_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->members.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->members.v = kp_arena_calloc(a, (size_t)p->members.n + 1, sizeof(*p->members.v));
+    for (int32_t i = 0; i < p->members.n; i++) {
+        kp_share_group_describe_resp_member_fill(&p->members.v[i], a, v, seed, depth + 1);
+    }
+    p->authorized_operations = (int32_t)kp_fill_next(seed);
+}
+
+void kp_share_group_describe_resp_fill(kp_share_group_describe_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_describe_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->groups.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->groups.v = kp_arena_calloc(a, (size_t)p->groups.n + 1, sizeof(*p->groups.v));
+    for (int32_t i = 0; i < p->groups.n; i++) {
+        kp_share_group_describe_resp_described_group_fill(&p->groups.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_group_heartbeat_req_fill(kp_share_group_heartbeat_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_heartbeat_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_epoch = (int32_t)kp_fill_next(seed);
+    p->rack_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->rack_id = KP_STR_NULL;
+    p->subscribed_topic_names.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->subscribed_topic_names.v = kp_arena_calloc(a, (size_t)p->subscribed_topic_names.n + 1, sizeof(*p->subscribed_topic_names.v));
+    for (int32_t i = 0; i < p->subscribed_topic_names.n; i++) {
+        p->subscribed_topic_names.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->subscribed_topic_names.n = -1;
+}
+
+void kp_share_group_heartbeat_resp_topic_partitions_fill(kp_share_group_heartbeat_resp_topic_partitions *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_heartbeat_resp_topic_partitions_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_share_group_heartbeat_resp_assignment_fill(kp_share_group_heartbeat_resp_assignment *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_heartbeat_resp_assignment_defaults(p);
+    p->topic_partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topic_partitions.v = kp_arena_calloc(a, (size_t)p->topic_partitions.n + 1, sizeof(*p->topic_partitions.v));
+    for (int32_t i = 0; i < p->topic_partitions.n; i++) {
+        kp_share_group_heartbeat_resp_topic_partitions_fill(&p->topic_partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_share_group_heartbeat_resp_fill(kp_share_group_heartbeat_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_share_group_heartbeat_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->member_id = KP_STR_NULL;
+    p->member_epoch = (int32_t)kp_fill_next(seed);
+    p->heartbeat_interval_ms = (int32_t)kp_fill_next(seed);
+    p->assignment = kp_arena_alloc(a, sizeof(*p->assignment));
+    kp_share_group_heartbeat_resp_assignment_fill(p->assignment, a, v, seed, depth + 1);
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->assignment = NULL;
+}
+
 void kp_snapshot_footer_record_fill(kp_snapshot_footer_record *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -6866,6 +7403,26 @@ static void kp_describe_topic_partitions_req_fill_any(void *p, kp_arena *a, int1
     kp_describe_topic_partitions_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_share_group_heartbeat_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_share_group_heartbeat_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_share_group_describe_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_share_group_describe_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_share_fetch_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_share_fetch_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_share_acknowledge_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_share_acknowledge_req_fill(p, a, v, seed, 0);
+}
+
 kp_fill_fn kp_fill_request(int key)
 {
     switch (key) {
@@ -6983,6 +7540,14 @@ kp_fill_fn kp_fill_request(int key)
         return kp_consumer_group_describe_req_fill_any;
     case 75:
         return kp_describe_topic_partitions_req_fill_any;
+    case 76:
+        return kp_share_group_heartbeat_req_fill_any;
+    case 77:
+        return kp_share_group_describe_req_fill_any;
+    case 78:
+        return kp_share_fetch_req_fill_any;
+    case 79:
+        return kp_share_acknowledge_req_fill_any;
     default:
         return NULL;
     }
@@ -7273,6 +7838,26 @@ static void kp_describe_topic_partitions_resp_fill_any(void *p, kp_arena *a, int
     kp_describe_topic_partitions_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_share_group_heartbeat_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_share_group_heartbeat_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_share_group_describe_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_share_group_describe_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_share_fetch_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_share_fetch_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_share_acknowledge_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_share_acknowledge_resp_fill(p, a, v, seed, 0);
+}
+
 kp_fill_fn kp_fill_response(int key)
 {
     switch (key) {
@@ -7390,6 +7975,14 @@ kp_fill_fn kp_fill_response(int key)
         return kp_consumer_group_describe_resp_fill_any;
     case 75:
         return kp_describe_topic_partitions_resp_fill_any;
+    case 76:
+        return kp_share_group_heartbeat_resp_fill_any;
+    case 77:
+        return kp_share_group_describe_resp_fill_any;
+    case 78:
+        return kp_share_fetch_resp_fill_any;
+    case 79:
+        return kp_share_acknowledge_resp_fill_any;
     default:
         return NULL;
     }

@@ -1712,6 +1712,126 @@ static void kp_describe_topic_partitions_resp_defaults_any(void *p)
     kp_describe_topic_partitions_resp_defaults(p);
 }
 
+static kp_err kp_share_group_heartbeat_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_share_group_heartbeat_req_decode(r, a, p, v);
+}
+
+static void kp_share_group_heartbeat_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_share_group_heartbeat_req_encode(w, p, v);
+}
+
+static void kp_share_group_heartbeat_req_defaults_any(void *p)
+{
+    kp_share_group_heartbeat_req_defaults(p);
+}
+
+static kp_err kp_share_group_heartbeat_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_share_group_heartbeat_resp_decode(r, a, p, v);
+}
+
+static void kp_share_group_heartbeat_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_share_group_heartbeat_resp_encode(w, p, v);
+}
+
+static void kp_share_group_heartbeat_resp_defaults_any(void *p)
+{
+    kp_share_group_heartbeat_resp_defaults(p);
+}
+
+static kp_err kp_share_group_describe_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_share_group_describe_req_decode(r, a, p, v);
+}
+
+static void kp_share_group_describe_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_share_group_describe_req_encode(w, p, v);
+}
+
+static void kp_share_group_describe_req_defaults_any(void *p)
+{
+    kp_share_group_describe_req_defaults(p);
+}
+
+static kp_err kp_share_group_describe_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_share_group_describe_resp_decode(r, a, p, v);
+}
+
+static void kp_share_group_describe_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_share_group_describe_resp_encode(w, p, v);
+}
+
+static void kp_share_group_describe_resp_defaults_any(void *p)
+{
+    kp_share_group_describe_resp_defaults(p);
+}
+
+static kp_err kp_share_fetch_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_share_fetch_req_decode(r, a, p, v);
+}
+
+static void kp_share_fetch_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_share_fetch_req_encode(w, p, v);
+}
+
+static void kp_share_fetch_req_defaults_any(void *p)
+{
+    kp_share_fetch_req_defaults(p);
+}
+
+static kp_err kp_share_fetch_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_share_fetch_resp_decode(r, a, p, v);
+}
+
+static void kp_share_fetch_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_share_fetch_resp_encode(w, p, v);
+}
+
+static void kp_share_fetch_resp_defaults_any(void *p)
+{
+    kp_share_fetch_resp_defaults(p);
+}
+
+static kp_err kp_share_acknowledge_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_share_acknowledge_req_decode(r, a, p, v);
+}
+
+static void kp_share_acknowledge_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_share_acknowledge_req_encode(w, p, v);
+}
+
+static void kp_share_acknowledge_req_defaults_any(void *p)
+{
+    kp_share_acknowledge_req_defaults(p);
+}
+
+static kp_err kp_share_acknowledge_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_share_acknowledge_resp_decode(r, a, p, v);
+}
+
+static void kp_share_acknowledge_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_share_acknowledge_resp_encode(w, p, v);
+}
+
+static void kp_share_acknowledge_resp_defaults_any(void *p)
+{
+    kp_share_acknowledge_resp_defaults(p);
+}
+
 static const kp_api_info api_table[] = {
     {0, "Produce", 0, 13, 9, false,
      {sizeof(kp_produce_req), kp_produce_req_decode_any, kp_produce_req_encode_any, kp_produce_req_defaults_any},
@@ -1884,6 +2004,18 @@ static const kp_api_info api_table[] = {
     {75, "DescribeTopicPartitions", 0, 0, 0, false,
      {sizeof(kp_describe_topic_partitions_req), kp_describe_topic_partitions_req_decode_any, kp_describe_topic_partitions_req_encode_any, kp_describe_topic_partitions_req_defaults_any},
      {sizeof(kp_describe_topic_partitions_resp), kp_describe_topic_partitions_resp_decode_any, kp_describe_topic_partitions_resp_encode_any, kp_describe_topic_partitions_resp_defaults_any}},
+    {76, "ShareGroupHeartbeat", 1, 1, 0, false,
+     {sizeof(kp_share_group_heartbeat_req), kp_share_group_heartbeat_req_decode_any, kp_share_group_heartbeat_req_encode_any, kp_share_group_heartbeat_req_defaults_any},
+     {sizeof(kp_share_group_heartbeat_resp), kp_share_group_heartbeat_resp_decode_any, kp_share_group_heartbeat_resp_encode_any, kp_share_group_heartbeat_resp_defaults_any}},
+    {77, "ShareGroupDescribe", 1, 1, 0, false,
+     {sizeof(kp_share_group_describe_req), kp_share_group_describe_req_decode_any, kp_share_group_describe_req_encode_any, kp_share_group_describe_req_defaults_any},
+     {sizeof(kp_share_group_describe_resp), kp_share_group_describe_resp_decode_any, kp_share_group_describe_resp_encode_any, kp_share_group_describe_resp_defaults_any}},
+    {78, "ShareFetch", 1, 2, 0, false,
+     {sizeof(kp_share_fetch_req), kp_share_fetch_req_decode_any, kp_share_fetch_req_encode_any, kp_share_fetch_req_defaults_any},
+     {sizeof(kp_share_fetch_resp), kp_share_fetch_resp_decode_any, kp_share_fetch_resp_encode_any, kp_share_fetch_resp_defaults_any}},
+    {79, "ShareAcknowledge", 1, 2, 0, false,
+     {sizeof(kp_share_acknowledge_req), kp_share_acknowledge_req_decode_any, kp_share_acknowledge_req_encode_any, kp_share_acknowledge_req_defaults_any},
+     {sizeof(kp_share_acknowledge_resp), kp_share_acknowledge_resp_decode_any, kp_share_acknowledge_resp_encode_any, kp_share_acknowledge_resp_defaults_any}},
 };
 
 const kp_api_info *kp_api_lookup(int key)

@@ -24,6 +24,7 @@ Suite *props_suite(void);
 Suite *pidsnap_suite(void);
 Suite *pidstate_suite(void);
 Suite *sasl_suite(void);
+Suite *share_suite(void);
 Suite *topics_suite(void);
 Suite *txn_suite(void);
 
