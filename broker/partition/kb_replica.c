@@ -73,7 +73,7 @@ void kb_replica_free(kb_replica *r)
 static kb_replica_follower *followers_of(const kb_replica *r, const kb_replica_assignment *a,
                                          bool keep, int32_t *n)
 {
-    kb_replica_follower *v = calloc((size_t)a->nreplicas + 1, sizeof(*v));
+    kb_replica_follower *v = calloc((size_t)(a->nreplicas > 0 ? a->nreplicas : 0) + 1, sizeof(*v));
     *n = 0;
     for (int32_t i = 0; v != NULL && i < a->nreplicas; i++) {
         if (a->replicas[i] == r->node_id || ids_have(a->replicas, i, a->replicas[i]))
@@ -104,19 +104,21 @@ kp_err kb_replica_assign(kb_broker *b, kb_topic *t, int32_t p, const kb_replica_
     bool keep = was_leader && a->leader == r->node_id && a->leader_epoch == r->leader_epoch;
     int32_t nf = 0;
     kb_replica_follower *f = followers_of(r, a, keep, &nf);
-    int32_t *isr = calloc((size_t)a->nisr + 1, sizeof(*isr));
+    int32_t *isr = calloc((size_t)(a->nisr > 0 ? a->nisr : 0) + 1, sizeof(*isr));
     if (f == NULL || isr == NULL) {
         free(f);
         free(isr);
         return KP_ERR__NOMEM;
     }
-    memcpy(isr, a->isr, (size_t)a->nisr * sizeof(*isr));
+    int32_t nisr = a->isr != NULL && a->nisr > 0 ? a->nisr : 0;
+    if (nisr > 0)
+        memcpy(isr, a->isr, (size_t)nisr * sizeof(*isr));
     free(r->followers);
     free(r->isr);
     r->followers = f;
     r->nfollowers = nf;
     r->isr = isr;
-    r->nisr = a->nisr;
+    r->nisr = nisr;
     r->leader = a->leader;
     r->leader_epoch = a->leader_epoch;
     if (was_leader && !kb_replica_is_leader(r))

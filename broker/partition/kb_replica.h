@@ -49,6 +49,8 @@ typedef struct kb_replica_follower {
 } kb_replica_follower;
 
 /* What the image says of the partition. */
+/* A partition's replicas and ISR as the controller committed them; an
+ * empty list may come with a NULL pointer and a count of 0 or -1. */
 typedef struct kb_replica_assignment {
     int32_t leader;
     int32_t leader_epoch;

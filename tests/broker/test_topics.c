@@ -8,7 +8,9 @@
 
 #include "broker_suites.h"
 #include "kb_config.h"
+#include "kb_context.h"
 #include "kb_partition_dirs.h"
+#include "kb_replica.h"
 #include "kb_topic_conf.h"
 #include "kb_topics.h"
 
@@ -47,6 +49,30 @@ static void teardown(void)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     ck_assert_int_eq(system(cmd), 0);
 }
+
+/* The controller's image may hold an empty ISR as a NULL list (count 0
+ * or -1): the partition then has no ISR to copy, and nothing is read. */
+START_TEST(test_topics_replica_assign_empty_isr)
+{
+    kb_msgbuf msg = {{0}};
+    kb_topic *t = NULL;
+    open_with(NULL);
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("solo"), 1, NULL, 0, false, &t, &msg),
+                     KP_ERR_NONE);
+    kb_broker b = {0};
+    b.node_id = 3;
+    const int32_t replicas[] = {3};
+    for (int32_t n = -1; n <= 0; n++) {
+        kb_replica_assignment a = {3, 7, replicas, 1, NULL, n};
+        ck_assert_int_eq(kb_replica_assign(&b, t, 0, &a), KP_ERR_NONE);
+        ck_assert(kb_replica_is_leader(t->partitions[0].repl));
+        ck_assert(!kb_replica_in_set(t->partitions[0].repl, 1));
+    }
+    kb_replica_assignment none = {-1, 8, NULL, -1, NULL, -1};
+    ck_assert_int_eq(kb_replica_assign(&b, t, 0, &none), KP_ERR_NONE);
+    ck_assert(!kb_replica_is_leader(t->partitions[0].repl));
+}
+END_TEST
 
 START_TEST(test_topics_partition_count_errors)
 {
@@ -292,6 +318,7 @@ Suite *topics_suite(void)
     tcase_add_test(tc, test_tconf_timestamp_bounds_from_server_properties);
     tcase_add_test(tc, test_topics_pending_create_hidden_and_persisted);
     tcase_add_test(tc, test_topics_deleting_hidden_until_dirs_gone);
+    tcase_add_test(tc, test_topics_replica_assign_empty_isr);
     suite_add_tcase(s, tc);
     return s;
 }
