@@ -255,7 +255,9 @@ int32_t kb_share_part_acquire(kb_share_part *sp, kp_str member, int64_t log_star
 kp_err kb_share_part_check_ack(const kb_share_part *sp, kp_str member, int64_t first, int64_t last,
                                const int8_t *types, int32_t ntypes, bool renew_ok)
 {
-    if (first > last || ntypes <= 0 || (ntypes != 1 && (int64_t)ntypes != last - first + 1))
+    /* the span in unsigned arithmetic: first and last come from the wire */
+    uint64_t span = (uint64_t)last - (uint64_t)first + 1u;
+    if (first > last || ntypes <= 0 || (ntypes != 1 && (uint64_t)ntypes != span))
         return KP_ERR_INVALID_REQUEST;
     for (int32_t i = 0; i < ntypes; i++)
         if (types[i] < KB_ACK_GAP || types[i] > KB_ACK_RENEW ||

@@ -2,6 +2,7 @@
  * sessions timing out) and kb_share_partition (acquisition, locks, delivery
  * counts, acknowledgements and their checks) on a fake clock. */
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,10 @@ START_TEST(test_share_partition_acquire_ack_and_locks)
     ck_assert_int_eq(kb_share_part_check_ack(sp, a, 4, 10, &accept, 1, false),
                      KP_ERR_INVALID_RECORD_STATE);
     ck_assert_int_eq(kb_share_part_check_ack(sp, a, 0, 1, &bad, 1, false), KP_ERR_INVALID_REQUEST);
+    /* the widest span the wire can name, with two types, is refused */
+    int8_t two[2] = {KB_ACK_ACCEPT, KB_ACK_ACCEPT};
+    ck_assert_int_eq(kb_share_part_check_ack(sp, a, INT64_MIN, INT64_MAX, two, 2, false),
+                     KP_ERR_INVALID_REQUEST);
     ck_assert_int_eq(kb_share_part_check_ack(sp, a, 0, 1, &accept, 1, false), KP_ERR_NONE);
     kb_share_part_ack(sp, 0, 1, &accept, 1, &lim, 0);
     ck_assert_int_eq(sp->start, 2); /* the accepted prefix is done */
