@@ -74,14 +74,18 @@ static void list_aborted(kb_req *req, kb_topic *t, const fetch_part *fp, int64_t
     out->aborted_transactions.n = n;
 }
 
-/* The replica id of a follower's fetch (ReplicaState from v15), else -1. */
-static int32_t fetch_replica_id(const kb_req *req, const kp_fetch_req *rq)
+/* The replica id of a follower's fetch (ReplicaState from v15), else -1.
+ * Only a principal with CLUSTER_ACTION may speak as a follower (as in
+ * Kafka): anyone else claiming a replica id is read as a consumer, so a
+ * client cannot move the high watermark past what the ISR holds. */
+static int32_t fetch_replica_id(kb_req *req, const kp_fetch_req *rq)
 {
-    return req->api_version >= 15 ? rq->replica_state.replica_id : rq->replica_id;
+    int32_t id = req->api_version >= 15 ? rq->replica_state.replica_id : rq->replica_id;
+    return id >= 0 && kb_authz_cluster(req, KB_OP_CLUSTER_ACTION) ? id : -1;
 }
 
 /* Whether the fetch comes from a follower in the partition's replica set. */
-static bool from_follower(const kb_req *req, const kp_fetch_req *rq, const kb_topic *t,
+static bool from_follower(kb_req *req, const kp_fetch_req *rq, const kb_topic *t,
                           int32_t p)
 {
     int32_t id = fetch_replica_id(req, rq);
