@@ -96,17 +96,12 @@ static kp_err heartbeat_group(kb_req *req, const kp_consumer_group_heartbeat_req
     return KP_ERR_NONE;
 }
 
-/* Kafka's KafkaApis: GROUP READ, then TOPIC DESCRIBE on every subscribed
- * name. (Kafka 4.1 also leaves topics a regex member may not describe out
- * of its subscription; Runnel does not filter regex matches.) */
+/* Kafka 4.1 also leaves topics a regex member may not describe out of its
+ * subscription; Runnel does not filter regex matches. */
 static kp_err heartbeat_authz(kb_req *req, const kp_consumer_group_heartbeat_req *rq)
 {
-    if (!kb_authz(req, KB_OP_READ, KB_RES_GROUP, rq->group_id))
-        return KP_ERR_GROUP_AUTHORIZATION_FAILED;
-    for (int32_t i = 0; i < rq->subscribed_topic_names.n; i++)
-        if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, rq->subscribed_topic_names.v[i]))
-            return KP_ERR_TOPIC_AUTHORIZATION_FAILED;
-    return KP_ERR_NONE;
+    return kb_authz_group_member(req, rq->group_id, rq->subscribed_topic_names.v,
+                                 rq->subscribed_topic_names.n);
 }
 
 kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartbeat_req *rq,

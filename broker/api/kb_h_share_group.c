@@ -93,15 +93,10 @@ static kp_err heartbeat_group(kb_req *req, const kp_share_group_heartbeat_req *r
     return KP_ERR_NONE;
 }
 
-/* Kafka's KafkaApis: GROUP READ, then TOPIC DESCRIBE on every subscribed name. */
 static kp_err heartbeat_authz(kb_req *req, const kp_share_group_heartbeat_req *rq)
 {
-    if (!kb_authz(req, KB_OP_READ, KB_RES_GROUP, rq->group_id))
-        return KP_ERR_GROUP_AUTHORIZATION_FAILED;
-    for (int32_t i = 0; i < rq->subscribed_topic_names.n; i++)
-        if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, rq->subscribed_topic_names.v[i]))
-            return KP_ERR_TOPIC_AUTHORIZATION_FAILED;
-    return KP_ERR_NONE;
+    return kb_authz_group_member(req, rq->group_id, rq->subscribed_topic_names.v,
+                                 rq->subscribed_topic_names.n);
 }
 
 /* A member that left: its share session closes and its records go back. */

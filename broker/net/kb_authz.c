@@ -106,6 +106,17 @@ bool kb_authz_any(const kb_req *req, int8_t op, int8_t res_type)
     return kb_acl_authorize_any(req->broker->acl, req->conn->principal, host, op, res_type);
 }
 
+int16_t kb_authz_group_member(const kb_req *req, kp_str group_id, const kp_str *topics,
+                              int32_t ntopics)
+{
+    if (!kb_authz(req, KB_OP_READ, KB_RES_GROUP, group_id))
+        return KP_ERR_GROUP_AUTHORIZATION_FAILED;
+    for (int32_t i = 0; i < ntopics; i++)
+        if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, topics[i]))
+            return KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    return KP_ERR_NONE;
+}
+
 int32_t kb_authz_ops(const kb_req *req, int8_t res_type, kp_str name)
 {
     int32_t ops = supported_ops(res_type);

@@ -137,6 +137,12 @@ static inline bool kb_authz_topic(const kb_req *req, int8_t op, const char *name
  * TOPIC CREATE on its name. */
 bool kb_authz_create_topic(const kb_req *req, kp_str name);
 
+/* A member's heartbeat to a modern (consumer or share) group, as Kafka's
+ * KafkaApis checks it: GROUP READ, then TOPIC DESCRIBE on every name it
+ * subscribes to; KP_ERR_NONE or the *_AUTHORIZATION_FAILED code. */
+int16_t kb_authz_group_member(const kb_req *req, kp_str group_id, const kp_str *topics,
+                              int32_t ntopics);
+
 /* kb_authz() on the CLUSTER resource. */
 bool kb_authz_cluster(const kb_req *req, int8_t op);
 
