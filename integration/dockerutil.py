@@ -21,6 +21,7 @@ from conftest import missing
 IMAGE = os.environ.get("RUNNEL_IMAGE", "runnel:latest")
 READY = "Transitioning from RECOVERY to RUNNING"
 SETUP_HINT = "run: bash .ci/docker-setup"
+KCAT_IMAGE = "runnel-test-kcat:latest"  # integration/docker/kcat.Dockerfile, as compose builds it
 _names = itertools.count(1)
 
 
@@ -150,3 +151,13 @@ def consume_values(ck, bootstrap, topic, count, timeout=60):
             got.append(m.value())
     c.close()
     return got
+
+
+def kcat_image():
+    """The kcat client image, built from integration/docker/kcat.Dockerfile
+    when this dockerd does not have it yet."""
+    if docker("image", "inspect", KCAT_IMAGE, check=False).returncode != 0:
+        here = os.path.dirname(os.path.abspath(__file__))
+        docker("build", "-t", KCAT_IMAGE, "-f", os.path.join(here, "docker", "kcat.Dockerfile"),
+               os.path.join(here, "docker"), timeout=600)
+    return KCAT_IMAGE

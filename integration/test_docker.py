@@ -12,8 +12,10 @@ import time
 import pytest
 
 from conftest import require_module
-from dockerutil import (IMAGE, consume_values, containers, docker, free_port, logs,  # noqa: F401
-                        wait_exit, wait_healthy, wait_ready)
+from dockerutil import (IMAGE, consume_values, containers, docker, free_port, kcat_image,  # noqa: F401
+                        logs, wait_exit, wait_healthy, wait_ready)
+import procs
+from roundtrip import check_roundtrip, make_records, parse_tool_output, write_lines
 from runnel_broker import runnel_bin
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
@@ -90,6 +92,22 @@ def test_confluent_kafka_through_published_port(containers):
     assert sorted(got) == sorted(b"value-%d" % i for i in range(30))
     md = p.list_topics("docker-ck", 10)
     assert len(md.topics["docker-ck"].partitions) == 3
+
+
+def test_java_client_through_published_port(containers, java_runner, tmp_path):
+    """The Java client (kafka-clients 4.x, idempotent acks=all at its
+    defaults) produces 90 records of every shape to 3 partitions through the
+    published port and reads each back with its key, headers and timestamp."""
+    _, bootstrap = containers.broker(env={"KAFKA_NUM_PARTITIONS": "3"})
+    records = make_records("docker-java", 90)
+    path = tmp_path / "records.txt"
+    write_lines(path, records)
+    res = java_runner("RecordsTool", "roundtrip", bootstrap, path, "docker-java=lz4",
+                      timeout=240)
+    assert res.returncode == 0, procs.describe(res)
+    acks, errors, got, _ = parse_tool_output(res.stdout)
+    assert not errors, sorted(errors.items())[:5]
+    check_roundtrip(records, got, 3, acks)
 
 
 def test_sigterm_exits_zero_within_a_second(containers):
@@ -191,17 +209,6 @@ def test_confluent_bad_value_stops_container(containers):
     assert runnel_lines(logs(name)) == [
         "runnel: config: num.partitions=abc: expected an integer >= 1; fix it in the "
         "properties file or on the command line (runnel --help lists the keys)"]
-
-
-KCAT_IMAGE = "runnel-test-kcat:latest"  # integration/docker/kcat.Dockerfile, as compose builds it
-
-
-def kcat_image():
-    if docker("image", "inspect", KCAT_IMAGE, check=False).returncode != 0:
-        here = os.path.dirname(os.path.abspath(__file__))
-        docker("build", "-t", KCAT_IMAGE, "-f", os.path.join(here, "docker", "kcat.Dockerfile"),
-               os.path.join(here, "docker"), timeout=600)
-    return KCAT_IMAGE
 
 
 @pytest.mark.parametrize("dialled", [True, False])

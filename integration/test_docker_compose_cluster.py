@@ -4,9 +4,9 @@ Central jars on Debian's JRE) and three Runnel brokers (process.roles=broker)
 whose data volumes the image's start script formats for CLUSTER_ID. Every
 broker registers and is unfenced by the controller. A kcat container on the
 compose network sees the three brokers by service name; a topic auto-created
-through one broker (6 partitions, by the controller) takes keyed records from
-this machine through the published ports while a broker container is killed
-and started again, and every acknowledged record is read back through
+through one broker (6 partitions of 3 replicas, by the controller) takes
+keyed records from this machine through the published ports while a broker
+container is down, and every acknowledged record is read back through
 another broker."""
 
 import os
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import missing, require_module
-from dockerutil import SETUP_HINT, free_port, require_docker, wait_healthy
+from dockerutil import SETUP_HINT, free_port, kcat_image, require_docker, wait_healthy
 from test_docker_compose import compose_command
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
@@ -27,7 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FILES = ["-f", str(ROOT / "docker" / "compose-cluster.yml")]
 BROKERS = ("runnel-1", "runnel-2", "runnel-3")
 CONTROLLER_IMAGE = "runnel-kraft-controller:latest"
-KCAT_IMAGE = "runnel-test-kcat:latest"  # integration/docker/kcat.Dockerfile
 TOPIC = "cluster-orders"
 RECORDS = 600
 
@@ -107,14 +106,18 @@ def test_cluster_compose_brokers_join_the_controller(cluster):
 def kcat_in_network(compose, *args):
     """kcat in a container on the compose project's network."""
     res = subprocess.run(["docker", "run", "--rm", "--network", compose.project + "_default",
-                          KCAT_IMAGE, *args], capture_output=True, text=True, timeout=120)
+                          kcat_image(), *args], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, (args, res.stdout, res.stderr)
     return res.stdout
 
 
 def produce_through_a_broker_restart(compose):
-    """RECORDS keyed records, acks=all, from this machine; runnel-2 is killed
-    a third of the way in and started again at two thirds."""
+    """RECORDS keyed records, idempotent acks=all, from this machine, to an
+    auto-created topic with 3 replicas per partition (min.insync.replicas 2).
+    runnel-2 is killed a third of the way in; the second third must be
+    acknowledged while it is still down (the controller moves its
+    partitions' leadership to the other two), then it is started again and
+    the last third follows."""
     ck = require_module("confluent_kafka")
     bootstrap = ",".join("localhost:%s" % compose.env["RUNNEL_PORT_%d" % i] for i in (1, 3))
     p = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
@@ -125,15 +128,21 @@ def produce_through_a_broker_restart(compose):
         if err is not None:
             failed.append(err)
 
-    for i in range(RECORDS):
-        if i == RECORDS // 3:
-            compose("kill", "runnel-2")
-        if i == 2 * RECORDS // 3:
-            compose("start", "runnel-2")
-        p.produce(TOPIC, key=b"k%d" % i, value=b"v%d" % i, on_delivery=report)
-        p.poll(0.01)
-    assert p.flush(150) == 0, "records still unacknowledged"
-    assert not failed, failed[:5]
+    def send(first, last):
+        for i in range(first, last):
+            p.produce(TOPIC, key=b"k%d" % i, value=b"v%d" % i, on_delivery=report)
+            p.poll(0.01)
+        assert p.flush(150) == 0, "records still unacknowledged"
+        assert not failed, failed[:5]
+
+    send(0, RECORDS // 3)
     md = p.list_topics(TOPIC, timeout=30).topics[TOPIC]
     assert len(md.partitions) == 6
     assert {pm.leader for pm in md.partitions.values()} == {1, 2, 3}
+    assert all(sorted(pm.replicas) == [1, 2, 3] for pm in md.partitions.values())
+    compose("kill", "runnel-2")
+    send(RECORDS // 3, 2 * RECORDS // 3)
+    md = p.list_topics(TOPIC, timeout=30).topics[TOPIC]
+    assert {pm.leader for pm in md.partitions.values()} <= {1, 3}
+    compose("start", "runnel-2")
+    send(2 * RECORDS // 3, RECORDS)
