@@ -26,7 +26,6 @@ DELIBERATE = {
     0: ((0, 12), "Produce v13 names topics by ID, which Runnel's produce path does not resolve"),
     8: ((2, 9), "OffsetCommit v10 names topics by ID (KIP-848), not built"),
     9: ((1, 9), "OffsetFetch v10 names topics by ID (KIP-848), not built"),
-    15: ((0, 5), "DescribeGroups v6 (GROUP_ID_NOT_FOUND, KIP-1043) not yet matched to Kafka"),
     28: ((0, 5), "TxnOffsetCommit v6 names topics by ID (KIP-1319), not built"),
     45: ((0, 0), "AlterPartitionReassignments v1: AllowReplicationFactorChange not honoured"),
 }
@@ -35,7 +34,7 @@ DELIBERATE = {
 # (A node without a client-metrics plugin does not advertise the telemetry APIs.)
 NOT_SERVED_YET = {
     34: "AlterReplicaLogDirs", 57: "UpdateFeatures",
-    64: "UnregisterBroker", 74: "ListConfigResources", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
+    64: "UnregisterBroker", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
     86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
     88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",

@@ -7,6 +7,7 @@
 
 #include "kb_authz.h"
 #include "kb_admin.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_config_doc.h"
@@ -16,7 +17,13 @@
 #include "kb_topic_conf.h"
 #include "kb_topics.h"
 
-enum { RESOURCE_TOPIC = 2, RESOURCE_BROKER = 4, RESOURCE_GROUP = 32 };
+enum {
+    RESOURCE_TOPIC = 2,
+    RESOURCE_BROKER = 4,
+    RESOURCE_BROKER_LOGGER = 8,
+    RESOURCE_CLIENT_METRICS = 16,
+    RESOURCE_GROUP = 32,
+};
 
 /* Synonyms per config at most: topic, dynamic node, dynamic cluster,
  * static (per broker synonym), default. */
@@ -339,5 +346,98 @@ kp_err kb_h_describe_configs(kb_req *req, const kp_describe_configs_req *rq,
         if (out->error_code != KP_ERR_NONE && !KB_ARRAY_ALLOC(req, out->configs, 0))
             return KP_ERR__NOMEM;
     }
+    return KP_ERR_NONE;
+}
+
+/* ---- ListConfigResources ------------------------------------------------ */
+
+typedef kp_list_config_resources_resp_config_resource listed_resource;
+
+/* The resource types a ListConfigResources v1 request asks for, as bits
+ * (their wire values); 0 when one is not a config resource type, which
+ * Kafka answers with UNSUPPORTED_VERSION. An empty list asks for all. */
+static int list_wanted_types(const kp_list_config_resources_req *rq, int16_t version)
+{
+    const int all = RESOURCE_TOPIC | RESOURCE_BROKER | RESOURCE_BROKER_LOGGER |
+                    RESOURCE_CLIENT_METRICS | RESOURCE_GROUP;
+    if (version < 1)
+        return RESOURCE_CLIENT_METRICS;
+    if (rq->resource_types.n <= 0)
+        return all;
+    int want = 0;
+    for (int32_t i = 0; i < rq->resource_types.n; i++) {
+        int8_t t = rq->resource_types.v[i];
+        if (t <= 0 || (t & all) != t || (t & (t - 1)) != 0)
+            return 0;
+        want |= t;
+    }
+    return want;
+}
+
+/* Appends (name, type) to the answer when out is not NULL; counts always. */
+static void list_add(kb_req *req, listed_resource *out, int32_t *n, const char *name, int8_t type)
+{
+    if (out != NULL) {
+        out[*n].resource_name = kb_req_str(req, name);
+        out[*n].resource_type = type;
+    }
+    (*n)++;
+}
+
+/* Fills out (or, with out NULL, counts) the resources of the wanted types
+ * in Kafka's order: groups with configs, brokers, topics. Runnel has no
+ * broker loggers or client metrics resources to list. */
+static void list_resources(kb_req *req, int want, listed_resource *out, int32_t *n)
+{
+    kb_broker *b = req->broker;
+    const kb_meta_image *img = kb_cv_image(req);
+    *n = 0;
+    if (want & RESOURCE_GROUP) {
+        const char *g;
+        for (size_t i = 0; (g = kb_group_conf_group_at(b->gconf, i)) != NULL; i++)
+            list_add(req, out, n, g, RESOURCE_GROUP);
+    }
+    if (want & RESOURCE_BROKER) {
+        char id[16];
+        if (img == NULL) {
+            snprintf(id, sizeof(id), "%d", (int)b->node_id);
+            list_add(req, out, n, id, RESOURCE_BROKER);
+        }
+        for (int i = 0; img != NULL && i < img->brokers.n; i++) {
+            if (!kb_cv_live(img, img->brokers.v[i].id))
+                continue;
+            snprintf(id, sizeof(id), "%d", (int)img->brokers.v[i].id);
+            list_add(req, out, n, id, RESOURCE_BROKER);
+        }
+    }
+    if (!(want & RESOURCE_TOPIC))
+        return;
+    for (int i = 0; img != NULL && i < img->topics.n; i++)
+        list_add(req, out, n, img->topics.v[i]->name, RESOURCE_TOPIC);
+    size_t ntopics = img == NULL ? kb_topics_count(b->topics) : 0;
+    for (size_t i = 0; i < ntopics; i++) {
+        const kb_topic *t = kb_topics_at(b->topics, i);
+        if (t->state == KB_TOPIC_READY)
+            list_add(req, out, n, t->name, RESOURCE_TOPIC);
+    }
+}
+
+/* Handler for ListConfigResources: the names of the resources that can
+ * carry configs, for a principal allowed DESCRIBE_CONFIGS on the cluster. */
+kp_err kb_h_list_config_resources(kb_req *req, const kp_list_config_resources_req *rq,
+                                  kp_list_config_resources_resp *rs)
+{
+    int want = list_wanted_types(rq, req->api_version);
+    int32_t n = 0;
+    if (!kb_authz_cluster(req, KB_OP_DESCRIBE_CONFIGS))
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    else if (want == 0)
+        rs->error_code = KP_ERR_UNSUPPORTED_VERSION;
+    else
+        list_resources(req, want, NULL, &n);
+    if (!KB_ARRAY_ALLOC(req, rs->config_resources, n))
+        return KP_ERR__NOMEM;
+    if (n > 0)
+        list_resources(req, want, rs->config_resources.v, &rs->config_resources.n);
     return KP_ERR_NONE;
 }

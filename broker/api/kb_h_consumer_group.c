@@ -235,8 +235,9 @@ static kp_err describe_group(kb_req *req, kp_str id, bool ops, described *out)
     const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), id);
     if (g == NULL || g->cg == NULL) {
         out->error_code = KP_ERR_GROUP_ID_NOT_FOUND;
-        out->error_message = g == NULL ? kb_req_str(req, "Group not found.")
-                                       : kb_req_str(req, "Group is not a consumer group.");
+        out->error_message = kp_str_from(kp_arena_printf(&req->arena,
+            g == NULL ? "Group %.*s not found." : "Group %.*s is not a consumer group.",
+            id.len, id.p));
         return KP_ERR_NONE;
     }
     const kb_consumer_group *cg = g->cg;

@@ -470,6 +470,21 @@ static kp_err describe_members(kb_req *req, const kb_group *g,
     return KP_ERR_NONE;
 }
 
+/* DescribeGroups v6's answer for a group that does not exist, or is not a
+ * classic group (a consumer or share group), in Kafka's words. */
+static void describe_not_found(kb_req *req, bool not_classic,
+                               kp_describe_groups_resp_described_group *out)
+{
+    size_t cap = (size_t)out->group_id.len + 40;
+    char *text = kp_arena_alloc(&req->arena, cap);
+    out->error_code = KP_ERR_GROUP_ID_NOT_FOUND;
+    if (text == NULL)
+        return;
+    snprintf(text, cap, "Group %.*s %s.", (int)out->group_id.len, out->group_id.p,
+             not_classic ? "is not a classic group" : "not found");
+    out->error_message = (kp_str){text, (int32_t)strlen(text)};
+}
+
 kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
                             kp_describe_groups_resp *rs)
 {
@@ -490,19 +505,19 @@ kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
         }
         if (rq->include_authorized_operations)
             out->authorized_operations = kb_authz_ops(req, KB_RES_GROUP, rq->groups.v[i]);
-        if (rq->groups.v[i].len <= 0) {
-            out->error_code = KP_ERR_INVALID_GROUP_ID;
-            continue;
-        }
         out->error_code = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC,
                                                   rq->groups.v[i]);
         if (out->error_code != KP_ERR_NONE) {
             out->group_state = KP_STR_LIT("");
             continue;
         }
-        const kb_group *g = kb_groups_find(gs, rq->groups.v[i]);
-        if (g == NULL || g->cg != NULL || g->sg != NULL) /* Kafka: a modern group is Dead here */
+        const kb_group *g = rq->groups.v[i].len > 0 ? kb_groups_find(gs, rq->groups.v[i]) : NULL;
+        if (g == NULL || g->cg != NULL || g->sg != NULL) {
+            /* Kafka: Dead, and from v6 (KIP-1043) GROUP_ID_NOT_FOUND saying why */
+            if (req->api_version >= 6)
+                describe_not_found(req, g != NULL, out);
             continue;
+        }
         out->group_state = kb_req_str(req, kb_group_state_name(g->state));
         out->protocol_type = kb_req_str(req, g->protocol_type != NULL ? g->protocol_type : "");
         out->protocol_data = kb_req_str(req, g->protocol_name != NULL ? g->protocol_name : "");

@@ -249,6 +249,11 @@ static size_t find(const kb_group_conf *gc, kp_str group, bool *found)
     return lo;
 }
 
+const char *kb_group_conf_group_at(const kb_group_conf *gc, size_t i)
+{
+    return gc != NULL && i < gc->n ? gc->v[i].group : NULL;
+}
+
 const kb_cfgset *kb_group_conf_get(const kb_group_conf *gc, kp_str group)
 {
     bool found;

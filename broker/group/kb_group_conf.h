@@ -60,6 +60,9 @@ kp_err kb_group_conf_check_name(kp_str group, kb_msgbuf *msg);
  * its type and within its bounds, unset keys taking their defaults. */
 kp_err kb_group_conf_check(const kb_config *cfg, const kb_cfgset *set, kb_msgbuf *msg);
 
+/* The i-th group (by id) that has values set, NULL past the last; valid
+ * until the next kb_group_conf_replace. */
+const char *kb_group_conf_group_at(const kb_group_conf *gc, size_t i);
 /* The values set on group, or NULL when none. */
 const kb_cfgset *kb_group_conf_get(const kb_group_conf *gc, kp_str group);
 /* Replaces group's values with *set (taken: left empty on success),

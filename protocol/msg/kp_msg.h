@@ -72,6 +72,7 @@ enum kp_api_key {
     KP_API_LIST_TRANSACTIONS = 66,
     KP_API_CONSUMER_GROUP_HEARTBEAT = 68,
     KP_API_CONSUMER_GROUP_DESCRIBE = 69,
+    KP_API_LIST_CONFIG_RESOURCES = 74,
     KP_API_DESCRIBE_TOPIC_PARTITIONS = 75,
     KP_API_SHARE_GROUP_HEARTBEAT = 76,
     KP_API_SHARE_GROUP_DESCRIBE = 77,
@@ -2212,6 +2213,35 @@ void kp_leave_group_resp_defaults(kp_leave_group_resp *p);
 kp_err kp_leave_group_resp_decode(kp_reader *r, kp_arena *a, kp_leave_group_resp *p, int16_t v);
 void kp_leave_group_resp_encode(kp_writer *w, const kp_leave_group_resp *p, int16_t v);
 size_t kp_leave_group_resp_size(const kp_leave_group_resp *p, int16_t v);
+
+typedef struct kp_list_config_resources_req kp_list_config_resources_req;
+struct kp_list_config_resources_req {
+    struct { int32_t n; int8_t *v; } resource_types;
+};
+
+void kp_list_config_resources_req_defaults(kp_list_config_resources_req *p);
+kp_err kp_list_config_resources_req_decode(kp_reader *r, kp_arena *a, kp_list_config_resources_req *p, int16_t v);
+void kp_list_config_resources_req_encode(kp_writer *w, const kp_list_config_resources_req *p, int16_t v);
+size_t kp_list_config_resources_req_size(const kp_list_config_resources_req *p, int16_t v);
+
+typedef struct kp_list_config_resources_resp_config_resource kp_list_config_resources_resp_config_resource;
+typedef struct kp_list_config_resources_resp kp_list_config_resources_resp;
+struct kp_list_config_resources_resp_config_resource {
+    kp_str resource_name;
+    int8_t resource_type;
+};
+
+struct kp_list_config_resources_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    struct { int32_t n; kp_list_config_resources_resp_config_resource *v; } config_resources;
+};
+
+void kp_list_config_resources_resp_config_resource_defaults(kp_list_config_resources_resp_config_resource *p);
+void kp_list_config_resources_resp_defaults(kp_list_config_resources_resp *p);
+kp_err kp_list_config_resources_resp_decode(kp_reader *r, kp_arena *a, kp_list_config_resources_resp *p, int16_t v);
+void kp_list_config_resources_resp_encode(kp_writer *w, const kp_list_config_resources_resp *p, int16_t v);
+size_t kp_list_config_resources_resp_size(const kp_list_config_resources_resp *p, int16_t v);
 
 typedef struct kp_list_groups_req kp_list_groups_req;
 struct kp_list_groups_req {

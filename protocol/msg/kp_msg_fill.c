@@ -3781,6 +3781,51 @@ void kp_leave_group_resp_fill(kp_leave_group_resp *p, kp_arena *a, int16_t v, ui
     }
 }
 
+void kp_list_config_resources_req_fill(kp_list_config_resources_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_list_config_resources_req_defaults(p);
+    if (v >= 1) {
+        p->resource_types.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->resource_types.v = kp_arena_calloc(a, (size_t)p->resource_types.n + 1, sizeof(*p->resource_types.v));
+        for (int32_t i = 0; i < p->resource_types.n; i++) {
+            p->resource_types.v[i] = (int8_t)kp_fill_next(seed);
+        }
+    }
+}
+
+void kp_list_config_resources_resp_config_resource_fill(kp_list_config_resources_resp_config_resource *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_list_config_resources_resp_config_resource_defaults(p);
+    p->resource_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (v >= 1) {
+        p->resource_type = (int8_t)kp_fill_next(seed);
+    }
+}
+
+void kp_list_config_resources_resp_fill(kp_list_config_resources_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_list_config_resources_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->config_resources.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->config_resources.v = kp_arena_calloc(a, (size_t)p->config_resources.n + 1, sizeof(*p->config_resources.v));
+    for (int32_t i = 0; i < p->config_resources.n; i++) {
+        kp_list_config_resources_resp_config_resource_fill(&p->config_resources.v[i], a, v, seed, depth + 1);
+    }
+}
+
 void kp_list_groups_req_fill(kp_list_groups_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -7398,6 +7443,11 @@ static void kp_consumer_group_describe_req_fill_any(void *p, kp_arena *a, int16_
     kp_consumer_group_describe_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_list_config_resources_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_list_config_resources_req_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_topic_partitions_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_topic_partitions_req_fill(p, a, v, seed, 0);
@@ -7538,6 +7588,8 @@ kp_fill_fn kp_fill_request(int key)
         return kp_consumer_group_heartbeat_req_fill_any;
     case 69:
         return kp_consumer_group_describe_req_fill_any;
+    case 74:
+        return kp_list_config_resources_req_fill_any;
     case 75:
         return kp_describe_topic_partitions_req_fill_any;
     case 76:
@@ -7833,6 +7885,11 @@ static void kp_consumer_group_describe_resp_fill_any(void *p, kp_arena *a, int16
     kp_consumer_group_describe_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_list_config_resources_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_list_config_resources_resp_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_topic_partitions_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_topic_partitions_resp_fill(p, a, v, seed, 0);
@@ -7973,6 +8030,8 @@ kp_fill_fn kp_fill_response(int key)
         return kp_consumer_group_heartbeat_resp_fill_any;
     case 69:
         return kp_consumer_group_describe_resp_fill_any;
+    case 74:
+        return kp_list_config_resources_resp_fill_any;
     case 75:
         return kp_describe_topic_partitions_resp_fill_any;
     case 76:

@@ -224,6 +224,9 @@ void kp_leave_group_req_member_identity_fill(kp_leave_group_req_member_identity 
 void kp_leave_group_req_fill(kp_leave_group_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_leave_group_resp_member_response_fill(kp_leave_group_resp_member_response *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_leave_group_resp_fill(kp_leave_group_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_list_config_resources_req_fill(kp_list_config_resources_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_list_config_resources_resp_config_resource_fill(kp_list_config_resources_resp_config_resource *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_list_config_resources_resp_fill(kp_list_config_resources_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_list_groups_req_fill(kp_list_groups_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_list_groups_resp_listed_group_fill(kp_list_groups_resp_listed_group *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_list_groups_resp_fill(kp_list_groups_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);

@@ -1682,6 +1682,36 @@ static void kp_consumer_group_describe_resp_defaults_any(void *p)
     kp_consumer_group_describe_resp_defaults(p);
 }
 
+static kp_err kp_list_config_resources_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_list_config_resources_req_decode(r, a, p, v);
+}
+
+static void kp_list_config_resources_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_list_config_resources_req_encode(w, p, v);
+}
+
+static void kp_list_config_resources_req_defaults_any(void *p)
+{
+    kp_list_config_resources_req_defaults(p);
+}
+
+static kp_err kp_list_config_resources_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_list_config_resources_resp_decode(r, a, p, v);
+}
+
+static void kp_list_config_resources_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_list_config_resources_resp_encode(w, p, v);
+}
+
+static void kp_list_config_resources_resp_defaults_any(void *p)
+{
+    kp_list_config_resources_resp_defaults(p);
+}
+
 static kp_err kp_describe_topic_partitions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_topic_partitions_req_decode(r, a, p, v);
@@ -2001,6 +2031,9 @@ static const kp_api_info api_table[] = {
     {69, "ConsumerGroupDescribe", 0, 1, 0, false,
      {sizeof(kp_consumer_group_describe_req), kp_consumer_group_describe_req_decode_any, kp_consumer_group_describe_req_encode_any, kp_consumer_group_describe_req_defaults_any},
      {sizeof(kp_consumer_group_describe_resp), kp_consumer_group_describe_resp_decode_any, kp_consumer_group_describe_resp_encode_any, kp_consumer_group_describe_resp_defaults_any}},
+    {74, "ListConfigResources", 0, 1, 0, false,
+     {sizeof(kp_list_config_resources_req), kp_list_config_resources_req_decode_any, kp_list_config_resources_req_encode_any, kp_list_config_resources_req_defaults_any},
+     {sizeof(kp_list_config_resources_resp), kp_list_config_resources_resp_decode_any, kp_list_config_resources_resp_encode_any, kp_list_config_resources_resp_defaults_any}},
     {75, "DescribeTopicPartitions", 0, 0, 0, false,
      {sizeof(kp_describe_topic_partitions_req), kp_describe_topic_partitions_req_decode_any, kp_describe_topic_partitions_req_encode_any, kp_describe_topic_partitions_req_defaults_any},
      {sizeof(kp_describe_topic_partitions_resp), kp_describe_topic_partitions_resp_decode_any, kp_describe_topic_partitions_resp_encode_any, kp_describe_topic_partitions_resp_defaults_any}},
