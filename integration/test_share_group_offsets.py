@@ -5,23 +5,31 @@ with the Java 4.4 KafkaShareConsumer (ShareTool) reading before and after, and
 by hand on the wire for the errors Kafka gives to bad input.
 """
 
+import json
+import re
 import struct
+import urllib.error
+import urllib.request
 
 import pytest
 
 import procs
 import wire
-from test_share_groups import BROKER_PROPS, JARS44, fresh, got, hold, share_tool  # noqa: F401
+from test_share_groups import BROKER_PROPS as SHARE_PROPS
+from test_share_groups import JARS44, fresh, got, hold, share_tool  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
+
+METRICS_PORT, CONSOLE_PORT = procs.free_port(), procs.free_port()
+BROKER_PROPS = dict(SHARE_PROPS, **{
+    "runnel.metrics.listener": "http://127.0.0.1:%d" % METRICS_PORT,
+    "runnel.console.listener": "http://127.0.0.1:%d" % CONSOLE_PORT,
+})
 
 SGC = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 DESCRIBE, ALTER, DELETE = 90, 91, 92
 GROUP_ID_NOT_FOUND, INVALID_GROUP_ID, NON_EMPTY_GROUP = 69, 24, 68
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 3, 42
-
-_ = BROKER_PROPS  # the share-group settings test_share_groups starts its broker with
-
 
 def sgc(broker, *args, check=True):
     """kafka-share-groups.sh of Kafka 4.4.0: (exit code, the lines it printed
@@ -224,3 +232,53 @@ def test_wire_alter_and_delete_errors(sock, broker, share_tool):
     assert delete(sock, "no-such-" + group, [topic], 7)[0] == GROUP_ID_NOT_FOUND
     assert delete(sock, newg, [topic, "nope-" + topic], 8) == (
         0, None, [0, UNKNOWN_TOPIC_OR_PARTITION])
+
+
+# ---- metrics and console ------------------------------------------------------
+
+def http_get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def metric(text, name, **labels):
+    """The value of the series name{labels} in a /metrics text, or None."""
+    for line in text.splitlines():
+        m = re.match(r"^%s\{(.*)\} (\S+)$" % re.escape(name), line)
+        if m and dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(1))) == labels:
+            return float(m.group(2))
+    return None
+
+
+def test_share_group_lag_on_metrics_and_in_the_console(broker, share_tool):
+    topic, group = consumed_group(share_tool, broker, 12, 7)
+    _, text = http_get("http://127.0.0.1:%d/metrics" % METRICS_PORT)
+    labels = dict(sharegroup=group, topic=topic, partition="0")
+    assert metric(text, "kafka_sharegroup_lag", **labels) == 7, text
+    assert metric(text, "kafka_sharegroup_start_offset", **labels) == 12
+    assert metric(text, "kafka_sharegroup_members", sharegroup=group) == 0
+    assert metric(text, "kafka_sharegroup_lag_sum", sharegroup=group) == 7
+    assert "# TYPE kafka_sharegroup_lag gauge" in text
+
+    base = "http://127.0.0.1:%d/" % CONSOLE_PORT
+    status, body = http_get(base + "api/groups")
+    assert status == 200
+    [row] = [g for g in json.loads(body)["groups"] if g["groupId"] == group]
+    assert (row["type"], row["state"], row["members"], row["lag"]) == ("share", "Empty", 0, 7)
+    p, held = hold(share_tool, broker, topic, group, 3)
+    try:
+        assert len(held) == 3
+        status, body = http_get(base + "api/groups/" + group)
+        g = json.loads(body)
+        assert status == 200 and g["type"] == "share" and g["empty"] is False, g
+        assert g["members"][0]["assignment"] == [{"topic": topic, "partitions": [0]}]
+        [o] = g["offsets"]
+        assert (o["topic"], o["partition"], o["committed"], o["high"], o["lag"]) == (
+            topic, 0, 12, 19, 7)  # held, not acknowledged: still lag
+        _, text = http_get("http://127.0.0.1:%d/metrics" % METRICS_PORT)
+        assert metric(text, "kafka_sharegroup_members", sharegroup=group) == 1
+    finally:
+        procs.stop_process(p)
