@@ -6,6 +6,7 @@ by hand on the wire for the errors Kafka gives to bad input.
 """
 
 import json
+import time
 import re
 import struct
 import urllib.error
@@ -282,3 +283,59 @@ def test_share_group_lag_on_metrics_and_in_the_console(broker, share_tool):
         assert metric(text, "kafka_sharegroup_members", sharegroup=group) == 1
     finally:
         procs.stop_process(p)
+
+
+# ---- ACLs ------------------------------------------------------------------------
+
+TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED = 29, 30
+GROUP_RES, TOPIC_RES, LITERAL, ALLOW = 3, 2, 3, 3
+OP_READ, OP_DELETE, OP_DESCRIBE = 3, 6, 8
+
+
+@pytest.fixture(scope="module")
+def authz(target, tmp_path_factory):
+    from security import sasl_plain_broker
+    from test_acls import USERS, authz_props
+    base = tmp_path_factory.mktemp("share-offsets-authz")
+    yield from procs.serving(sasl_plain_broker(target, base / "data", USERS, authz_props()))
+
+
+def test_acls_are_checked_as_kafka_checks_them(authz, share_tool):
+    from security import plain_login
+    from test_acls import USERS, create_acls
+    topic, group = fresh("sgo-acl"), fresh("sgo-acl")
+    share_tool.run("produce", authz.bootstrap, topic, "a", 3)  # PLAINTEXT: a super user
+    admin = wire.connect(authz.host, authz.port)
+    assert alter(admin, group, [(topic, [(0, 1)])], 1) == (0, None, [[0]])
+    alice = plain_login(authz, "alice", USERS["alice"])
+
+    def grant(rtype, name, op):
+        create_acls(admin, 1, [(rtype, name, LITERAL, "User:alice", "*", op, ALLOW)])
+        time.sleep(0.3)
+
+    # nothing granted: the group's ACL first
+    [(err, _, _)] = describe(alice, [(group, [(topic, [0])])], 2)
+    assert err == GROUP_AUTHORIZATION_FAILED
+    assert alter(alice, group, [(topic, [(0, 0)])], 3)[0] == GROUP_AUTHORIZATION_FAILED
+    assert delete(alice, group, [topic], 4)[0] == GROUP_AUTHORIZATION_FAILED
+    # DESCRIBE on the group, nothing on the topic
+    grant(GROUP_RES, group, OP_DESCRIBE)
+    [(err, _, topics)] = describe(alice, [(group, [(topic, [0])])], 5)
+    assert err == 0 and topics[0][1][0][4] == TOPIC_AUTHORIZATION_FAILED
+    [(err, _, topics)] = describe(alice, [(group, None)], 6)
+    assert err == 0 and topics == []  # what alice may not describe is left out
+    assert alter(alice, group, [(topic, [(0, 0)])], 7)[0] == GROUP_AUTHORIZATION_FAILED
+    # READ on the group: alter wants READ on the topic; DELETE on the group for delete
+    grant(GROUP_RES, group, OP_READ)
+    assert alter(alice, group, [(topic, [(0, 0)])], 8) == (0, None, [[TOPIC_AUTHORIZATION_FAILED]])
+    assert delete(alice, group, [topic], 9)[0] == GROUP_AUTHORIZATION_FAILED
+    grant(GROUP_RES, group, OP_DELETE)
+    assert delete(alice, group, [topic], 10) == (0, None, [TOPIC_AUTHORIZATION_FAILED])
+    # READ on the topic (which implies DESCRIBE): all three go through
+    grant(TOPIC_RES, topic, OP_READ)
+    assert alter(alice, group, [(topic, [(0, 2)])], 11) == (0, None, [[0]])
+    [(err, _, topics)] = describe(alice, [(group, None)], 12)
+    assert err == 0 and topics == [(topic, [(0, 2, 0, 1, 0)])]
+    assert delete(alice, group, [topic], 13) == (0, None, [0])
+    alice.close()
+    admin.close()
