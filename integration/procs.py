@@ -48,8 +48,26 @@ def _die_with_parent():
         pass
 
 
+_port_next = [0]
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago: from the range
+    RUNNEL_TEST_PORTS ("LO-HI", for runs that share a machine) when set, else
+    one the kernel picks."""
+    rng = os.environ.get("RUNNEL_TEST_PORTS", "")
+    if rng:
+        lo, hi = (int(x) for x in rng.split("-"))
+        for _ in range(hi - lo + 1):
+            port = lo + _port_next[0] % (hi - lo + 1)
+            _port_next[0] += 1
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+        raise RuntimeError("no free port in RUNNEL_TEST_PORTS=%s" % rng)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -38,8 +38,7 @@ NOT_SERVED_YET = {
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
     86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
     88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",
-    90: "DescribeShareGroupOffsets", 91: "AlterShareGroupOffsets",
-    92: "DeleteShareGroupOffsets", 93: "StreamsGroupTopologyDescriptionUpdate",
+    93: "StreamsGroupTopologyDescriptionUpdate",
     94: "UnregisterController",
 }
 

@@ -9,6 +9,8 @@
 #include "kb_group_coord.h"
 #include "kb_lag.h"
 #include "kb_partition_log.h"
+#include "kb_share_group.h"
+#include "kb_share_lag.h"
 #include "kb_topics.h"
 
 #define LIST_MAX (8 << 20)
@@ -20,8 +22,20 @@ static bool is_consumer_group(const kb_group *g)
     return g->cg != NULL;
 }
 
+static bool is_share_group(const kb_group *g)
+{
+    return g->sg != NULL;
+}
+
+static const char *group_type(const kb_group *g)
+{
+    return is_consumer_group(g) ? "consumer" : is_share_group(g) ? "share" : "classic";
+}
+
 static const char *group_state(const kb_group *g)
 {
+    if (is_share_group(g))
+        return kb_share_group_state_name(kb_share_group_state_of(g->sg));
     if (is_consumer_group(g))
         return kb_consumer_group_state_name(kb_consumer_group_state_of(g->cg));
     return kb_group_state_name(g->state);
@@ -29,6 +43,8 @@ static const char *group_state(const kb_group *g)
 
 static bool group_empty(const kb_group *g)
 {
+    if (is_share_group(g))
+        return g->sg->nmembers == 0;
     if (is_consumer_group(g))
         return kb_consumer_group_state_of(g->cg) == KB_CGS_EMPTY;
     return g->state == KB_GS_EMPTY;
@@ -36,7 +52,22 @@ static bool group_empty(const kb_group *g)
 
 static int32_t member_count(const kb_group *g)
 {
+    if (is_share_group(g))
+        return g->sg->nmembers;
     return is_consumer_group(g) ? g->cg->nmembers : g->nmembers;
+}
+
+/* A share group's lag, in the shape of the consumer lag rows (no verdict:
+ * status OK). */
+static void group_lag(kb_broker *b, const kb_group *g, kb_lag_group_row *out)
+{
+    if (!is_share_group(g)) {
+        kb_lag_group_of(b, g, out);
+        return;
+    }
+    kb_share_lag_group_row sr;
+    kb_share_lag_group_of(b, g, &sr);
+    *out = (kb_lag_group_row){g->id, sr.members, sr.partitions, sr.lag, KB_LAG_GROUP_OK};
 }
 
 void kb_console_groups_list(const kb_console_api *api, const kb_console_req *rq,
@@ -55,13 +86,17 @@ void kb_console_groups_list(const kb_console_api *api, const kb_console_req *rq,
             continue;
         kb_json_obj(&j);
         kb_json_kstr(&j, "groupId", g->id);
-        kb_json_kstr(&j, "type", is_consumer_group(g) ? "consumer" : "classic");
+        kb_json_kstr(&j, "type", group_type(g));
         kb_json_kstr(&j, "state", group_state(g));
-        kb_json_kstr(&j, "protocolType", is_consumer_group(g) ? "consumer" : g->protocol_type);
+        kb_json_kstr(&j, "protocolType", is_consumer_group(g) || is_share_group(g)
+                                             ? group_type(g)
+                                             : g->protocol_type);
         kb_json_kint(&j, "members", member_count(g));
-        kb_json_kint(&j, "partitions", (int64_t)kb_offset_map_count(&g->offsets));
         kb_lag_group_row lag;
-        kb_lag_group_of(api->b, g, &lag);
+        group_lag(api->b, g, &lag);
+        kb_json_kint(&j, "partitions", is_share_group(g)
+                                           ? lag.partitions
+                                           : (int64_t)kb_offset_map_count(&g->offsets));
         kb_json_kint(&j, "lag", lag.lag);
         kb_json_kstr(&j, "status", kb_lag_group_status_name(lag.status));
         kb_json_obj_end(&j);
@@ -136,7 +171,16 @@ static void members(kb_json *j, const kb_broker *b, const kb_group *g)
 {
     kb_json_key(j, "members");
     kb_json_arr(j);
-    if (is_consumer_group(g)) {
+    if (is_share_group(g)) {
+        for (int32_t i = 0; i < g->sg->nmembers; i++) {
+            const kb_sg_member *m = g->sg->members[i];
+            kb_json_obj(j);
+            member_common(j, m->member_id, NULL, m->client_id, m->client_host);
+            kb_json_kint(j, "epoch", m->epoch);
+            cg_assignment(j, b->topics, &m->assigned);
+            kb_json_obj_end(j);
+        }
+    } else if (is_consumer_group(g)) {
         for (int32_t i = 0; i < g->cg->nmembers; i++) {
             const kb_cg_member *m = g->cg->members[i];
             kb_json_obj(j);
@@ -173,11 +217,23 @@ static void offset_row(void *arg, const kb_lag_row *r)
     kb_json_obj_end(j);
 }
 
+/* A share-partition, as a consumer group's row: its start offset where a
+ * consumer group shows its committed offset; no time lag, no verdict. */
+static void share_row(void *arg, const kb_share_lag_row *r)
+{
+    kb_lag_row row = {r->group, r->topic,  r->partition, r->start, -1,
+                      r->log_end, r->lag, -1,           KB_LAG_OK};
+    offset_row(arg, &row);
+}
+
 static void offsets(kb_json *j, kb_broker *b, const kb_group *g)
 {
     kb_json_key(j, "offsets");
     kb_json_arr(j);
-    kb_lag_each_of(b, g, offset_row, j);
+    if (is_share_group(g))
+        kb_share_lag_each_of(b, g, share_row, j);
+    else
+        kb_lag_each_of(b, g, offset_row, j);
     kb_json_arr_end(j);
 }
 
@@ -214,13 +270,16 @@ void kb_console_group_show(const kb_console_api *api, const kb_console_req *rq, 
     kb_json_init(&j, SHOW_MAX);
     kb_json_obj(&j);
     kb_json_kstr(&j, "groupId", g->id);
-    kb_json_kstr(&j, "type", is_consumer_group(g) ? "consumer" : "classic");
+    kb_json_kstr(&j, "type", group_type(g));
     kb_json_kstr(&j, "state", group_state(g));
     kb_json_kbool(&j, "empty", group_empty(g));
-    kb_json_kstr(&j, "protocol", is_consumer_group(g) ? NULL : g->protocol_name);
-    kb_json_kint(&j, "epoch", is_consumer_group(g) ? g->cg->group_epoch : g->generation);
+    kb_json_kstr(&j, "protocol",
+                 is_consumer_group(g) || is_share_group(g) ? NULL : g->protocol_name);
+    kb_json_kint(&j, "epoch", is_share_group(g)      ? g->sg->group_epoch
+                              : is_consumer_group(g) ? g->cg->group_epoch
+                                                     : g->generation);
     kb_lag_group_row lag;
-    kb_lag_group_of(api->b, g, &lag);
+    group_lag(api->b, g, &lag);
     kb_json_kint(&j, "lag", lag.lag);
     kb_json_kstr(&j, "status", kb_lag_group_status_name(lag.status));
     members(&j, api->b, g);
@@ -343,6 +402,10 @@ void kb_console_group_reset(const kb_console_api *api, const kb_console_req *rq,
     reset_plan pl = {.now = kb_console_wall_ms()};
     if (!parse_target(rq->query, &pl)) {
         kb_console_error(out, 400, "to must be earliest, latest or timestamp (with timestamp=ms)");
+        return;
+    }
+    if (is_share_group(g)) {
+        kb_console_error(out, 400, "a share group's offsets are reset with kafka-share-groups.sh --reset-offsets");
         return;
     }
     if (!group_empty(g)) {

@@ -150,6 +150,17 @@ void kb_share_part_reset(kb_share_part *sp, int64_t offset)
     sp->start = sp->end = offset;
 }
 
+int64_t kb_share_part_lag(const kb_share_part *sp, int64_t hwm)
+{
+    if (hwm <= sp->start)
+        return 0;
+    int64_t lag = hwm - sp->start;
+    int64_t upto = hwm < sp->end ? hwm : sp->end;
+    for (int64_t o = sp->start; o < upto; o++)
+        lag -= done(&sp->rec[o - sp->start]);
+    return lag;
+}
+
 static int32_t acquired_count(const kb_share_part *sp)
 {
     int32_t n = 0;

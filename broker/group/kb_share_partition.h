@@ -141,6 +141,10 @@ int64_t kb_share_parts_next_deadline(const kb_share_parts *ps);
  * truncated): the window is emptied. */
 void kb_share_part_reset(kb_share_part *sp, int64_t offset);
 
+/* Kafka's share-partition lag: the records from start to hwm (the log's
+ * high watermark) not yet acknowledged or archived; 0 when hwm <= start. */
+int64_t kb_share_part_lag(const kb_share_part *sp, int64_t hwm);
+
 /* ---- share sessions ------------------------------------------------------ */
 
 kb_share_session *kb_share_session_find(const kb_share_parts *ps, kp_str member_id);

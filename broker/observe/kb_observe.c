@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kb_config.h"
+#include "kb_group_coord.h"
 #include "kb_lag.h"
 #include "kb_http_server.h"
 #include "kb_log.h"
@@ -14,6 +15,7 @@
 #include "kb_req_metrics.h"
 #include "kb_retention_guard.h"
 #include "kb_server.h"
+#include "kb_share_lag.h"
 #include "kb_topics.h"
 #include "ks_log.h"
 
@@ -38,6 +40,10 @@ enum gauge {
     G_GROUP_LAG_SECONDS,
     G_GROUP_PARTITION_STATUS,
     G_GROUP_STATUS,
+    G_SHARE_START,
+    G_SHARE_LAG,
+    G_SHARE_MEMBERS,
+    G_SHARE_LAG_SUM,
     G_GUARD_WARNINGS,
     G_GUARD_RECORDS_LOST,
     G_GUARD_HOLDS,
@@ -50,6 +56,8 @@ static const char *const part_l[] = {"topic", "partition"};
 static const char *const listener_l[] = {"listener"};
 static const char *const group_part_l[] = {"consumergroup", "topic", "partition"};
 static const char *const group_l[] = {"consumergroup"};
+static const char *const share_part_l[] = {"sharegroup", "topic", "partition"};
+static const char *const share_l[] = {"sharegroup"};
 
 static const struct gauge_def {
     const char *name, *help;
@@ -92,6 +100,15 @@ static const struct gauge_def {
                                   group_part_l},
     [G_GROUP_STATUS] = {"runnel_consumergroup_status",
                         "The group's lag verdict: 0 OK, 1 WARNING, 2 ERROR", 1, group_l},
+    [G_SHARE_START] = {"kafka_sharegroup_start_offset", "The share-partition start offset", 3,
+                       share_part_l},
+    [G_SHARE_LAG] = {"kafka_sharegroup_lag",
+                     "Records from the share-partition start offset to the high watermark not "
+                     "yet acknowledged or archived",
+                     3, share_part_l},
+    [G_SHARE_MEMBERS] = {"kafka_sharegroup_members", "Members of the share group", 1, share_l},
+    [G_SHARE_LAG_SUM] = {"kafka_sharegroup_lag_sum",
+                         "The share group's lag summed over its share-partitions", 1, share_l},
     [G_GUARD_WARNINGS] = {"runnel_retention_guard_warnings_total",
                           "Times retention deleted records a group had not read", 0, no_labels},
     [G_GUARD_RECORDS_LOST] = {"runnel_retention_guard_records_lost_total",
@@ -188,6 +205,35 @@ static void lag_group_gauges(void *arg, const kb_lag_group_row *row)
     set_gauge(o, G_GROUP_STATUS, v, (double)row->status);
 }
 
+static void share_row_gauges(void *arg, const kb_share_lag_row *row)
+{
+    kb_observe *o = arg;
+    char idx[16];
+    snprintf(idx, sizeof idx, "%d", (int)row->partition);
+    const char *v[] = {row->group, row->topic, idx};
+    set_gauge(o, G_SHARE_START, v, (double)row->start);
+    if (row->lag >= 0) {
+        set_gauge(o, G_SHARE_LAG, v, (double)row->lag);
+    }
+}
+
+static void share_gauges(kb_observe *o)
+{
+    kb_groups *gs = kb_group_coord_groups(o->b);
+    size_t cur = 0;
+    for (kb_group *g; gs != NULL && (g = kb_groups_next(gs, &cur)) != NULL;) {
+        if (g->sg == NULL) {
+            continue;
+        }
+        kb_share_lag_group_row gr;
+        kb_share_lag_group_of(o->b, g, &gr);
+        const char *v[] = {g->id};
+        set_gauge(o, G_SHARE_MEMBERS, v, gr.members);
+        set_gauge(o, G_SHARE_LAG_SUM, v, (double)gr.lag);
+        kb_share_lag_each_of(o->b, g, share_row_gauges, o);
+    }
+}
+
 static void guard_gauges(kb_observe *o)
 {
     const kb_retention_guard *g = kb_partition_log_guard(o->b);
@@ -211,6 +257,7 @@ static void refresh(kb_observe *o)
     if (o->b->group_coord != NULL) {
         kb_lag_each(o->b, lag_row_gauges, o);
         kb_lag_each_group(o->b, lag_group_gauges, o);
+        share_gauges(o);
     }
 }
 

@@ -78,8 +78,11 @@ enum kp_api_key {
     KP_API_SHARE_GROUP_DESCRIBE = 77,
     KP_API_SHARE_FETCH = 78,
     KP_API_SHARE_ACKNOWLEDGE = 79,
+    KP_API_DESCRIBE_SHARE_GROUP_OFFSETS = 90,
+    KP_API_ALTER_SHARE_GROUP_OFFSETS = 91,
+    KP_API_DELETE_SHARE_GROUP_OFFSETS = 92,
 };
-#define KP_API_KEY_MAX 79
+#define KP_API_KEY_MAX 92
 
 typedef struct kp_aborted_txn kp_aborted_txn;
 struct kp_aborted_txn {
@@ -342,6 +345,60 @@ void kp_alter_partition_reassignments_resp_defaults(kp_alter_partition_reassignm
 kp_err kp_alter_partition_reassignments_resp_decode(kp_reader *r, kp_arena *a, kp_alter_partition_reassignments_resp *p, int16_t v);
 void kp_alter_partition_reassignments_resp_encode(kp_writer *w, const kp_alter_partition_reassignments_resp *p, int16_t v);
 size_t kp_alter_partition_reassignments_resp_size(const kp_alter_partition_reassignments_resp *p, int16_t v);
+
+typedef struct kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition;
+typedef struct kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic;
+typedef struct kp_alter_share_group_offsets_req kp_alter_share_group_offsets_req;
+struct kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition {
+    int32_t partition_index;
+    int64_t start_offset;
+};
+
+struct kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic {
+    kp_str topic_name;
+    struct { int32_t n; kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition *v; } partitions;
+};
+
+struct kp_alter_share_group_offsets_req {
+    kp_str group_id;
+    struct { int32_t n; kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic *v; } topics;
+};
+
+void kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition_defaults(kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition *p);
+void kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic_defaults(kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic *p);
+void kp_alter_share_group_offsets_req_defaults(kp_alter_share_group_offsets_req *p);
+kp_err kp_alter_share_group_offsets_req_decode(kp_reader *r, kp_arena *a, kp_alter_share_group_offsets_req *p, int16_t v);
+void kp_alter_share_group_offsets_req_encode(kp_writer *w, const kp_alter_share_group_offsets_req *p, int16_t v);
+size_t kp_alter_share_group_offsets_req_size(const kp_alter_share_group_offsets_req *p, int16_t v);
+
+typedef struct kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition;
+typedef struct kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic;
+typedef struct kp_alter_share_group_offsets_resp kp_alter_share_group_offsets_resp;
+struct kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition {
+    int32_t partition_index;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+struct kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic {
+    kp_str topic_name;
+    kp_uuid topic_id;
+    struct { int32_t n; kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition *v; } partitions;
+};
+
+struct kp_alter_share_group_offsets_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kp_str error_message;
+    struct { int32_t n; kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic *v; } responses;
+};
+
+void kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition_defaults(kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition *p);
+void kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic_defaults(kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic *p);
+void kp_alter_share_group_offsets_resp_defaults(kp_alter_share_group_offsets_resp *p);
+kp_err kp_alter_share_group_offsets_resp_decode(kp_reader *r, kp_arena *a, kp_alter_share_group_offsets_resp *p, int16_t v);
+void kp_alter_share_group_offsets_resp_encode(kp_writer *w, const kp_alter_share_group_offsets_resp *p, int16_t v);
+size_t kp_alter_share_group_offsets_resp_size(const kp_alter_share_group_offsets_resp *p, int16_t v);
 
 typedef struct kp_alter_user_scram_credentials_req_scram_credential_deletion kp_alter_user_scram_credentials_req_scram_credential_deletion;
 typedef struct kp_alter_user_scram_credentials_req_scram_credential_upsertion kp_alter_user_scram_credentials_req_scram_credential_upsertion;
@@ -1032,6 +1089,45 @@ kp_err kp_delete_records_resp_decode(kp_reader *r, kp_arena *a, kp_delete_record
 void kp_delete_records_resp_encode(kp_writer *w, const kp_delete_records_resp *p, int16_t v);
 size_t kp_delete_records_resp_size(const kp_delete_records_resp *p, int16_t v);
 
+typedef struct kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic;
+typedef struct kp_delete_share_group_offsets_req kp_delete_share_group_offsets_req;
+struct kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic {
+    kp_str topic_name;
+};
+
+struct kp_delete_share_group_offsets_req {
+    kp_str group_id;
+    struct { int32_t n; kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic *v; } topics;
+};
+
+void kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic_defaults(kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic *p);
+void kp_delete_share_group_offsets_req_defaults(kp_delete_share_group_offsets_req *p);
+kp_err kp_delete_share_group_offsets_req_decode(kp_reader *r, kp_arena *a, kp_delete_share_group_offsets_req *p, int16_t v);
+void kp_delete_share_group_offsets_req_encode(kp_writer *w, const kp_delete_share_group_offsets_req *p, int16_t v);
+size_t kp_delete_share_group_offsets_req_size(const kp_delete_share_group_offsets_req *p, int16_t v);
+
+typedef struct kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic;
+typedef struct kp_delete_share_group_offsets_resp kp_delete_share_group_offsets_resp;
+struct kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic {
+    kp_str topic_name;
+    kp_uuid topic_id;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+struct kp_delete_share_group_offsets_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kp_str error_message;
+    struct { int32_t n; kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic *v; } responses;
+};
+
+void kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic_defaults(kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic *p);
+void kp_delete_share_group_offsets_resp_defaults(kp_delete_share_group_offsets_resp *p);
+kp_err kp_delete_share_group_offsets_resp_decode(kp_reader *r, kp_arena *a, kp_delete_share_group_offsets_resp *p, int16_t v);
+void kp_delete_share_group_offsets_resp_encode(kp_writer *w, const kp_delete_share_group_offsets_resp *p, int16_t v);
+size_t kp_delete_share_group_offsets_resp_size(const kp_delete_share_group_offsets_resp *p, int16_t v);
+
 typedef struct kp_delete_topics_req_delete_topic_state kp_delete_topics_req_delete_topic_state;
 typedef struct kp_delete_topics_req kp_delete_topics_req;
 struct kp_delete_topics_req_delete_topic_state {
@@ -1560,6 +1656,69 @@ void kp_describe_quorum_resp_defaults(kp_describe_quorum_resp *p);
 kp_err kp_describe_quorum_resp_decode(kp_reader *r, kp_arena *a, kp_describe_quorum_resp *p, int16_t v);
 void kp_describe_quorum_resp_encode(kp_writer *w, const kp_describe_quorum_resp *p, int16_t v);
 size_t kp_describe_quorum_resp_size(const kp_describe_quorum_resp *p, int16_t v);
+
+typedef struct kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic;
+typedef struct kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group;
+typedef struct kp_describe_share_group_offsets_req kp_describe_share_group_offsets_req;
+struct kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic {
+    kp_str topic_name;
+    struct { int32_t n; int32_t *v; } partitions;
+};
+
+struct kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group {
+    kp_str group_id;
+    struct { int32_t n; kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic *v; } topics;
+};
+
+struct kp_describe_share_group_offsets_req {
+    struct { int32_t n; kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group *v; } groups;
+};
+
+void kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic_defaults(kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic *p);
+void kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group_defaults(kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group *p);
+void kp_describe_share_group_offsets_req_defaults(kp_describe_share_group_offsets_req *p);
+kp_err kp_describe_share_group_offsets_req_decode(kp_reader *r, kp_arena *a, kp_describe_share_group_offsets_req *p, int16_t v);
+void kp_describe_share_group_offsets_req_encode(kp_writer *w, const kp_describe_share_group_offsets_req *p, int16_t v);
+size_t kp_describe_share_group_offsets_req_size(const kp_describe_share_group_offsets_req *p, int16_t v);
+
+typedef struct kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition;
+typedef struct kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic;
+typedef struct kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group;
+typedef struct kp_describe_share_group_offsets_resp kp_describe_share_group_offsets_resp;
+struct kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition {
+    int32_t partition_index;
+    int64_t start_offset;
+    int32_t leader_epoch;
+    int64_t lag;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+struct kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic {
+    kp_str topic_name;
+    kp_uuid topic_id;
+    struct { int32_t n; kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition *v; } partitions;
+};
+
+struct kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group {
+    kp_str group_id;
+    struct { int32_t n; kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic *v; } topics;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+struct kp_describe_share_group_offsets_resp {
+    int32_t throttle_time_ms;
+    struct { int32_t n; kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group *v; } groups;
+};
+
+void kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition_defaults(kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition *p);
+void kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic_defaults(kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic *p);
+void kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group_defaults(kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group *p);
+void kp_describe_share_group_offsets_resp_defaults(kp_describe_share_group_offsets_resp *p);
+kp_err kp_describe_share_group_offsets_resp_decode(kp_reader *r, kp_arena *a, kp_describe_share_group_offsets_resp *p, int16_t v);
+void kp_describe_share_group_offsets_resp_encode(kp_writer *w, const kp_describe_share_group_offsets_resp *p, int16_t v);
+size_t kp_describe_share_group_offsets_resp_size(const kp_describe_share_group_offsets_resp *p, int16_t v);
 
 typedef struct kp_describe_topic_partitions_req_topic_request kp_describe_topic_partitions_req_topic_request;
 typedef struct kp_describe_topic_partitions_req_cursor kp_describe_topic_partitions_req_cursor;

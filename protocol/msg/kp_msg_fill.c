@@ -496,6 +496,96 @@ void kp_alter_partition_reassignments_resp_fill(kp_alter_partition_reassignments
     }
 }
 
+void kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition_fill(kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->start_offset = (int64_t)kp_fill_next(seed);
+}
+
+void kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic_fill(kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic_defaults(p);
+    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_alter_share_group_offsets_req_fill(kp_alter_share_group_offsets_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_share_group_offsets_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition_fill(kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
+void kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic_fill(kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic_defaults(p);
+    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_partition_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_alter_share_group_offsets_resp_fill(kp_alter_share_group_offsets_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_share_group_offsets_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->responses.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->responses.v = kp_arena_calloc(a, (size_t)p->responses.n + 1, sizeof(*p->responses.v));
+    for (int32_t i = 0; i < p->responses.n; i++) {
+        kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic_fill(&p->responses.v[i], a, v, seed, depth + 1);
+    }
+}
+
 void kp_alter_user_scram_credentials_req_scram_credential_deletion_fill(kp_alter_user_scram_credentials_req_scram_credential_deletion *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -1680,6 +1770,65 @@ void kp_delete_records_resp_fill(kp_delete_records_resp *p, kp_arena *a, int16_t
     }
 }
 
+void kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic_fill(kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic_defaults(p);
+    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_delete_share_group_offsets_req_fill(kp_delete_share_group_offsets_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_offsets_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_delete_share_group_offsets_req_delete_share_group_offsets_request_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic_fill(kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic_defaults(p);
+    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topic_id = kp_fill_uuid(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
+void kp_delete_share_group_offsets_resp_fill(kp_delete_share_group_offsets_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_offsets_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->responses.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->responses.v = kp_arena_calloc(a, (size_t)p->responses.n + 1, sizeof(*p->responses.v));
+    for (int32_t i = 0; i < p->responses.n; i++) {
+        kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic_fill(&p->responses.v[i], a, v, seed, depth + 1);
+    }
+}
+
 void kp_delete_topics_req_delete_topic_state_fill(kp_delete_topics_req_delete_topic_state *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -2614,6 +2763,121 @@ void kp_describe_quorum_resp_fill(kp_describe_quorum_resp *p, kp_arena *a, int16
         for (int32_t i = 0; i < p->nodes.n; i++) {
             kp_describe_quorum_resp_node_fill(&p->nodes.v[i], a, v, seed, depth + 1);
         }
+    }
+}
+
+void kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic_fill(kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic_defaults(p);
+    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group_fill(kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_describe_share_group_offsets_req_describe_share_group_offsets_request_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->topics.n = -1;
+}
+
+void kp_describe_share_group_offsets_req_fill(kp_describe_share_group_offsets_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_describe_share_group_offsets_req_defaults(p);
+    p->groups.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->groups.v = kp_arena_calloc(a, (size_t)p->groups.n + 1, sizeof(*p->groups.v));
+    for (int32_t i = 0; i < p->groups.n; i++) {
+        kp_describe_share_group_offsets_req_describe_share_group_offsets_request_group_fill(&p->groups.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition_fill(kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->start_offset = (int64_t)kp_fill_next(seed);
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
+    if (v >= 1) {
+        p->lag = (int64_t)kp_fill_next(seed);
+    }
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
+void kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic_fill(kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic_defaults(p);
+    p->topic_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_partition_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group_fill(kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_topic_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
+void kp_describe_share_group_offsets_resp_fill(kp_describe_share_group_offsets_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_describe_share_group_offsets_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->groups.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->groups.v = kp_arena_calloc(a, (size_t)p->groups.n + 1, sizeof(*p->groups.v));
+    for (int32_t i = 0; i < p->groups.n; i++) {
+        kp_describe_share_group_offsets_resp_describe_share_group_offsets_response_group_fill(&p->groups.v[i], a, v, seed, depth + 1);
     }
 }
 
@@ -7473,6 +7737,21 @@ static void kp_share_acknowledge_req_fill_any(void *p, kp_arena *a, int16_t v, u
     kp_share_acknowledge_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_describe_share_group_offsets_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_describe_share_group_offsets_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_alter_share_group_offsets_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_alter_share_group_offsets_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_delete_share_group_offsets_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_delete_share_group_offsets_req_fill(p, a, v, seed, 0);
+}
+
 kp_fill_fn kp_fill_request(int key)
 {
     switch (key) {
@@ -7600,6 +7879,12 @@ kp_fill_fn kp_fill_request(int key)
         return kp_share_fetch_req_fill_any;
     case 79:
         return kp_share_acknowledge_req_fill_any;
+    case 90:
+        return kp_describe_share_group_offsets_req_fill_any;
+    case 91:
+        return kp_alter_share_group_offsets_req_fill_any;
+    case 92:
+        return kp_delete_share_group_offsets_req_fill_any;
     default:
         return NULL;
     }
@@ -7915,6 +8200,21 @@ static void kp_share_acknowledge_resp_fill_any(void *p, kp_arena *a, int16_t v, 
     kp_share_acknowledge_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_describe_share_group_offsets_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_describe_share_group_offsets_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_alter_share_group_offsets_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_alter_share_group_offsets_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_delete_share_group_offsets_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_delete_share_group_offsets_resp_fill(p, a, v, seed, 0);
+}
+
 kp_fill_fn kp_fill_response(int key)
 {
     switch (key) {
@@ -8042,6 +8342,12 @@ kp_fill_fn kp_fill_response(int key)
         return kp_share_fetch_resp_fill_any;
     case 79:
         return kp_share_acknowledge_resp_fill_any;
+    case 90:
+        return kp_describe_share_group_offsets_resp_fill_any;
+    case 91:
+        return kp_alter_share_group_offsets_resp_fill_any;
+    case 92:
+        return kp_delete_share_group_offsets_resp_fill_any;
     default:
         return NULL;
     }

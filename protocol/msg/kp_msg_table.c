@@ -1862,6 +1862,96 @@ static void kp_share_acknowledge_resp_defaults_any(void *p)
     kp_share_acknowledge_resp_defaults(p);
 }
 
+static kp_err kp_describe_share_group_offsets_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_describe_share_group_offsets_req_decode(r, a, p, v);
+}
+
+static void kp_describe_share_group_offsets_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_describe_share_group_offsets_req_encode(w, p, v);
+}
+
+static void kp_describe_share_group_offsets_req_defaults_any(void *p)
+{
+    kp_describe_share_group_offsets_req_defaults(p);
+}
+
+static kp_err kp_describe_share_group_offsets_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_describe_share_group_offsets_resp_decode(r, a, p, v);
+}
+
+static void kp_describe_share_group_offsets_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_describe_share_group_offsets_resp_encode(w, p, v);
+}
+
+static void kp_describe_share_group_offsets_resp_defaults_any(void *p)
+{
+    kp_describe_share_group_offsets_resp_defaults(p);
+}
+
+static kp_err kp_alter_share_group_offsets_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_alter_share_group_offsets_req_decode(r, a, p, v);
+}
+
+static void kp_alter_share_group_offsets_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_alter_share_group_offsets_req_encode(w, p, v);
+}
+
+static void kp_alter_share_group_offsets_req_defaults_any(void *p)
+{
+    kp_alter_share_group_offsets_req_defaults(p);
+}
+
+static kp_err kp_alter_share_group_offsets_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_alter_share_group_offsets_resp_decode(r, a, p, v);
+}
+
+static void kp_alter_share_group_offsets_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_alter_share_group_offsets_resp_encode(w, p, v);
+}
+
+static void kp_alter_share_group_offsets_resp_defaults_any(void *p)
+{
+    kp_alter_share_group_offsets_resp_defaults(p);
+}
+
+static kp_err kp_delete_share_group_offsets_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_delete_share_group_offsets_req_decode(r, a, p, v);
+}
+
+static void kp_delete_share_group_offsets_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_delete_share_group_offsets_req_encode(w, p, v);
+}
+
+static void kp_delete_share_group_offsets_req_defaults_any(void *p)
+{
+    kp_delete_share_group_offsets_req_defaults(p);
+}
+
+static kp_err kp_delete_share_group_offsets_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_delete_share_group_offsets_resp_decode(r, a, p, v);
+}
+
+static void kp_delete_share_group_offsets_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_delete_share_group_offsets_resp_encode(w, p, v);
+}
+
+static void kp_delete_share_group_offsets_resp_defaults_any(void *p)
+{
+    kp_delete_share_group_offsets_resp_defaults(p);
+}
+
 static const kp_api_info api_table[] = {
     {0, "Produce", 0, 13, 9, false,
      {sizeof(kp_produce_req), kp_produce_req_decode_any, kp_produce_req_encode_any, kp_produce_req_defaults_any},
@@ -2049,6 +2139,15 @@ static const kp_api_info api_table[] = {
     {79, "ShareAcknowledge", 1, 2, 0, false,
      {sizeof(kp_share_acknowledge_req), kp_share_acknowledge_req_decode_any, kp_share_acknowledge_req_encode_any, kp_share_acknowledge_req_defaults_any},
      {sizeof(kp_share_acknowledge_resp), kp_share_acknowledge_resp_decode_any, kp_share_acknowledge_resp_encode_any, kp_share_acknowledge_resp_defaults_any}},
+    {90, "DescribeShareGroupOffsets", 0, 1, 0, false,
+     {sizeof(kp_describe_share_group_offsets_req), kp_describe_share_group_offsets_req_decode_any, kp_describe_share_group_offsets_req_encode_any, kp_describe_share_group_offsets_req_defaults_any},
+     {sizeof(kp_describe_share_group_offsets_resp), kp_describe_share_group_offsets_resp_decode_any, kp_describe_share_group_offsets_resp_encode_any, kp_describe_share_group_offsets_resp_defaults_any}},
+    {91, "AlterShareGroupOffsets", 0, 0, 0, false,
+     {sizeof(kp_alter_share_group_offsets_req), kp_alter_share_group_offsets_req_decode_any, kp_alter_share_group_offsets_req_encode_any, kp_alter_share_group_offsets_req_defaults_any},
+     {sizeof(kp_alter_share_group_offsets_resp), kp_alter_share_group_offsets_resp_decode_any, kp_alter_share_group_offsets_resp_encode_any, kp_alter_share_group_offsets_resp_defaults_any}},
+    {92, "DeleteShareGroupOffsets", 0, 0, 0, false,
+     {sizeof(kp_delete_share_group_offsets_req), kp_delete_share_group_offsets_req_decode_any, kp_delete_share_group_offsets_req_encode_any, kp_delete_share_group_offsets_req_defaults_any},
+     {sizeof(kp_delete_share_group_offsets_resp), kp_delete_share_group_offsets_resp_decode_any, kp_delete_share_group_offsets_resp_encode_any, kp_delete_share_group_offsets_resp_defaults_any}},
 };
 
 const kp_api_info *kp_api_lookup(int key)

@@ -130,6 +130,33 @@ START_TEST(test_share_partition_acquire_ack_and_locks)
 }
 END_TEST
 
+/* Kafka's share-partition lag: records from start to the high watermark
+ * not yet acknowledged or archived; acquired ones count. */
+START_TEST(test_share_partition_lag)
+{
+    kb_share_parts *ps = kb_share_parts_new();
+    kb_share_part *sp = part(ps);
+    kb_share_range r[8];
+    kp_str a = kp_str_from("a");
+    ck_assert_int_eq(kb_share_part_lag(sp, 10), 10);
+    ck_assert_int_eq(kb_share_part_acquire(sp, a, 0, 5, 100, &lim, 0, r, 8), 1);
+    ck_assert_int_eq(kb_share_part_lag(sp, 10), 10); /* acquired: not done */
+    int8_t accept = KB_ACK_ACCEPT, reject = KB_ACK_REJECT;
+    kb_share_part_ack(sp, 2, 3, &accept, 1, &lim, 0); /* a hole: start stays 0 */
+    kb_share_part_ack(sp, 5, 5, &reject, 1, &lim, 0);
+    ck_assert_int_eq(sp->start, 0);
+    ck_assert_int_eq(kb_share_part_lag(sp, 10), 7);
+    ck_assert_int_eq(kb_share_part_lag(sp, 4), 2); /* only done records below hwm count */
+    kb_share_part_ack(sp, 0, 1, &accept, 1, &lim, 0);
+    ck_assert_int_eq(sp->start, 4);
+    ck_assert_int_eq(kb_share_part_lag(sp, 10), 5);
+    ck_assert_int_eq(kb_share_part_lag(sp, 3), 0); /* hwm below start */
+    kb_share_part_reset(sp, 8);
+    ck_assert_int_eq(kb_share_part_lag(sp, 10), 2);
+    kb_share_parts_free(ps);
+}
+END_TEST
+
 START_TEST(test_share_partition_delivery_limit_archives)
 {
     kb_share_parts *ps = kb_share_parts_new();
@@ -156,6 +183,7 @@ Suite *share_suite(void)
     tcase_add_test(tc, test_share_epochs_fencing_and_session_timeout);
     tcase_add_test(tc, test_share_partition_acquire_ack_and_locks);
     tcase_add_test(tc, test_share_partition_delivery_limit_archives);
+    tcase_add_test(tc, test_share_partition_lag);
     suite_add_tcase(s, tc);
     return s;
 }
