@@ -249,8 +249,12 @@ static void append_part(kb_req *req, produce_part *p)
         (pr->error_code = kb_txn_coord_verify(req->broker,
                                            ((const kp_produce_req *)req->request)->transactional_id,
                                            vr->producer_id, vr->producer_epoch, p->topic,
-                                           pr->index, req->api_version)) != KP_ERR_NONE)
+                                           pr->index, req->api_version)) != KP_ERR_NONE) {
+        KB_LOG(KB_LL_DEBUG, KB_SUB_PROTO, "msg=\"transactional batch refused\" topic=%s "
+               "partition=%d producer_id=%lld epoch=%d error=%s", p->topic->name, pr->index,
+               (long long)vr->producer_id, vr->producer_epoch, kp_err_name(pr->error_code));
         return;
+    }
     /* A producer with a transaction open on this partition may not slip a
      * non-transactional batch into it (Kafka answers INVALID_TXN_STATE). */
     if (!transactional && vr->producer_id >= 0 &&
@@ -500,6 +504,7 @@ static void remote_fail(produce_state *st, int16_t error)
         if (st->parts[i].remote) {
             st->parts[i].remote = false;
             st->parts[i].resp->error_code = error;
+            st->parts[i].topic = NULL; /* answered: not appended */
         }
 }
 
@@ -545,8 +550,15 @@ static void on_verified(void *arg, kp_reader *body)
                         e = r->results_by_partition.v[k].partition_error_code;
             }
             p->remote = false;
+            if (e != KP_ERR_NONE)
+                KB_LOG(KB_LL_DEBUG, KB_SUB_PROTO, "msg=\"transactional batch refused by its "
+                       "coordinator\" topic=%s partition=%d producer_id=%lld epoch=%d error=%s",
+                       p->topic->name, p->resp->index, (long long)p->vr.producer_id,
+                       p->vr.producer_epoch, kp_err_name(e));
             p->resp->error_code = verify_error(e, req->api_version);
             p->verified = p->resp->error_code == KP_ERR_NONE;
+            if (!p->verified)
+                p->topic = NULL; /* answered: not appended */
         }
     }
     if (produce_commit(req, st) != KB_PARKED)
