@@ -9,6 +9,7 @@
 
 #include "kb_admin.h"
 #include "kb_authz.h"
+#include "kb_cluster.h"
 #include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
@@ -62,6 +63,8 @@ typedef struct produce_part {
     int64_t upto;    /* acks=-1: the log end after the append */
     kb_hw_waiter hw; /* acks=-1, replicated: waits for the high watermark */
     bool waiting;    /* a durability or high watermark callback is due */
+    bool verified;   /* cluster mode: the remote coordinator verified (or added) it */
+    bool remote;     /* being verified by the remote coordinator */
 } produce_part;
 
 /* A Produce in flight; heap-owned so it can outlive a closed connection
@@ -242,12 +245,16 @@ static void append_part(kb_req *req, produce_part *p)
     const kp_validate_result *vr = &p->vr;
     bool idempotent = vr->producer_id >= 0 && vr->base_sequence >= 0;
     bool transactional = (vr->attributes & KP_BATCH_ATTR_TRANSACTIONAL) != 0;
-    if (transactional &&
+    if (transactional && !p->verified &&
         (pr->error_code = kb_txn_coord_verify(req->broker,
                                            ((const kp_produce_req *)req->request)->transactional_id,
                                            vr->producer_id, vr->producer_epoch, p->topic,
-                                           pr->index, req->api_version)) != KP_ERR_NONE)
+                                           pr->index, req->api_version)) != KP_ERR_NONE) {
+        KB_LOG(KB_LL_DEBUG, KB_SUB_PROTO, "msg=\"transactional batch refused\" topic=%s "
+               "partition=%d producer_id=%lld epoch=%d error=%s", p->topic->name, pr->index,
+               (long long)vr->producer_id, vr->producer_epoch, kp_err_name(pr->error_code));
         return;
+    }
     /* A producer with a transaction open on this partition may not slip a
      * non-transactional batch into it (Kafka answers INVALID_TXN_STATE). */
     if (!transactional && vr->producer_id >= 0 &&
@@ -445,6 +452,172 @@ static kp_err produce_commit(kb_req *req, produce_state *st)
     return KP_ERR_NONE;
 }
 
+/* ---- cluster mode: verification with a remote coordinator --------------- */
+
+/* KIP-890: the leader of a partition whose transactional id another broker
+ * coordinates asks that coordinator with AddPartitionsToTxn v4+: verifyOnly
+ * for a transaction version 1 producer (Produce below v12: it added the
+ * partition itself), an add for version 2 (Produce v12+: the partition
+ * joins the transaction here). */
+#define VERIFY_VERSION 5
+
+static bool needs_remote(kb_req *req, const produce_part *p, int32_t *coordinator)
+{
+    const kp_produce_req *rq = req->request;
+    if (p->topic == NULL || p->verr != KP_ERR_NONE || p->resp->error_code != KP_ERR_NONE ||
+        (p->vr.attributes & KP_BATCH_ATTR_TRANSACTIONAL) == 0 || rq->transactional_id.len < 0)
+        return false;
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img == NULL)
+        return false;
+    *coordinator = kb_cv_coordinator(req, img, KB_TXN_COORD_STATE_TOPIC, rq->transactional_id);
+    return *coordinator != req->broker->node_id;
+}
+
+/* A coordinator's verification error as the producer must see it. */
+static int16_t verify_error(int16_t e, int16_t produce_version)
+{
+    switch (e) {
+    case KP_ERR_NONE:
+        return KP_ERR_NONE;
+    case KP_ERR_PRODUCER_FENCED:
+        return KP_ERR_INVALID_PRODUCER_EPOCH;
+    case KP_ERR_TRANSACTION_ABORTABLE:
+        return produce_version >= 11 ? e : KP_ERR_INVALID_TXN_STATE;
+    case KP_ERR_INVALID_PRODUCER_ID_MAPPING:
+    case KP_ERR_INVALID_PRODUCER_EPOCH:
+    case KP_ERR_INVALID_TXN_STATE:
+        return e;
+    default: /* the coordinator moving or busy: retriable for the producer */
+        return KP_ERR_NOT_ENOUGH_REPLICAS;
+    }
+}
+
+static void verify_encode(kp_writer *w, const void *msg, int16_t version)
+{
+    kp_add_partitions_to_txn_req_encode(w, msg, version);
+}
+
+static void remote_fail(produce_state *st, int16_t error)
+{
+    for (int32_t i = 0; i < st->nparts; i++)
+        if (st->parts[i].remote) {
+            st->parts[i].remote = false;
+            st->parts[i].resp->error_code = error;
+            st->parts[i].topic = NULL; /* answered: not appended */
+        }
+}
+
+static void on_verify_cancel(kb_req *req)
+{
+    produce_state *st = req->park_state;
+    st->req = NULL; /* on_verified frees it */
+}
+
+static void on_verified(void *arg, kp_reader *body)
+{
+    produce_state *st = arg;
+    kb_req *req = st->req;
+    if (req == NULL) {
+        state_free(st);
+        return;
+    }
+    st->req = NULL;
+    req->park_state = NULL;
+    req->on_cancel = NULL;
+    kp_add_partitions_to_txn_resp rs;
+    if (body == NULL ||
+        kp_add_partitions_to_txn_resp_decode(body, &req->arena, &rs, VERIFY_VERSION) !=
+            KP_ERR_NONE ||
+        rs.results_by_transaction.n != 1) {
+        remote_fail(st, KP_ERR_NOT_ENOUGH_REPLICAS);
+    } else {
+        int16_t top = rs.error_code;
+        const kp_add_partitions_to_txn_resp_add_partitions_to_txn_result *tr =
+            &rs.results_by_transaction.v[0];
+        for (int32_t i = 0; i < st->nparts; i++) {
+            produce_part *p = &st->parts[i];
+            if (!p->remote)
+                continue;
+            int16_t e = top != KP_ERR_NONE ? top : KP_ERR_UNKNOWN_SERVER_ERROR;
+            for (int32_t t = 0; top == KP_ERR_NONE && t < tr->topic_results.n; t++) {
+                const kp_add_partitions_to_txn_resp_add_partitions_to_txn_topic_result *r =
+                    &tr->topic_results.v[t];
+                if (!kp_str_eq_c(r->name, p->topic->name))
+                    continue;
+                for (int32_t k = 0; k < r->results_by_partition.n; k++)
+                    if (r->results_by_partition.v[k].partition_index == p->resp->index)
+                        e = r->results_by_partition.v[k].partition_error_code;
+            }
+            p->remote = false;
+            if (e != KP_ERR_NONE)
+                KB_LOG(KB_LL_DEBUG, KB_SUB_PROTO, "msg=\"transactional batch refused by its "
+                       "coordinator\" topic=%s partition=%d producer_id=%lld epoch=%d error=%s",
+                       p->topic->name, p->resp->index, (long long)p->vr.producer_id,
+                       p->vr.producer_epoch, kp_err_name(e));
+            p->resp->error_code = verify_error(e, req->api_version);
+            p->verified = p->resp->error_code == KP_ERR_NONE;
+            if (!p->verified)
+                p->topic = NULL; /* answered: not appended */
+        }
+    }
+    if (produce_commit(req, st) != KB_PARKED)
+        kb_req_finish(req);
+}
+
+/* Sends the remote verification and parks (KB_PARKED), or commits now. */
+static kp_err produce_verify(kb_req *req, produce_state *st)
+{
+    int32_t coordinator = -1, n = 0;
+    for (int32_t i = 0; i < st->nparts; i++) {
+        int32_t c;
+        if (needs_remote(req, &st->parts[i], &c)) {
+            st->parts[i].remote = true;
+            coordinator = c;
+            n++;
+        }
+    }
+    if (n == 0)
+        return produce_commit(req, st);
+    kb_ib *ib = kb_cluster_interbroker(req->broker->cluster);
+    /* One topic entry per partition: Kafka's coordinator accepts repeats. */
+    kp_add_partitions_to_txn_req_add_partitions_to_txn_topic *topics =
+        kp_arena_calloc(&req->arena, (size_t)n, sizeof(*topics));
+    const kp_validate_result *vr = NULL;
+    int32_t k = 0;
+    for (int32_t i = 0; topics != NULL && i < st->nparts; i++) {
+        produce_part *p = &st->parts[i];
+        if (!p->remote)
+            continue;
+        vr = &p->vr;
+        topics[k].name = kp_str_from(p->topic->name);
+        topics[k].partitions.n = 1;
+        topics[k].partitions.v = &p->resp->index;
+        k++;
+    }
+    if (topics == NULL || coordinator < 0 || ib == NULL) {
+        remote_fail(st, KP_ERR_NOT_ENOUGH_REPLICAS);
+        return produce_commit(req, st);
+    }
+    const kp_produce_req *rq = req->request;
+    kp_add_partitions_to_txn_req_add_partitions_to_txn_transaction tx = {
+        rq->transactional_id, vr->producer_id, vr->producer_epoch, req->api_version < 12,
+        {k, topics}};
+    kp_add_partitions_to_txn_req msg;
+    kp_add_partitions_to_txn_req_defaults(&msg);
+    msg.transactions.n = 1;
+    msg.transactions.v = &tx;
+    if (kb_ib_send(ib, coordinator, KP_API_ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, verify_encode,
+                   &msg, on_verified, st) != KP_ERR_NONE) {
+        remote_fail(st, KP_ERR_NOT_ENOUGH_REPLICAS);
+        return produce_commit(req, st);
+    }
+    st->req = req;
+    req->park_state = st;
+    req->on_cancel = on_verify_cancel;
+    return KB_PARKED;
+}
+
 /* Back on the loop after a helper thread validated the batches. */
 static void after_validate(void *arg)
 {
@@ -457,7 +630,7 @@ static void after_validate(void *arg)
     st->req = NULL;
     req->park_state = NULL;
     req->on_cancel = NULL;
-    if (produce_commit(req, st) != KB_PARKED)
+    if (produce_verify(req, st) != KB_PARKED)
         kb_req_finish(req);
 }
 
@@ -631,5 +804,5 @@ kp_err kb_h_produce(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
         }
     }
     validate_all(st);
-    return produce_commit(req, st);
+    return produce_verify(req, st);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_consumer_group.h"
 #include "kb_context.h"
@@ -367,6 +368,7 @@ static kp_err write_markers_of(kb_req *req, const kp_write_txn_markers_req_writa
         const kp_write_txn_markers_req_writable_txn_marker_topic *mt = &m->topics.v[i];
         kp_write_txn_markers_resp_writable_txn_marker_topic_result *tr = &out->topics.v[i];
         kb_topic *t = kb_topics_find(req->broker->topics, mt->name);
+        int32_t leader, epoch;
         tr->name = mt->name;
         if (!KB_ARRAY_ALLOC(req, tr->partitions, mt->partition_indexes.n))
             return KP_ERR__NOMEM;
@@ -377,7 +379,10 @@ static kp_err write_markers_of(kb_req *req, const kp_write_txn_markers_req_writa
                 tr->partitions.v[k].error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
             else if (t == NULL || p < 0 || p >= t->npartitions)
                 tr->partitions.v[k].error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-            else
+            else if ((tr->partitions.v[k].error_code =
+                          kb_cv_check_leader(req, &t->id, p, &leader, &epoch)) == KP_ERR_NONE)
+                /* cluster mode: only the partition's leader writes it (the
+                 * coordinator retries at the leader it learns next) */
                 tr->partitions.v[k].error_code = kb_txn_coord_write_marker(
                     req->broker, t, p, m->producer_id, m->producer_epoch, m->transaction_result,
                     m->coordinator_epoch);

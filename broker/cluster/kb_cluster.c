@@ -47,6 +47,7 @@ struct kb_cluster {
     kb_meta_fetch *mf;
     kb_ctrl_conn *conn;
     kb_forward *fwd; /* admin requests to the active controller */
+    kb_ib *ib;       /* other brokers and producer id blocks (kb_interbroker.h) */
     int target; /* index of the node conn talks to (kb_quorum), -1: none */
     int answered_by; /* the node that answered the last heartbeat */
     kb_meta_props ids;
@@ -69,6 +70,16 @@ struct kb_cluster {
     void *apply_arg;
     int64_t control_records;
 };
+
+static int64_t cluster_broker_epoch(void *arg)
+{
+    return ((kb_cluster *)arg)->broker_epoch;
+}
+
+kb_ib *kb_cluster_interbroker(kb_cluster *c)
+{
+    return c != NULL ? c->ib : NULL;
+}
 
 bool kb_cluster_enabled(const kb_config *cfg)
 {
@@ -473,7 +484,8 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
     snprintf(client_id, sizeof(client_id), "runnel-broker-%d", c->cfg->node_id);
     c->conn = kb_ctrl_conn_new(b->loop, b->work, client_id);
     c->fwd = kb_forward_new(b->loop, b->work, &c->q, c->cfg->node_id);
-    if (c->conn == NULL || c->fwd == NULL)
+    c->ib = kb_ib_new(b, &c->q, cluster_broker_epoch, c);
+    if (c->conn == NULL || c->fwd == NULL || c->ib == NULL)
         return KP_ERR__NOMEM;
     if ((e = start_fetch(c, err, errlen)) != KP_ERR_NONE)
         return e;
@@ -490,6 +502,7 @@ void kb_cluster_stop(kb_cluster *c)
     kb_timer_disarm(c->b->loop, &c->timer);
     kb_meta_fetch_free(c->mf);
     kb_forward_free(c->fwd);
+    kb_ib_free(c->ib);
     kb_ctrl_conn_free(c->conn);
     kb_quorum_fini(&c->q);
     kb_cluster_act_free(c->act);

@@ -37,6 +37,7 @@
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_forward.h"
+#include "kb_interbroker.h"
 #include "kb_meta_batches.h"
 #include "kb_meta_image.h"
 
@@ -56,6 +57,8 @@ void kb_cluster_set_apply(kb_cluster *c, kb_meta_record_fn *fn, void *arg);
 const kb_meta_image *kb_cluster_image(const kb_cluster *c);
 /* Where admin requests go to the controller (kb_forward.h); NULL for c NULL. */
 kb_forward *kb_cluster_forwarder(kb_cluster *c);
+/* The inter-broker client (kb_interbroker.h); NULL for c NULL. */
+kb_ib *kb_cluster_interbroker(kb_cluster *c);
 /* True after a fatal condition stopped the loop. */
 bool kb_cluster_failed(const kb_cluster *c);
 

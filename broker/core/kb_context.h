@@ -22,6 +22,7 @@
 #ifndef KB_CONTEXT_H
 #define KB_CONTEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,25 @@ typedef struct kb_cluster kb_cluster;
 /* Where a whole request frame goes (kb_dispatch, api/kb_dispatch.h). */
 typedef void kb_frame_fn(kb_conn *c, const uint8_t *frame, size_t len);
 
+typedef struct kb_broker kb_broker;
+
+/* Cluster mode's services to the rooms below cluster/ (the transaction
+ * coordinator), set by kb_cluster_start (kb_interbroker.h); NULL on a
+ * single node. Callbacks run later on the loop, never inside the call. */
+typedef void kb_hook_marker_done(void *arg, int16_t error);
+typedef void kb_hook_pids_done(kb_broker *b, int16_t error, int64_t start, int32_t len);
+typedef struct kb_cluster_hooks {
+    /* The leader of partition p of topic by the metadata image, -1: none. */
+    int32_t (*leader)(kb_broker *b, const char *topic, int32_t p);
+    /* WriteTxnMarkers of one partition to its leader node; done gets the
+     * partition's error. An error return: not sent, done never runs. */
+    kp_err (*send_marker)(kb_broker *b, int32_t node, const char *topic, int32_t p, int64_t pid,
+                          int16_t epoch, bool commit, int32_t coordinator_epoch,
+                          kb_hook_marker_done *done, void *arg);
+    /* AllocateProducerIds to the active controller; done runs once. */
+    kp_err (*alloc_pids)(kb_broker *b, kb_hook_pids_done *done);
+} kb_cluster_hooks;
+
 typedef struct kb_broker {
     const kb_config *cfg;
     kb_loop *loop;
@@ -74,6 +94,7 @@ typedef struct kb_broker {
     kb_observe *observe;         /* the /metrics endpoint (kb_observe.h) */
     kb_console *console;         /* the web console; NULL when off (kb_console.h) */
     kb_cluster *cluster; /* cluster mode; NULL without process.roles (kb_cluster.h) */
+    const kb_cluster_hooks *hooks; /* cluster mode's hooks; NULL on one node */
     char cluster_id[64];
     int32_t node_id;
     int signal_fd;

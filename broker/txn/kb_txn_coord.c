@@ -21,10 +21,42 @@
 #define PID_BLOCK      1000
 #define LOAD_BATCH_MAX (64 << 20) /* a state batch larger than this is corrupt */
 
+/* Cluster mode: the markers of one ending transaction, some written here,
+ * the others sent to their partitions' leaders with WriteTxnMarkers; the
+ * transaction completes (kb_txns_tick) once every one is written. A job
+ * replaced by a newer end of the same id is dead: freed once nothing is
+ * owed to it. */
+enum { MK_TODO = 0, MK_SENT = 1, MK_DONE = 2 };
+typedef struct marker_job {
+    struct marker_job *next;
+    struct kb_txn_coord *c;
+    char *id;
+    int64_t pid;
+    int16_t epoch;
+    bool commit;
+    bool dead;
+    int32_t coordinator_epoch;
+    int32_t n;
+    kb_txn_tp *parts; /* topics owned */
+    uint8_t *state;   /* MK_* per partition */
+    int32_t sent;     /* callbacks owed */
+} marker_job;
+
+typedef struct marker_ref {
+    marker_job *job;
+    int32_t i;
+} marker_ref;
+
 struct kb_txn_coord {
     kb_broker *b;
     kb_txns *txns;
     kb_timer tick;
+    marker_job *jobs;
+    kb_timer retry;    /* markers not yet written, sent again */
+    kb_timer complete; /* a job finished: its transaction completes */
+    /* cluster mode: producer id blocks from the controller */
+    int64_t spare_start, spare_end; /* the prefetched next block; empty when equal */
+    kb_timer pid_retry;
 };
 
 kb_txns *kb_txn_coord_txns(kb_broker *b)
@@ -66,8 +98,68 @@ static kp_err reserve_block(kb_broker *b)
     return e;
 }
 
+static void ask_pids(kb_broker *b);
+
+/* The controller's answer to AllocateProducerIds: the block in use when it
+ * is exhausted, else the spare one. */
+static void on_pids(kb_broker *b, int16_t error, int64_t start, int32_t len)
+{
+    kb_txn_coord *c = b->txn_coord;
+    if (c == NULL)
+        return;
+    if (error != KP_ERR_NONE) {
+        (void)kb_timer_arm(b->loop, &c->pid_retry, 500);
+        return;
+    }
+    if (b->next_pid >= b->pid_block_end) {
+        b->next_pid = start;
+        b->pid_block_end = start + len;
+    } else {
+        c->spare_start = start;
+        c->spare_end = start + len;
+    }
+}
+
+static void ask_pids(kb_broker *b)
+{
+    if (b->hooks->alloc_pids(b, on_pids) != KP_ERR_NONE)
+        (void)kb_timer_arm(b->loop, &b->txn_coord->pid_retry, 500);
+}
+
+static void on_pid_retry(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    kb_txn_coord *c = arg;
+    if (c->spare_start == c->spare_end)
+        ask_pids(c->b);
+}
+
+/* Cluster mode, as Kafka's RPCProducerIdManager: ids from the controller's
+ * blocks, the next block asked for once 90% of the current one is used;
+ * COORDINATOR_LOAD_IN_PROGRESS (retriable) while no block is here. */
+static kp_err cluster_next_pid(kb_broker *b, int64_t *pid)
+{
+    kb_txn_coord *c = b->txn_coord;
+    if (b->next_pid >= b->pid_block_end && c->spare_start < c->spare_end) {
+        b->next_pid = c->spare_start;
+        b->pid_block_end = c->spare_end;
+        c->spare_start = c->spare_end = 0;
+    }
+    if (b->next_pid >= b->pid_block_end) {
+        ask_pids(b);
+        return KP_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    }
+    *pid = b->next_pid++;
+    int64_t left = b->pid_block_end - b->next_pid;
+    if (c->spare_start == c->spare_end && left * 10 < PID_BLOCK)
+        ask_pids(b);
+    return KP_ERR_NONE;
+}
+
 kp_err kb_txn_coord_next_pid(kb_broker *b, int64_t *pid)
 {
+    if (b->hooks != NULL)
+        return cluster_next_pid(b, pid);
     if (b->next_pid >= b->pid_block_end) {
         kp_err e = reserve_block(b);
         if (e != KP_ERR_NONE)
@@ -266,9 +358,8 @@ static bool markers_must_wait(kb_broker *b, const kb_txn *txn)
     return false;
 }
 
-static kp_err env_markers(void *ctx, const kb_txn *txn, bool commit)
+static kp_err local_markers(kb_broker *b, const kb_txn *txn, bool commit)
 {
-    kb_broker *b = ((kb_txn_coord *)ctx)->b;
     if (markers_must_wait(b, txn))
         return KP_ERR_NOT_LEADER_OR_FOLLOWER;
     for (int32_t i = 0; i < txn->nparts; i++) {
@@ -285,6 +376,200 @@ static kp_err env_markers(void *ctx, const kb_txn *txn, bool commit)
         }
     }
     return KP_ERR_NONE;
+}
+
+/* ---- markers in cluster mode -------------------------------------------- */
+
+static void job_free(marker_job *j)
+{
+    for (int32_t i = 0; i < j->n; i++)
+        free((char *)j->parts[i].topic);
+    free(j->parts);
+    free(j->state);
+    free(j->id);
+    free(j);
+}
+
+static void job_unlink(kb_txn_coord *c, marker_job *j)
+{
+    for (marker_job **pp = &c->jobs; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            return;
+        }
+}
+
+/* Retires j: freed now, or once its last callback came back. */
+static void job_retire(kb_txn_coord *c, marker_job *j)
+{
+    job_unlink(c, j);
+    j->dead = true;
+    if (j->sent == 0)
+        job_free(j);
+}
+
+static bool job_done(const marker_job *j)
+{
+    for (int32_t i = 0; i < j->n; i++)
+        if (j->state[i] != MK_DONE)
+            return false;
+    return true;
+}
+
+static void on_remote_marker(void *arg, int16_t error)
+{
+    marker_ref *ref = arg;
+    marker_job *j = ref->job;
+    int32_t i = ref->i;
+    free(ref);
+    j->sent--;
+    if (j->dead) {
+        if (j->sent == 0)
+            job_free(j);
+        return;
+    }
+    kb_txn_coord *c = j->c;
+    /* A deleted partition has nothing to mark (Kafka drops its marker). */
+    if (error == KP_ERR_NONE || error == KP_ERR_UNKNOWN_TOPIC_OR_PARTITION) {
+        j->state[i] = MK_DONE;
+        if (job_done(j))
+            (void)kb_timer_arm(c->b->loop, &c->complete, 0);
+        return;
+    }
+    KB_LOG(KB_LL_DEBUG, KB_SUB_GROUP, "msg=\"transaction marker to retry\" transactional_id=%s "
+           "topic=%s partition=%d error=%s", j->id, j->parts[i].topic, j->parts[i].partition,
+           kp_err_name(error));
+    j->state[i] = MK_TODO; /* NOT_LEADER_OR_FOLLOWER and the like: to the leader it is now */
+    if (!kb_timer_armed(&c->retry))
+        (void)kb_timer_arm(c->b->loop, &c->retry, 100);
+}
+
+/* Writes or sends every marker of j still to do. */
+static void job_pump(kb_txn_coord *c, marker_job *j)
+{
+    kb_broker *b = c->b;
+    bool again = false;
+    for (int32_t i = 0; i < j->n; i++) {
+        if (j->state[i] != MK_TODO)
+            continue;
+        const char *topic = j->parts[i].topic;
+        int32_t p = j->parts[i].partition;
+        int32_t leader = b->hooks->leader(b, topic, p);
+        kb_topic *t = kb_topics_find(b->topics, kp_str_from(topic));
+        if (leader == b->node_id && t != NULL && p >= 0 && p < t->npartitions) {
+            if (kb_partition_log_loading(t, p)) {
+                again = true;
+                continue;
+            }
+            kp_err e = append_marker(b, t, p, j->pid, j->epoch, j->commit, j->coordinator_epoch);
+            if (e == KP_ERR_NONE)
+                j->state[i] = MK_DONE;
+            else
+                again = true;
+            continue;
+        }
+        marker_ref *ref = leader >= 0 ? malloc(sizeof(*ref)) : NULL;
+        if (ref == NULL) {
+            again = true; /* no leader now */
+            continue;
+        }
+        *ref = (marker_ref){j, i};
+        if (b->hooks->send_marker(b, leader, topic, p, j->pid, j->epoch, j->commit,
+                                  j->coordinator_epoch, on_remote_marker, ref) != KP_ERR_NONE) {
+            free(ref);
+            again = true;
+            continue;
+        }
+        j->state[i] = MK_SENT;
+        j->sent++;
+    }
+    if (again && !kb_timer_armed(&c->retry))
+        (void)kb_timer_arm(b->loop, &c->retry, 100);
+}
+
+static void on_marker_retry(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    kb_txn_coord *c = arg;
+    for (marker_job *j = c->jobs; j != NULL; j = j->next)
+        job_pump(c, j);
+    for (marker_job *j = c->jobs; j != NULL; j = j->next)
+        if (job_done(j)) {
+            (void)kb_timer_arm(c->b->loop, &c->complete, 0);
+            break;
+        }
+}
+
+/* Some job has every marker written: kb_txns_tick completes its
+ * transaction (env_markers then answers NONE and retires the job). */
+static void on_job_complete(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    kb_txn_coord *c = arg;
+    (void)kb_txns_tick(c->txns);
+}
+
+static marker_job *job_new(kb_txn_coord *c, const kb_txn *txn, bool commit)
+{
+    marker_job *j = calloc(1, sizeof(*j));
+    if (j == NULL)
+        return NULL;
+    j->c = c;
+    j->id = strdup(txn->id);
+    j->parts = calloc((size_t)txn->nparts + 1, sizeof(*j->parts));
+    j->state = calloc((size_t)txn->nparts + 1, 1);
+    if (j->id == NULL || j->parts == NULL || j->state == NULL) {
+        job_free(j);
+        return NULL;
+    }
+    for (int32_t i = 0; i < txn->nparts; i++) {
+        j->parts[i].topic = strdup(txn->parts[i].topic);
+        j->parts[i].partition = txn->parts[i].partition;
+        j->n = i + 1;
+        if (j->parts[i].topic == NULL) {
+            job_free(j);
+            return NULL;
+        }
+    }
+    j->pid = txn->m.producer_id;
+    j->epoch = txn->m.producer_epoch;
+    j->commit = commit;
+    kb_topic *state;
+    if (kb_txn_coord_state_topic(c->b, &state) == KP_ERR_NONE) {
+        int32_t sp = kb_offsets_partition_for(kp_str_from(txn->id), state->npartitions);
+        j->coordinator_epoch = state->partitions[sp].leader_epoch;
+    }
+    j->next = c->jobs;
+    c->jobs = j;
+    return j;
+}
+
+/* Cluster mode: NONE once every marker of txn's end is written, else
+ * NOT_LEADER_OR_FOLLOWER (the transaction stays in Prepare*, completed when
+ * the last marker is in). */
+static kp_err cluster_markers(kb_txn_coord *c, const kb_txn *txn, bool commit)
+{
+    marker_job *j = c->jobs;
+    while (j != NULL && strcmp(j->id, txn->id) != 0)
+        j = j->next;
+    if (j != NULL && (j->pid != txn->m.producer_id || j->epoch != txn->m.producer_epoch ||
+                      j->commit != commit)) {
+        job_retire(c, j);
+        j = NULL;
+    }
+    if (j == NULL && (j = job_new(c, txn, commit)) == NULL)
+        return KP_ERR__NOMEM;
+    job_pump(c, j);
+    if (!job_done(j))
+        return KP_ERR_NOT_LEADER_OR_FOLLOWER;
+    job_retire(c, j);
+    return KP_ERR_NONE;
+}
+
+static kp_err env_markers(void *ctx, const kb_txn *txn, bool commit)
+{
+    kb_txn_coord *c = ctx;
+    return c->b->hooks != NULL ? cluster_markers(c, txn, commit) : local_markers(c->b, txn, commit);
 }
 
 /* ---- produce-side checks ------------------------------------------------ */
@@ -450,6 +735,9 @@ kp_err kb_txn_coord_start(kb_broker *b, char *err, size_t errlen)
         return KP_ERR__NOMEM;
     }
     kb_timer_init(&c->tick, on_tick, c);
+    kb_timer_init(&c->retry, on_marker_retry, c);
+    kb_timer_init(&c->complete, on_job_complete, c);
+    kb_timer_init(&c->pid_retry, on_pid_retry, c);
     (void)kb_timer_arm(b->loop, &c->tick,
                        b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms);
     kb_partition_log_set_loaded_hook(b, on_logs_loaded, c);
@@ -462,6 +750,14 @@ void kb_txn_coord_stop(kb_broker *b)
     if (c == NULL)
         return;
     kb_timer_disarm(b->loop, &c->tick);
+    kb_timer_disarm(b->loop, &c->retry);
+    kb_timer_disarm(b->loop, &c->complete);
+    kb_timer_disarm(b->loop, &c->pid_retry);
+    while (c->jobs != NULL) { /* the inter-broker connections are gone: nothing is owed */
+        marker_job *j = c->jobs;
+        c->jobs = j->next;
+        job_free(j);
+    }
     kb_txns_free(c->txns);
     free(c);
     b->txn_coord = NULL;

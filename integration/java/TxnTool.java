@@ -20,6 +20,10 @@
 //       producer A opens a transaction and sends; producer B with the same
 //       transactional id initialises (fencing A); A's next send and commit
 //       fail: "zombie-send CLASS" / "zombie-commit CLASS"; B commits: "b-committed"
+//   TxnTool spread BOOTSTRAP TOPIC TXID N
+//       N transactions, each one record "s<i>-<p>" to every partition of
+//       TOPIC; every third (i % 3 == 2) aborted, the others committed;
+//       prints "done N errors E" (E: transactions that failed)
 //   TxnTool open BOOTSTRAP TOPIC TXID TIMEOUT_MS N
 //       opens a transaction (transaction.timeout.ms TIMEOUT_MS), sends N
 //       records "open-<i>" to partition 0, flushes, prints "open" and exits
@@ -108,6 +112,33 @@ public class TxnTool {
             if (reportTv)
                 System.out.println("tv2 " + transactionV2(prod));
         }
+    }
+
+    static void spread(String bootstrap, String topic, String txid, int n) {
+        int errors = 0;
+        try (KafkaProducer<String, String> prod = producer(bootstrap, txid, 60000)) {
+            prod.initTransactions();
+            int parts = prod.partitionsFor(topic).size();
+            for (int i = 0; i < n; i++) {
+                try {
+                    prod.beginTransaction();
+                    List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> fs = new ArrayList<>();
+                    for (int p = 0; p < parts; p++)
+                        fs.add(prod.send(new ProducerRecord<>(topic, p, "k", "s" + i + "-" + p)));
+                    for (var f : fs)
+                        f.get();
+                    if (i % 3 == 2)
+                        prod.abortTransaction();
+                    else
+                        prod.commitTransaction();
+                } catch (Exception e) {
+                    errors++;
+                    System.err.println("txn " + i + ": " + e);
+                    prod.abortTransaction();
+                }
+            }
+        }
+        System.out.println("done " + n + " errors " + errors);
     }
 
     static List<TopicPartition> partitions(KafkaConsumer<String, String> c, String topic) {
@@ -240,6 +271,7 @@ public class TxnTool {
         case "produce" -> produce(args[1], args[2], args[3], args.length > 4 && args[4].equals("tv"));
         case "consume" -> consume(args[1], args[2], args[3]);
         case "offsets" -> offsets(args[1], args[2], args[3], args[4], args[5]);
+        case "spread" -> spread(args[1], args[2], args[3], Integer.parseInt(args[4]));
         case "fence" -> fence(args[1], args[2], args[3]);
         case "open" -> open(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]));
         default -> throw new IllegalArgumentException(args[0]);

@@ -70,6 +70,7 @@ enum kp_api_key {
     KP_API_BROKER_HEARTBEAT = 63,
     KP_API_DESCRIBE_TRANSACTIONS = 65,
     KP_API_LIST_TRANSACTIONS = 66,
+    KP_API_ALLOCATE_PRODUCER_IDS = 67,
     KP_API_CONSUMER_GROUP_HEARTBEAT = 68,
     KP_API_CONSUMER_GROUP_DESCRIBE = 69,
     KP_API_LIST_CONFIG_RESOURCES = 74,
@@ -185,6 +186,30 @@ void kp_add_partitions_to_txn_resp_defaults(kp_add_partitions_to_txn_resp *p);
 kp_err kp_add_partitions_to_txn_resp_decode(kp_reader *r, kp_arena *a, kp_add_partitions_to_txn_resp *p, int16_t v);
 void kp_add_partitions_to_txn_resp_encode(kp_writer *w, const kp_add_partitions_to_txn_resp *p, int16_t v);
 size_t kp_add_partitions_to_txn_resp_size(const kp_add_partitions_to_txn_resp *p, int16_t v);
+
+typedef struct kp_allocate_producer_ids_req kp_allocate_producer_ids_req;
+struct kp_allocate_producer_ids_req {
+    int32_t broker_id;
+    int64_t broker_epoch;
+};
+
+void kp_allocate_producer_ids_req_defaults(kp_allocate_producer_ids_req *p);
+kp_err kp_allocate_producer_ids_req_decode(kp_reader *r, kp_arena *a, kp_allocate_producer_ids_req *p, int16_t v);
+void kp_allocate_producer_ids_req_encode(kp_writer *w, const kp_allocate_producer_ids_req *p, int16_t v);
+size_t kp_allocate_producer_ids_req_size(const kp_allocate_producer_ids_req *p, int16_t v);
+
+typedef struct kp_allocate_producer_ids_resp kp_allocate_producer_ids_resp;
+struct kp_allocate_producer_ids_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    int64_t producer_id_start;
+    int32_t producer_id_len;
+};
+
+void kp_allocate_producer_ids_resp_defaults(kp_allocate_producer_ids_resp *p);
+kp_err kp_allocate_producer_ids_resp_decode(kp_reader *r, kp_arena *a, kp_allocate_producer_ids_resp *p, int16_t v);
+void kp_allocate_producer_ids_resp_encode(kp_writer *w, const kp_allocate_producer_ids_resp *p, int16_t v);
+size_t kp_allocate_producer_ids_resp_size(const kp_allocate_producer_ids_resp *p, int16_t v);
 
 typedef struct kp_alter_client_quotas_req_entity_data kp_alter_client_quotas_req_entity_data;
 typedef struct kp_alter_client_quotas_req_op_data kp_alter_client_quotas_req_op_data;

@@ -216,6 +216,30 @@ void kp_add_partitions_to_txn_resp_fill(kp_add_partitions_to_txn_resp *p, kp_are
     }
 }
 
+void kp_allocate_producer_ids_req_fill(kp_allocate_producer_ids_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_allocate_producer_ids_req_defaults(p);
+    p->broker_id = (int32_t)kp_fill_next(seed);
+    p->broker_epoch = (int64_t)kp_fill_next(seed);
+}
+
+void kp_allocate_producer_ids_resp_fill(kp_allocate_producer_ids_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_allocate_producer_ids_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->producer_id_start = (int64_t)kp_fill_next(seed);
+    p->producer_id_len = (int32_t)kp_fill_next(seed);
+}
+
 void kp_alter_client_quotas_req_entity_data_fill(kp_alter_client_quotas_req_entity_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -7697,6 +7721,11 @@ static void kp_list_transactions_req_fill_any(void *p, kp_arena *a, int16_t v, u
     kp_list_transactions_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_allocate_producer_ids_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_allocate_producer_ids_req_fill(p, a, v, seed, 0);
+}
+
 static void kp_consumer_group_heartbeat_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_consumer_group_heartbeat_req_fill(p, a, v, seed, 0);
@@ -7863,6 +7892,8 @@ kp_fill_fn kp_fill_request(int key)
         return kp_describe_transactions_req_fill_any;
     case 66:
         return kp_list_transactions_req_fill_any;
+    case 67:
+        return kp_allocate_producer_ids_req_fill_any;
     case 68:
         return kp_consumer_group_heartbeat_req_fill_any;
     case 69:
@@ -8160,6 +8191,11 @@ static void kp_list_transactions_resp_fill_any(void *p, kp_arena *a, int16_t v, 
     kp_list_transactions_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_allocate_producer_ids_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_allocate_producer_ids_resp_fill(p, a, v, seed, 0);
+}
+
 static void kp_consumer_group_heartbeat_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_consumer_group_heartbeat_resp_fill(p, a, v, seed, 0);
@@ -8326,6 +8362,8 @@ kp_fill_fn kp_fill_response(int key)
         return kp_describe_transactions_resp_fill_any;
     case 66:
         return kp_list_transactions_resp_fill_any;
+    case 67:
+        return kp_allocate_producer_ids_resp_fill_any;
     case 68:
         return kp_consumer_group_heartbeat_resp_fill_any;
     case 69:

@@ -25,6 +25,8 @@ void kp_add_partitions_to_txn_resp_add_partitions_to_txn_partition_result_fill(k
 void kp_add_partitions_to_txn_resp_add_partitions_to_txn_topic_result_fill(kp_add_partitions_to_txn_resp_add_partitions_to_txn_topic_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_add_partitions_to_txn_resp_add_partitions_to_txn_result_fill(kp_add_partitions_to_txn_resp_add_partitions_to_txn_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_add_partitions_to_txn_resp_fill(kp_add_partitions_to_txn_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_allocate_producer_ids_req_fill(kp_allocate_producer_ids_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_allocate_producer_ids_resp_fill(kp_allocate_producer_ids_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_client_quotas_req_entity_data_fill(kp_alter_client_quotas_req_entity_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_client_quotas_req_op_data_fill(kp_alter_client_quotas_req_op_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_client_quotas_req_entry_data_fill(kp_alter_client_quotas_req_entry_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);

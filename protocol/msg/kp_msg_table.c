@@ -1622,6 +1622,36 @@ static void kp_list_transactions_resp_defaults_any(void *p)
     kp_list_transactions_resp_defaults(p);
 }
 
+static kp_err kp_allocate_producer_ids_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_allocate_producer_ids_req_decode(r, a, p, v);
+}
+
+static void kp_allocate_producer_ids_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_allocate_producer_ids_req_encode(w, p, v);
+}
+
+static void kp_allocate_producer_ids_req_defaults_any(void *p)
+{
+    kp_allocate_producer_ids_req_defaults(p);
+}
+
+static kp_err kp_allocate_producer_ids_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_allocate_producer_ids_resp_decode(r, a, p, v);
+}
+
+static void kp_allocate_producer_ids_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_allocate_producer_ids_resp_encode(w, p, v);
+}
+
+static void kp_allocate_producer_ids_resp_defaults_any(void *p)
+{
+    kp_allocate_producer_ids_resp_defaults(p);
+}
+
 static kp_err kp_consumer_group_heartbeat_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_consumer_group_heartbeat_req_decode(r, a, p, v);
@@ -2115,6 +2145,9 @@ static const kp_api_info api_table[] = {
     {66, "ListTransactions", 0, 2, 0, false,
      {sizeof(kp_list_transactions_req), kp_list_transactions_req_decode_any, kp_list_transactions_req_encode_any, kp_list_transactions_req_defaults_any},
      {sizeof(kp_list_transactions_resp), kp_list_transactions_resp_decode_any, kp_list_transactions_resp_encode_any, kp_list_transactions_resp_defaults_any}},
+    {67, "AllocateProducerIds", 0, 0, 0, false,
+     {sizeof(kp_allocate_producer_ids_req), kp_allocate_producer_ids_req_decode_any, kp_allocate_producer_ids_req_encode_any, kp_allocate_producer_ids_req_defaults_any},
+     {sizeof(kp_allocate_producer_ids_resp), kp_allocate_producer_ids_resp_decode_any, kp_allocate_producer_ids_resp_encode_any, kp_allocate_producer_ids_resp_defaults_any}},
     {68, "ConsumerGroupHeartbeat", 0, 1, 0, false,
      {sizeof(kp_consumer_group_heartbeat_req), kp_consumer_group_heartbeat_req_decode_any, kp_consumer_group_heartbeat_req_encode_any, kp_consumer_group_heartbeat_req_defaults_any},
      {sizeof(kp_consumer_group_heartbeat_resp), kp_consumer_group_heartbeat_resp_decode_any, kp_consumer_group_heartbeat_resp_encode_any, kp_consumer_group_heartbeat_resp_defaults_any}},
