@@ -43,6 +43,13 @@ void kp_alter_partition_reassignments_req_fill(kp_alter_partition_reassignments_
 void kp_alter_partition_reassignments_resp_reassignable_partition_response_fill(kp_alter_partition_reassignments_resp_reassignable_partition_response *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_partition_reassignments_resp_reassignable_topic_response_fill(kp_alter_partition_reassignments_resp_reassignable_topic_response *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_partition_reassignments_resp_fill(kp_alter_partition_reassignments_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_req_broker_state_fill(kp_alter_partition_req_broker_state *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_req_partition_data_fill(kp_alter_partition_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_req_topic_data_fill(kp_alter_partition_req_topic_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_req_fill(kp_alter_partition_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_resp_partition_data_fill(kp_alter_partition_resp_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_resp_topic_data_fill(kp_alter_partition_resp_topic_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_resp_fill(kp_alter_partition_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_user_scram_credentials_req_scram_credential_deletion_fill(kp_alter_user_scram_credentials_req_scram_credential_deletion *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_user_scram_credentials_req_scram_credential_upsertion_fill(kp_alter_user_scram_credentials_req_scram_credential_upsertion *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_user_scram_credentials_req_fill(kp_alter_user_scram_credentials_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
