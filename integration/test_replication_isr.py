@@ -1,0 +1,171 @@
+"""ISR shrink and expand (issue 15 item 3, the "follower down" test): one
+Apache Kafka 4.4.0 KRaft controller and three Runnel brokers, RF=3 with
+min.insync.replicas=2 and a short replica.lag.time.max.ms. The broker
+session timeout is long, so the controller never fences a paused follower:
+only the leader's AlterPartition takes it out of the ISR, and only the
+leader's AlterPartition brings it back once it caught up.
+
+Ports: 21100-21199.
+"""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+import kraft
+from test_cluster_join import ClusterBroker, need_jars, wait_for  # noqa: F401 (fixture)
+from test_replication import batches, describe, note, producer, wait_isr
+
+pytestmark = pytest.mark.usefixtures("runnel_only")
+
+CONTROLLER_PORT = 21101
+BROKER_PORTS = {1: 21111, 2: 21112, 3: 21113}
+SESSION_MS = 60000  # longer than any pause here: no fencing by the controller
+LAG_MS = 2000
+
+
+class IsrBroker(ClusterBroker):
+    def __init__(self, datadir, quorum, node):
+        super().__init__(datadir, quorum, port=BROKER_PORTS[node],
+                         extra={"node.id": str(node),
+                                "broker.session.timeout.ms": str(SESSION_MS),
+                                "broker.heartbeat.interval.ms": "500",
+                                "replica.lag.time.max.ms": str(LAG_MS)})
+        self.node = node
+        self.paused = False
+
+    def pause(self):
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self):
+        os.kill(self.proc.pid, signal.SIGCONT)
+        self.paused = False
+
+
+@pytest.fixture
+def isr_cluster(tmp_path, need_jars):
+    q = kraft.KraftQuorum(tmp_path / "kraft", [CONTROLLER_PORT])
+    for c in q.controllers:
+        c.properties = (lambda orig: lambda: dict(orig(), **{
+            "broker.session.timeout.ms": str(SESSION_MS),
+            "broker.heartbeat.interval.ms": "500"}))(c.properties)
+    q.start()
+    brokers = {}
+    try:
+        for n in (1, 2, 3):
+            b = IsrBroker(tmp_path / ("b%d" % n), q, n)
+            b.format(q.cluster_id)
+            b.start()
+            brokers[n] = b
+        for b in brokers.values():
+            wait_for("broker %d unfenced" % b.node,
+                     lambda b=b: "unfenced: serving in the cluster" in b.log_text(), 30)
+        yield brokers
+    finally:
+        for b in brokers.values():
+            if b.alive():
+                if b.paused:
+                    b.resume()
+                b.stop()
+        q.stop()
+
+
+def running(brokers):
+    return {n: b for n, b in brokers.items() if b.alive() and not b.paused}
+
+
+def isr_of(brokers, topic):
+    return describe(running(brokers), topic).get(0, (-1, []))[1]
+
+
+def produce(brokers, topic, values, **extra):
+    """Sends values with acks=all; returns the delivery errors (None: ok)."""
+    conf = {"enable.idempotence": False, "retries": 0, "message.timeout.ms": 15000}
+    conf.update(extra)
+    p = producer(running(brokers), **conf)
+    errs = []
+    for v in values:
+        p.produce(topic, value=v, partition=0, on_delivery=lambda err, m: errs.append(err))
+    p.flush(30)
+    return errs
+
+
+def create(brokers, name):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": ",".join(b.bootstrap for b in brokers.values())})
+    admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "2"})])[name] \
+        .result(30)
+    wait_isr(brokers, name, 3)
+    return describe(brokers, name)[0][0]
+
+
+def wait_same_batches(brokers, topic):
+    leader = describe(running(brokers), topic)[0][0]
+    ref_dir = Path(brokers[leader].datadir) / ("%s-0" % topic)
+    wait_for("every replica holds the leader's batches",
+             lambda: len({b"".join(batches(Path(b.datadir) / ("%s-0" % topic)))
+                          for b in brokers.values()}) == 1, 30, interval=0.2)
+    ref = batches(ref_dir)
+    assert len(ref) > 0
+    for b in brokers.values():
+        assert batches(Path(b.datadir) / ("%s-0" % topic)) == ref, b.node
+
+
+def test_paused_followers_leave_and_rejoin_the_isr(isr_cluster):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    brokers = isr_cluster
+    leader = create(brokers, "isr")
+    f1, f2 = [n for n in brokers if n != leader]
+    assert produce(brokers, "isr", [b"a-%d" % i for i in range(20)]) == [None] * 20
+
+    brokers[f1].pause()
+    t0 = time.monotonic()
+    wait_for("ISR without %d" % f1, lambda: isr_of(brokers, "isr") == sorted([leader, f2]),
+             LAG_MS / 1000 + 20, interval=0.1)
+    note("SIGSTOP of a follower -> ISR shrunk (replica.lag.time.max.ms=%d)" % LAG_MS,
+         time.monotonic() - t0)
+    # ISR 2 = min.insync.replicas: acks=all goes on
+    assert produce(brokers, "isr", [b"b-%d" % i for i in range(50)]) == [None] * 50
+
+    brokers[f2].pause()
+    t0 = time.monotonic()
+    wait_for("ISR of the leader alone", lambda: isr_of(brokers, "isr") == [leader],
+             LAG_MS / 1000 + 20, interval=0.1)
+    note("SIGSTOP of the second follower -> ISR = leader alone", time.monotonic() - t0)
+    errs = produce(brokers, "isr", [b"refused"])
+    assert len(errs) == 1 and errs[0] is not None
+    assert errs[0].code() == confluent_kafka.KafkaError.NOT_ENOUGH_REPLICAS, errs[0]
+
+    brokers[f1].resume()
+    brokers[f2].resume()
+    t0 = time.monotonic()
+    wait_for("ISR back to 3", lambda: len(isr_of(brokers, "isr")) == 3, 30, interval=0.1)
+    note("SIGCONT of both followers -> ISR back to 3", time.monotonic() - t0)
+    assert produce(brokers, "isr", [b"c-%d" % i for i in range(50)]) == [None] * 50
+    wait_same_batches(brokers, "isr")
+    assert describe(brokers, "isr")[0][0] == leader
+
+
+def test_killed_follower_rejoins_the_isr_after_restart(isr_cluster):
+    pytest.importorskip("confluent_kafka")
+    brokers = isr_cluster
+    leader = create(brokers, "rj")
+    victim = [n for n in brokers if n != leader][0]
+    assert produce(brokers, "rj", [b"a-%d" % i for i in range(20)]) == [None] * 20
+    brokers[victim].kill9()
+    t0 = time.monotonic()
+    wait_for("ISR without %d" % victim, lambda: len(isr_of(brokers, "rj")) == 2,
+             LAG_MS / 1000 + 20, interval=0.1)
+    note("kill -9 of a follower -> ISR shrunk", time.monotonic() - t0)
+    # writes it misses, acknowledged by the two left
+    assert produce(brokers, "rj", [b"b-%d" % i for i in range(100)]) == [None] * 100
+    brokers[victim].start()
+    t0 = time.monotonic()
+    wait_for("ISR back to 3", lambda: len(isr_of(brokers, "rj")) == 3, 60, interval=0.1)
+    note("follower restarted -> back in the ISR", time.monotonic() - t0)
+    assert produce(brokers, "rj", [b"c-%d" % i for i in range(50)]) == [None] * 50
+    wait_same_batches(brokers, "rj")
