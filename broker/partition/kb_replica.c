@@ -107,7 +107,7 @@ kp_err kb_replica_assign(kb_broker *b, kb_topic *t, int32_t p, const kb_replica_
     }
     bool was_leader = kb_replica_is_leader(r);
     bool keep = was_leader && a->leader == r->node_id && a->leader_epoch == r->leader_epoch;
-    int64_t now = kb_loop_now_ms(b->loop);
+    int64_t now = b->loop != NULL ? kb_loop_now_ms(b->loop) : 0;
     int32_t nf = 0;
     kb_replica_follower *f = followers_of(r, a, keep, now, &nf);
     int32_t *isr = calloc((size_t)(a->nisr > 0 ? a->nisr : 0) + 1, sizeof(*isr));

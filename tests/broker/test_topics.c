@@ -63,12 +63,14 @@ START_TEST(test_topics_replica_assign_empty_isr)
     b.node_id = 3;
     const int32_t replicas[] = {3};
     for (int32_t n = -1; n <= 0; n++) {
-        kb_replica_assignment a = {3, 7, replicas, 1, NULL, n};
+        kb_replica_assignment a = {.leader = 3, .leader_epoch = 7, .replicas = replicas,
+                                   .nreplicas = 1, .isr = NULL, .nisr = n};
         ck_assert_int_eq(kb_replica_assign(&b, t, 0, &a), KP_ERR_NONE);
         ck_assert(kb_replica_is_leader(t->partitions[0].repl));
         ck_assert(!kb_replica_in_set(t->partitions[0].repl, 1));
     }
-    kb_replica_assignment none = {-1, 8, NULL, -1, NULL, -1};
+    kb_replica_assignment none = {.leader = -1, .leader_epoch = 8, .replicas = NULL,
+                                  .nreplicas = -1, .isr = NULL, .nisr = -1};
     ck_assert_int_eq(kb_replica_assign(&b, t, 0, &none), KP_ERR_NONE);
     ck_assert(!kb_replica_is_leader(t->partitions[0].repl));
 }
