@@ -17,7 +17,7 @@ import pytest
 
 import kraft
 from test_cluster_join import ClusterBroker, need_jars, wait_for  # noqa: F401 (fixture)
-from test_replication import batches, describe, note, producer, wait_isr
+from test_replication import batches, describe, note, producer, start_brokers, wait_isr
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -56,15 +56,7 @@ def isr_cluster(tmp_path, need_jars):
     q.start()
     brokers = {}
     try:
-        for n in (1, 2, 3):
-            b = IsrBroker(tmp_path / ("b%d" % n), q, n)
-            b.format(q.cluster_id)
-            b.start()
-            brokers[n] = b
-        for b in brokers.values():
-            wait_for("broker %d unfenced" % b.node,
-                     lambda b=b: "unfenced: serving in the cluster" in b.log_text(), 30)
-        yield brokers
+        yield start_brokers(IsrBroker, q, tmp_path, brokers)
     finally:
         for b in brokers.values():
             if b.alive():
@@ -136,6 +128,16 @@ def wait_same_batches(brokers, topic):
         assert batches(Path(b.datadir) / ("%s-0" % topic)) == ref, b.node
 
 
+def rejoined(brokers, topic, what):
+    """Waits for the ISR of 3 (noting how long it took), then acks=all
+    works and every replica holds the same batches."""
+    t0 = time.monotonic()
+    wait_for("ISR back to 3", lambda: len(isr_of(brokers, topic)) == 3, 60, interval=0.1)
+    note(what, time.monotonic() - t0)
+    assert produce(brokers, topic, [b"z-%d" % i for i in range(50)]) == [None] * 50
+    wait_same_batches(brokers, topic)
+
+
 def test_paused_followers_leave_and_rejoin_the_isr(isr_cluster):
     confluent_kafka = pytest.importorskip("confluent_kafka")
     brokers = isr_cluster
@@ -169,11 +171,7 @@ def test_paused_followers_leave_and_rejoin_the_isr(isr_cluster):
 
     brokers[f1].resume()
     brokers[f2].resume()
-    t0 = time.monotonic()
-    wait_for("ISR back to 3", lambda: len(isr_of(brokers, "isr")) == 3, 30, interval=0.1)
-    note("SIGCONT of both followers -> ISR back to 3", time.monotonic() - t0)
-    assert produce(brokers, "isr", [b"e-%d" % i for i in range(50)]) == [None] * 50
-    wait_same_batches(brokers, "isr")
+    rejoined(brokers, "isr", "SIGCONT of both followers -> ISR back to 3")
     assert describe(brokers, "isr")[0][0] == leader
 
 
@@ -191,8 +189,4 @@ def test_killed_follower_rejoins_the_isr_after_restart(isr_cluster):
     # writes it misses, acknowledged by the two left
     assert produce(brokers, "rj", [b"b-%d" % i for i in range(100)]) == [None] * 100
     brokers[victim].start()
-    t0 = time.monotonic()
-    wait_for("ISR back to 3", lambda: len(isr_of(brokers, "rj")) == 3, 60, interval=0.1)
-    note("follower restarted -> back in the ISR", time.monotonic() - t0)
-    assert produce(brokers, "rj", [b"c-%d" % i for i in range(50)]) == [None] * 50
-    wait_same_batches(brokers, "rj")
+    rejoined(brokers, "rj", "follower restarted -> back in the ISR")
