@@ -71,7 +71,11 @@ def running(brokers):
 
 
 def isr_of(brokers, topic):
-    return describe(running(brokers), topic).get(0, (-1, []))[1]
+    """The ISR every running broker's Metadata agrees on ([] while they
+    differ: a follower just resumed answers from its older image)."""
+    seen = {tuple(describe({n: b}, topic).get(0, (-1, []))[1])
+            for n, b in running(brokers).items()}
+    return list(seen.pop()) if len(seen) == 1 else []
 
 
 def produce(brokers, topic, values, **extra):
