@@ -14,7 +14,6 @@
 #include "kb_replica.h"
 #include "kb_topic_conf.h"
 #include "kb_topics.h"
-#include "kp_records.h"
 #include "ks_log.h"
 
 static char tmpdir[64];
@@ -95,21 +94,6 @@ static bool all_eligible(void *arg, int32_t id)
     return *(bool *)arg;
 }
 
-static void append_three(ks_log *log)
-{
-    kp_batch_builder bb;
-    kp_batch_builder_init(&bb, 0, 0, -1, -1, -1);
-    for (int i = 0; i < 3; i++)
-        kp_batch_builder_add(&bb, 1000 + i, (kp_slice){NULL, -1},
-                             (kp_slice){(const uint8_t *)"v", 1}, NULL, 0);
-    size_t len;
-    uint8_t *batch = kp_batch_builder_finish(&bb, &len);
-    ck_assert_ptr_nonnull(batch);
-    ks_append_result res;
-    ck_assert_int_eq(ks_log_append(log, batch, len, 0, 1000, &res, NULL), KP_ERR_NONE);
-    free(batch);
-}
-
 /* The leader's ISR proposals: a follower behind the log end for longer than
  * the lag leaves, the HW counts it until the image commits the shrink, and
  * one that reached the HW again is proposed back when eligible. */
@@ -139,7 +123,7 @@ START_TEST(test_topics_replica_isr_shrink_and_expand)
                                .partition_epoch = 2, .on_isr = count_isr_call};
     ck_assert_int_eq(kb_replica_assign(&b, t, 0, &a), KP_ERR_NONE);
     kb_replica *r = t->partitions[0].repl;
-    append_three(log);
+    append_idempotent(log, -1, -1, -1, 3);
     (void)kb_replica_follower_fetched(&b, t, 0, 2, 3, 100);
     (void)kb_replica_follower_fetched(&b, t, 0, 3, 0, 100);
     ck_assert_int_eq(ks_log_high_watermark(log), 0);
