@@ -53,17 +53,24 @@ def quorum1(tmp_path, need_jars):
     q.stop()
 
 
-@pytest.fixture
-def cluster3(quorum1, tmp_path):
-    brokers = {}
-    for n in (1, 2, 3):
-        b = NodeBroker(tmp_path / ("b%d" % n), quorum1, n)
-        b.format(quorum1.cluster_id)
+def start_brokers(make, quorum, tmp_path, brokers, nodes=(1, 2, 3)):
+    """Formats and starts make(datadir, quorum, node) for each node into
+    brokers (so a caller's cleanup sees every one started), then waits
+    until the controller unfenced them all."""
+    for n in nodes:
+        b = make(tmp_path / ("b%d" % n), quorum, n)
+        b.format(quorum.cluster_id)
         b.start()
         brokers[n] = b
     for b in brokers.values():
         wait_for("broker %d unfenced" % b.node,
                  lambda b=b: "unfenced: serving in the cluster" in b.log_text(), 30)
+    return brokers
+
+
+@pytest.fixture
+def cluster3(quorum1, tmp_path):
+    brokers = start_brokers(NodeBroker, quorum1, tmp_path, {})
     yield brokers
     for b in brokers.values():
         if b.alive():

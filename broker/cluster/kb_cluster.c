@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_alter_partition.h"
 #include "kb_cluster_act.h"
 #include "kb_ctrl_conn.h"
 #include "kb_log.h"
@@ -48,6 +49,7 @@ struct kb_cluster {
     kb_ctrl_conn *conn;
     kb_forward *fwd; /* admin requests to the active controller */
     kb_ib *ib;       /* other brokers and producer id blocks (kb_interbroker.h) */
+    kb_alter_partition *alter; /* ISR changes this broker asks for as a leader */
     int target; /* index of the node conn talks to (kb_quorum), -1: none */
     int answered_by; /* the node that answered the last heartbeat */
     kb_meta_props ids;
@@ -330,6 +332,7 @@ static void registered(kb_cluster *c, int64_t epoch)
 {
     c->broker_epoch = epoch;
     c->prev_epoch = epoch;
+    kb_alter_partition_set_broker_epoch(c->alter, epoch);
     c->answered_by = c->target;
     c->backoff_ms = BACKOFF_MIN_MS;
     c->attempts = 0;
@@ -421,6 +424,7 @@ static void on_heartbeat(void *arg, kp_reader *body)
         KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"session lost; registering again\" error=%s",
                kp_err_name(e));
         c->broker_epoch = -1;
+        kb_alter_partition_set_broker_epoch(c->alter, -1);
         c->fenced = true;
         arm(c, 0);
     } else {
@@ -485,8 +489,10 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
     c->conn = kb_ctrl_conn_new(b->loop, b->work, client_id);
     c->fwd = kb_forward_new(b->loop, b->work, &c->q, c->cfg->node_id);
     c->ib = kb_ib_new(b, &c->q, cluster_broker_epoch, c);
-    if (c->conn == NULL || c->fwd == NULL || c->ib == NULL)
+    c->alter = kb_alter_partition_new(b, &c->q, &c->image);
+    if (c->conn == NULL || c->fwd == NULL || c->ib == NULL || c->alter == NULL)
         return KP_ERR__NOMEM;
+    kb_cluster_act_set_isr(c->act, kb_alter_partition_check, c->alter);
     if ((e = start_fetch(c, err, errlen)) != KP_ERR_NONE)
         return e;
     KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"joining the cluster\" cluster_id=%s node_id=%d "
@@ -503,6 +509,7 @@ void kb_cluster_stop(kb_cluster *c)
     kb_meta_fetch_free(c->mf);
     kb_forward_free(c->fwd);
     kb_ib_free(c->ib);
+    kb_alter_partition_free(c->alter);
     kb_ctrl_conn_free(c->conn);
     kb_quorum_fini(&c->q);
     kb_cluster_act_free(c->act);

@@ -20,6 +20,8 @@ struct kb_cluster_act {
     int32_t node;
     kb_timer timer;
     kb_replica_fetch *fetch; /* this broker's replica fetchers */
+    kb_replica_isr_fn *on_isr; /* proposes ISR changes (kb_alter_partition) */
+    void *on_isr_arg;
     int ndirty;
     bool all_dirty;
     kp_uuid dirty[MAX_DIRTY];
@@ -67,11 +69,16 @@ static void sync_partitions(kb_cluster_act *a, kb_topic *local, const kb_mi_topi
             continue;
         local->partitions[p].leader_epoch = mp->leader_epoch;
         bool hosted = kb_cluster_act_hosts(t, p, a->node);
-        kb_replica_assignment ra = {mp->leader, mp->leader_epoch, mp->replicas.v,
-                                    mp->replicas.n, mp->isr.v, mp->isr.n};
+        kb_replica_assignment ra = {mp->leader,          mp->leader_epoch, mp->replicas.v,
+                                    mp->replicas.n,      mp->isr.v,        mp->isr.n,
+                                    mp->partition_epoch, a->on_isr,        a->on_isr_arg};
+        ks_log *log = local->partitions[p].log;
+        int64_t hw = log != NULL ? ks_log_high_watermark(log) : 0;
         if (hosted && kb_replica_assign(a->b, local, p, &ra) != KP_ERR_NONE)
             KB_LOG(KB_LL_ERROR, KB_SUB_MAIN, "msg=\"cannot record a partition's replicas\" "
                    "topic=%s partition=%d", t->name, p);
+        else if (hosted && log != NULL && ks_log_high_watermark(log) > hw)
+            kb_partition_log_appended(a->b, local, p); /* a smaller ISR moved it: wake readers */
         kb_replica_fetch_follow(a->fetch, local, p, hosted ? mp->leader : -1, mp->leader_epoch);
     }
 }
@@ -219,6 +226,12 @@ kb_cluster_act *kb_cluster_act_new(kb_broker *b, kb_meta_image *img, int32_t nod
     kb_timer_init(&a->timer, on_timer, a);
     kb_meta_image_set_listener(img, on_change, a);
     return a;
+}
+
+void kb_cluster_act_set_isr(kb_cluster_act *a, kb_replica_isr_fn *fn, void *arg)
+{
+    a->on_isr = fn;
+    a->on_isr_arg = arg;
 }
 
 void kb_cluster_act_free(kb_cluster_act *a)

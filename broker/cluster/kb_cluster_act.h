@@ -33,12 +33,16 @@
 
 #include "kb_context.h"
 #include "kb_meta_image.h"
+#include "kb_replica.h"
 
 typedef struct kb_cluster_act kb_cluster_act;
 
 /* Starts listening to img; NULL when out of memory. */
 kb_cluster_act *kb_cluster_act_new(kb_broker *b, kb_meta_image *img, int32_t node_id);
 void kb_cluster_act_free(kb_cluster_act *a);
+/* Who the leader's replicas tell when a follower may join the ISR (and
+ * who proposes ISR changes): set before the image brings partitions. */
+void kb_cluster_act_set_isr(kb_cluster_act *a, kb_replica_isr_fn *fn, void *arg);
 /* Whether partition p of t has node among its replicas. */
 bool kb_cluster_act_hosts(const kb_mi_topic *t, int32_t p, int32_t node);
 

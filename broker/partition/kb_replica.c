@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kb_log.h"
+#include "kb_loop.h"
 #include "ks_log.h"
 
 static kb_replica *replica_of(kb_topic *t, int32_t p)
@@ -64,6 +65,7 @@ void kb_replica_free(kb_replica *r)
         return;
     call_waiters(r, 0, KP_ERR_NOT_LEADER_OR_FOLLOWER);
     free(r->isr);
+    free(r->pending_isr);
     free(r->followers);
     free(r);
 }
@@ -71,14 +73,17 @@ void kb_replica_free(kb_replica *r)
 /* The followers of the new assignment, keeping what is known of each one
  * while this broker stays leader at the same epoch. */
 static kb_replica_follower *followers_of(const kb_replica *r, const kb_replica_assignment *a,
-                                         bool keep, int32_t *n)
+                                         bool keep, int64_t now_ms, int32_t *n)
 {
     kb_replica_follower *v = calloc((size_t)(a->nreplicas > 0 ? a->nreplicas : 0) + 1, sizeof(*v));
     *n = 0;
     for (int32_t i = 0; v != NULL && i < a->nreplicas; i++) {
         if (a->replicas[i] == r->node_id || ids_have(a->replicas, i, a->replicas[i]))
             continue;
-        kb_replica_follower f = {a->replicas[i], -1, 0};
+        /* A new leader counts its ISR as caught up now (Kafka resets
+         * lastCaughtUpTimeMs so), the others as never. */
+        bool in_isr = a->isr != NULL && ids_have(a->isr, a->nisr, a->replicas[i]);
+        kb_replica_follower f = {a->replicas[i], -1, in_isr ? now_ms : 0, 0, -1};
         for (int32_t j = 0; keep && j < r->nfollowers; j++)
             if (r->followers[j].id == f.id)
                 f = r->followers[j];
@@ -102,8 +107,9 @@ kp_err kb_replica_assign(kb_broker *b, kb_topic *t, int32_t p, const kb_replica_
     }
     bool was_leader = kb_replica_is_leader(r);
     bool keep = was_leader && a->leader == r->node_id && a->leader_epoch == r->leader_epoch;
+    int64_t now = b->loop != NULL ? kb_loop_now_ms(b->loop) : 0;
     int32_t nf = 0;
-    kb_replica_follower *f = followers_of(r, a, keep, &nf);
+    kb_replica_follower *f = followers_of(r, a, keep, now, &nf);
     int32_t *isr = calloc((size_t)(a->nisr > 0 ? a->nisr : 0) + 1, sizeof(*isr));
     if (f == NULL || isr == NULL) {
         free(f);
@@ -119,20 +125,41 @@ kp_err kb_replica_assign(kb_broker *b, kb_topic *t, int32_t p, const kb_replica_
     r->nfollowers = nf;
     r->isr = isr;
     r->nisr = nisr;
+    if (!keep || a->partition_epoch != r->partition_epoch) {
+        /* the image moved (or leadership did): any proposal is over */
+        r->pending = r->stale = false;
+        r->npending = 0;
+        r->hold_until_ms = 0;
+    }
+    if (!keep && a->leader == r->node_id) {
+        ks_log *log = t->partitions[p].log;
+        r->epoch_start_offset = log != NULL ? ks_log_end_offset(log) : 0;
+    }
     r->leader = a->leader;
     r->leader_epoch = a->leader_epoch;
+    r->partition_epoch = a->partition_epoch;
+    r->on_isr = a->on_isr;
+    r->on_isr_arg = a->on_isr_arg;
     if (was_leader && !kb_replica_is_leader(r))
         call_waiters(r, 0, KP_ERR_NOT_LEADER_OR_FOLLOWER);
     (void)kb_replica_advance_hw(b, t, p);
     return KP_ERR_NONE;
 }
 
-/* The smallest log end over the ISR, or -1 when a member is unknown. */
+/* A member of the maximal ISR: the committed one and any proposed. */
+static bool in_maximal_isr(const kb_replica *r, int32_t id)
+{
+    return ids_have(r->isr, r->nisr, id) ||
+           (r->pending && ids_have(r->pending_isr, r->npending, id));
+}
+
+/* The smallest log end over the maximal ISR, or -1 when a member is
+ * unknown. */
 static int64_t isr_min_leo(const kb_replica *r, int64_t own)
 {
     int64_t min = own;
     for (int32_t i = 0; i < r->nfollowers; i++) {
-        if (!ids_have(r->isr, r->nisr, r->followers[i].id))
+        if (!in_maximal_isr(r, r->followers[i].id))
             continue;
         if (r->followers[i].leo < 0)
             return -1;
@@ -168,15 +195,77 @@ bool kb_replica_follower_fetched(kb_broker *b, kb_topic *t, int32_t p, int32_t i
     ks_log *log = t->partitions[p].log;
     if (!kb_replica_is_leader(r) || log == NULL)
         return false;
+    kb_replica_follower *f = NULL;
+    for (int32_t i = 0; i < r->nfollowers; i++)
+        if (r->followers[i].id == id)
+            f = &r->followers[i];
+    if (f == NULL)
+        return false;
+    /* Caught up: at the leader's end now, or at least where the leader's
+     * end was at the previous fetch, which then counts (Kafka's rule). */
+    int64_t end = ks_log_end_offset(log);
+    f->leo = offset;
+    if (offset >= end)
+        f->caught_up_ms = now_ms;
+    else if (f->last_fetch_leader_leo >= 0 && offset >= f->last_fetch_leader_leo &&
+             f->last_fetch_ms > f->caught_up_ms)
+        f->caught_up_ms = f->last_fetch_ms;
+    f->last_fetch_ms = now_ms;
+    f->last_fetch_leader_leo = end;
+    bool moved = kb_replica_advance_hw(b, t, p);
+    if (r->on_isr != NULL && !r->pending && !r->stale && !ids_have(r->isr, r->nisr, id) &&
+        offset >= ks_log_high_watermark(log) && offset >= r->epoch_start_offset)
+        r->on_isr(r->on_isr_arg, t, p);
+    return moved;
+}
+
+int32_t kb_replica_isr_propose(const kb_replica *r, const ks_log *log, int64_t now_ms,
+                               int64_t lag_ms, kb_replica_eligible_fn *eligible, void *arg,
+                               int32_t *out, int32_t cap)
+{
+    if (!kb_replica_is_leader(r) || log == NULL || r->pending || r->stale ||
+        now_ms < r->hold_until_ms || cap < r->nfollowers + 1)
+        return 0;
+    int64_t end = ks_log_end_offset(log), hw = ks_log_high_watermark(log);
+    int32_t n = 0;
+    bool changed = !ids_have(r->isr, r->nisr, r->node_id);
+    out[n++] = r->node_id;
     for (int32_t i = 0; i < r->nfollowers; i++) {
-        kb_replica_follower *f = &r->followers[i];
-        if (f->id != id)
-            continue;
-        f->leo = offset;
-        if (offset >= ks_log_end_offset(log))
-            f->caught_up_ms = now_ms;
+        const kb_replica_follower *f = &r->followers[i];
+        bool in = ids_have(r->isr, r->nisr, f->id);
+        bool keep;
+        if (in)
+            keep = f->leo == end || now_ms - f->caught_up_ms <= lag_ms;
+        else
+            keep = f->leo >= 0 && f->leo >= hw && f->leo >= r->epoch_start_offset &&
+                   (eligible == NULL || eligible(arg, f->id));
+        if (keep)
+            out[n++] = f->id;
+        if (keep != in)
+            changed = true;
     }
-    return kb_replica_advance_hw(b, t, p);
+    return changed ? n : 0;
+}
+
+kp_err kb_replica_isr_pending(kb_replica *r, const int32_t *isr, int32_t n)
+{
+    int32_t *v = realloc(r->pending_isr, (size_t)(n > 0 ? n : 1) * sizeof(*v));
+    if (v == NULL)
+        return KP_ERR__NOMEM;
+    if (n > 0)
+        memcpy(v, isr, (size_t)n * sizeof(*v));
+    r->pending_isr = v;
+    r->npending = n;
+    r->pending = true;
+    return KP_ERR_NONE;
+}
+
+void kb_replica_isr_drop(kb_replica *r, bool stale, int64_t hold_until_ms)
+{
+    r->pending = false;
+    r->npending = 0;
+    r->stale = stale;
+    r->hold_until_ms = hold_until_ms;
 }
 
 void kb_replica_follow_hw(kb_topic *t, int32_t p, int64_t leader_hw)

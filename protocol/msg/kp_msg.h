@@ -64,6 +64,7 @@ enum kp_api_key {
     KP_API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
     KP_API_ALTER_USER_SCRAM_CREDENTIALS = 51,
     KP_API_DESCRIBE_QUORUM = 55,
+    KP_API_ALTER_PARTITION = 56,
     KP_API_DESCRIBE_CLUSTER = 60,
     KP_API_DESCRIBE_PRODUCERS = 61,
     KP_API_BROKER_REGISTRATION = 62,
@@ -370,6 +371,74 @@ void kp_alter_partition_reassignments_resp_defaults(kp_alter_partition_reassignm
 kp_err kp_alter_partition_reassignments_resp_decode(kp_reader *r, kp_arena *a, kp_alter_partition_reassignments_resp *p, int16_t v);
 void kp_alter_partition_reassignments_resp_encode(kp_writer *w, const kp_alter_partition_reassignments_resp *p, int16_t v);
 size_t kp_alter_partition_reassignments_resp_size(const kp_alter_partition_reassignments_resp *p, int16_t v);
+
+typedef struct kp_alter_partition_req_broker_state kp_alter_partition_req_broker_state;
+typedef struct kp_alter_partition_req_partition_data kp_alter_partition_req_partition_data;
+typedef struct kp_alter_partition_req_topic_data kp_alter_partition_req_topic_data;
+typedef struct kp_alter_partition_req kp_alter_partition_req;
+struct kp_alter_partition_req_broker_state {
+    int32_t broker_id;
+    int64_t broker_epoch;
+};
+
+struct kp_alter_partition_req_partition_data {
+    int32_t partition_index;
+    int32_t leader_epoch;
+    struct { int32_t n; int32_t *v; } new_isr;
+    struct { int32_t n; kp_alter_partition_req_broker_state *v; } new_isr_with_epochs;
+    int8_t leader_recovery_state;
+    int32_t partition_epoch;
+};
+
+struct kp_alter_partition_req_topic_data {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_alter_partition_req_partition_data *v; } partitions;
+};
+
+struct kp_alter_partition_req {
+    int32_t broker_id;
+    int64_t broker_epoch;
+    struct { int32_t n; kp_alter_partition_req_topic_data *v; } topics;
+};
+
+void kp_alter_partition_req_broker_state_defaults(kp_alter_partition_req_broker_state *p);
+void kp_alter_partition_req_partition_data_defaults(kp_alter_partition_req_partition_data *p);
+void kp_alter_partition_req_topic_data_defaults(kp_alter_partition_req_topic_data *p);
+void kp_alter_partition_req_defaults(kp_alter_partition_req *p);
+kp_err kp_alter_partition_req_decode(kp_reader *r, kp_arena *a, kp_alter_partition_req *p, int16_t v);
+void kp_alter_partition_req_encode(kp_writer *w, const kp_alter_partition_req *p, int16_t v);
+size_t kp_alter_partition_req_size(const kp_alter_partition_req *p, int16_t v);
+
+typedef struct kp_alter_partition_resp_partition_data kp_alter_partition_resp_partition_data;
+typedef struct kp_alter_partition_resp_topic_data kp_alter_partition_resp_topic_data;
+typedef struct kp_alter_partition_resp kp_alter_partition_resp;
+struct kp_alter_partition_resp_partition_data {
+    int32_t partition_index;
+    int16_t error_code;
+    int32_t leader_id;
+    int32_t leader_epoch;
+    struct { int32_t n; int32_t *v; } isr;
+    int8_t leader_recovery_state;
+    int32_t partition_epoch;
+};
+
+struct kp_alter_partition_resp_topic_data {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_alter_partition_resp_partition_data *v; } partitions;
+};
+
+struct kp_alter_partition_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    struct { int32_t n; kp_alter_partition_resp_topic_data *v; } topics;
+};
+
+void kp_alter_partition_resp_partition_data_defaults(kp_alter_partition_resp_partition_data *p);
+void kp_alter_partition_resp_topic_data_defaults(kp_alter_partition_resp_topic_data *p);
+void kp_alter_partition_resp_defaults(kp_alter_partition_resp *p);
+kp_err kp_alter_partition_resp_decode(kp_reader *r, kp_arena *a, kp_alter_partition_resp *p, int16_t v);
+void kp_alter_partition_resp_encode(kp_writer *w, const kp_alter_partition_resp *p, int16_t v);
+size_t kp_alter_partition_resp_size(const kp_alter_partition_resp *p, int16_t v);
 
 typedef struct kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition;
 typedef struct kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic;

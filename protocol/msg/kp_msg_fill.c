@@ -520,6 +520,130 @@ void kp_alter_partition_reassignments_resp_fill(kp_alter_partition_reassignments
     }
 }
 
+void kp_alter_partition_req_broker_state_fill(kp_alter_partition_req_broker_state *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_partition_req_broker_state_defaults(p);
+    if (v >= 3) {
+        p->broker_id = (int32_t)kp_fill_next(seed);
+    }
+    if (v >= 3) {
+        p->broker_epoch = (int64_t)kp_fill_next(seed);
+    }
+}
+
+void kp_alter_partition_req_partition_data_fill(kp_alter_partition_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_partition_req_partition_data_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
+    if (v <= 2) {
+        p->new_isr.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->new_isr.v = kp_arena_calloc(a, (size_t)p->new_isr.n + 1, sizeof(*p->new_isr.v));
+        for (int32_t i = 0; i < p->new_isr.n; i++) {
+            p->new_isr.v[i] = (int32_t)kp_fill_next(seed);
+        }
+    }
+    if (v >= 3) {
+        p->new_isr_with_epochs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->new_isr_with_epochs.v = kp_arena_calloc(a, (size_t)p->new_isr_with_epochs.n + 1, sizeof(*p->new_isr_with_epochs.v));
+        for (int32_t i = 0; i < p->new_isr_with_epochs.n; i++) {
+            kp_alter_partition_req_broker_state_fill(&p->new_isr_with_epochs.v[i], a, v, seed, depth + 1);
+        }
+    }
+    p->leader_recovery_state = (int8_t)kp_fill_next(seed);
+    p->partition_epoch = (int32_t)kp_fill_next(seed);
+}
+
+void kp_alter_partition_req_topic_data_fill(kp_alter_partition_req_topic_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_partition_req_topic_data_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_alter_partition_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_alter_partition_req_fill(kp_alter_partition_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_partition_req_defaults(p);
+    p->broker_id = (int32_t)kp_fill_next(seed);
+    p->broker_epoch = (int64_t)kp_fill_next(seed);
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_alter_partition_req_topic_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_alter_partition_resp_partition_data_fill(kp_alter_partition_resp_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_partition_resp_partition_data_defaults(p);
+    p->partition_index = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->leader_id = (int32_t)kp_fill_next(seed);
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
+    p->isr.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->isr.v = kp_arena_calloc(a, (size_t)p->isr.n + 1, sizeof(*p->isr.v));
+    for (int32_t i = 0; i < p->isr.n; i++) {
+        p->isr.v[i] = (int32_t)kp_fill_next(seed);
+    }
+    p->leader_recovery_state = (int8_t)kp_fill_next(seed);
+    p->partition_epoch = (int32_t)kp_fill_next(seed);
+}
+
+void kp_alter_partition_resp_topic_data_fill(kp_alter_partition_resp_topic_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_partition_resp_topic_data_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_alter_partition_resp_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_alter_partition_resp_fill(kp_alter_partition_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_alter_partition_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_alter_partition_resp_topic_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
 void kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition_fill(kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -7691,6 +7815,11 @@ static void kp_describe_quorum_req_fill_any(void *p, kp_arena *a, int16_t v, uin
     kp_describe_quorum_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_alter_partition_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_alter_partition_req_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_cluster_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_cluster_req_fill(p, a, v, seed, 0);
@@ -7880,6 +8009,8 @@ kp_fill_fn kp_fill_request(int key)
         return kp_alter_user_scram_credentials_req_fill_any;
     case 55:
         return kp_describe_quorum_req_fill_any;
+    case 56:
+        return kp_alter_partition_req_fill_any;
     case 60:
         return kp_describe_cluster_req_fill_any;
     case 61:
@@ -8161,6 +8292,11 @@ static void kp_describe_quorum_resp_fill_any(void *p, kp_arena *a, int16_t v, ui
     kp_describe_quorum_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_alter_partition_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_alter_partition_resp_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_cluster_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_cluster_resp_fill(p, a, v, seed, 0);
@@ -8350,6 +8486,8 @@ kp_fill_fn kp_fill_response(int key)
         return kp_alter_user_scram_credentials_resp_fill_any;
     case 55:
         return kp_describe_quorum_resp_fill_any;
+    case 56:
+        return kp_alter_partition_resp_fill_any;
     case 60:
         return kp_describe_cluster_resp_fill_any;
     case 61:

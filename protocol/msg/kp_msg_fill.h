@@ -45,6 +45,13 @@ void kp_alter_partition_reassignments_req_fill(kp_alter_partition_reassignments_
 void kp_alter_partition_reassignments_resp_reassignable_partition_response_fill(kp_alter_partition_reassignments_resp_reassignable_partition_response *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_partition_reassignments_resp_reassignable_topic_response_fill(kp_alter_partition_reassignments_resp_reassignable_topic_response *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_partition_reassignments_resp_fill(kp_alter_partition_reassignments_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_req_broker_state_fill(kp_alter_partition_req_broker_state *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_req_partition_data_fill(kp_alter_partition_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_req_topic_data_fill(kp_alter_partition_req_topic_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_req_fill(kp_alter_partition_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_resp_partition_data_fill(kp_alter_partition_resp_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_resp_topic_data_fill(kp_alter_partition_resp_topic_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_alter_partition_resp_fill(kp_alter_partition_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition_fill(kp_alter_share_group_offsets_req_alter_share_group_offsets_request_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic_fill(kp_alter_share_group_offsets_req_alter_share_group_offsets_request_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_alter_share_group_offsets_req_fill(kp_alter_share_group_offsets_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);

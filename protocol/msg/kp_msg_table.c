@@ -1442,6 +1442,36 @@ static void kp_describe_quorum_resp_defaults_any(void *p)
     kp_describe_quorum_resp_defaults(p);
 }
 
+static kp_err kp_alter_partition_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_alter_partition_req_decode(r, a, p, v);
+}
+
+static void kp_alter_partition_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_alter_partition_req_encode(w, p, v);
+}
+
+static void kp_alter_partition_req_defaults_any(void *p)
+{
+    kp_alter_partition_req_defaults(p);
+}
+
+static kp_err kp_alter_partition_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_alter_partition_resp_decode(r, a, p, v);
+}
+
+static void kp_alter_partition_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_alter_partition_resp_encode(w, p, v);
+}
+
+static void kp_alter_partition_resp_defaults_any(void *p)
+{
+    kp_alter_partition_resp_defaults(p);
+}
+
 static kp_err kp_describe_cluster_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_cluster_req_decode(r, a, p, v);
@@ -2127,6 +2157,9 @@ static const kp_api_info api_table[] = {
     {55, "DescribeQuorum", 0, 2, 0, false,
      {sizeof(kp_describe_quorum_req), kp_describe_quorum_req_decode_any, kp_describe_quorum_req_encode_any, kp_describe_quorum_req_defaults_any},
      {sizeof(kp_describe_quorum_resp), kp_describe_quorum_resp_decode_any, kp_describe_quorum_resp_encode_any, kp_describe_quorum_resp_defaults_any}},
+    {56, "AlterPartition", 2, 3, 0, false,
+     {sizeof(kp_alter_partition_req), kp_alter_partition_req_decode_any, kp_alter_partition_req_encode_any, kp_alter_partition_req_defaults_any},
+     {sizeof(kp_alter_partition_resp), kp_alter_partition_resp_decode_any, kp_alter_partition_resp_encode_any, kp_alter_partition_resp_defaults_any}},
     {60, "DescribeCluster", 0, 2, 0, false,
      {sizeof(kp_describe_cluster_req), kp_describe_cluster_req_decode_any, kp_describe_cluster_req_encode_any, kp_describe_cluster_req_defaults_any},
      {sizeof(kp_describe_cluster_resp), kp_describe_cluster_resp_decode_any, kp_describe_cluster_resp_encode_any, kp_describe_cluster_resp_defaults_any}},

@@ -3,6 +3,9 @@
 #define BROKER_SUITES_H
 
 #include <check.h>
+#include <stdint.h>
+
+#include "ks_log.h"
 
 Suite *acl_suite(void);
 Suite *admin_suite(void);
@@ -31,5 +34,9 @@ Suite *txn_suite(void);
 /* Runs fn with stderr sent to a temporary file; returns what it wrote
  * (a static buffer, overwritten by the next call). In test_log.c. */
 const char *capture_stderr(void (*fn)(void));
+
+/* Appends one batch of n records ("k", "v") to log, of producer pid at
+ * epoch from sequence seq (-1s: not idempotent). In test_producer_state.c. */
+void append_idempotent(ks_log *log, int64_t pid, int16_t epoch, int32_t seq, int n);
 
 #endif

@@ -97,7 +97,7 @@ START_TEST(test_pidstate_marker_is_last)
 }
 END_TEST
 
-static void append_idempotent(ks_log *log, int64_t pid, int16_t epoch, int32_t seq, int n)
+void append_idempotent(ks_log *log, int64_t pid, int16_t epoch, int32_t seq, int n)
 {
     kp_batch_builder bb;
     kp_batch_builder_init(&bb, 0, 0, pid, epoch, seq);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "broker_suites.h"
@@ -13,6 +14,7 @@
 #include "kb_replica.h"
 #include "kb_topic_conf.h"
 #include "kb_topics.h"
+#include "ks_log.h"
 
 static char tmpdir[64];
 static char logdirs[96];
@@ -63,14 +65,102 @@ START_TEST(test_topics_replica_assign_empty_isr)
     b.node_id = 3;
     const int32_t replicas[] = {3};
     for (int32_t n = -1; n <= 0; n++) {
-        kb_replica_assignment a = {3, 7, replicas, 1, NULL, n};
+        kb_replica_assignment a = {.leader = 3, .leader_epoch = 7, .replicas = replicas,
+                                   .nreplicas = 1, .isr = NULL, .nisr = n};
         ck_assert_int_eq(kb_replica_assign(&b, t, 0, &a), KP_ERR_NONE);
         ck_assert(kb_replica_is_leader(t->partitions[0].repl));
         ck_assert(!kb_replica_in_set(t->partitions[0].repl, 1));
     }
-    kb_replica_assignment none = {-1, 8, NULL, -1, NULL, -1};
+    kb_replica_assignment none = {.leader = -1, .leader_epoch = 8, .replicas = NULL,
+                                  .nreplicas = -1, .isr = NULL, .nisr = -1};
     ck_assert_int_eq(kb_replica_assign(&b, t, 0, &none), KP_ERR_NONE);
     ck_assert(!kb_replica_is_leader(t->partitions[0].repl));
+}
+END_TEST
+
+static int isr_calls;
+
+static void count_isr_call(void *arg, kb_topic *t, int32_t p)
+{
+    (void)arg;
+    (void)t;
+    (void)p;
+    isr_calls++;
+}
+
+static bool all_eligible(void *arg, int32_t id)
+{
+    (void)id;
+    return *(bool *)arg;
+}
+
+/* The leader's ISR proposals: a follower behind the log end for longer than
+ * the lag leaves, the HW counts it until the image commits the shrink, and
+ * one that reached the HW again is proposed back when eligible. */
+START_TEST(test_topics_replica_isr_shrink_and_expand)
+{
+    kb_msgbuf msg = {{0}};
+    kb_topic *t = NULL;
+    open_with(NULL);
+    ck_assert_int_eq(kb_topics_create(topics, kp_str_from("isr"), 1, NULL, 0, false, &t, &msg),
+                     KP_ERR_NONE);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/isr-log", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    ks_io io = ks_io_posix();
+    ks_log_config lc;
+    ks_log_config_default(&lc);
+    ks_log_open_args args = {-1, -1, false, 1000};
+    ks_log *log;
+    ck_assert_int_eq(ks_log_open(&io, dir, "isr", 0, &lc, &args, &log, NULL, NULL), KP_ERR_NONE);
+    ks_log_set_replicated(log, true);
+    t->partitions[0].log = log;
+    kb_broker b = {0};
+    b.node_id = 1;
+    const int32_t replicas[] = {1, 2, 3}, two[] = {1, 2};
+    kb_replica_assignment a = {.leader = 1, .leader_epoch = 5, .replicas = replicas,
+                               .nreplicas = 3, .isr = replicas, .nisr = 3,
+                               .partition_epoch = 2, .on_isr = count_isr_call};
+    ck_assert_int_eq(kb_replica_assign(&b, t, 0, &a), KP_ERR_NONE);
+    kb_replica *r = t->partitions[0].repl;
+    append_idempotent(log, -1, -1, -1, 3);
+    (void)kb_replica_follower_fetched(&b, t, 0, 2, 3, 100);
+    (void)kb_replica_follower_fetched(&b, t, 0, 3, 0, 100);
+    ck_assert_int_eq(ks_log_high_watermark(log), 0);
+    bool ok = true;
+    int32_t out[4];
+    ck_assert_int_eq(kb_replica_isr_propose(r, log, 1000, 2000, all_eligible, &ok, out, 4), 0);
+    ck_assert_int_eq(kb_replica_isr_propose(r, log, 2500, 2000, all_eligible, &ok, out, 4), 2);
+    ck_assert_int_eq(out[0], 1);
+    ck_assert_int_eq(out[1], 2);
+    ck_assert_int_eq(kb_replica_isr_pending(r, out, 2), KP_ERR_NONE);
+    /* pending: the ISR is still 3 and the HW still waits for 3 */
+    ck_assert_int_eq(r->nisr, 3);
+    ck_assert(!kb_replica_advance_hw(&b, t, 0));
+    ck_assert_int_eq(kb_replica_isr_propose(r, log, 3000, 2000, all_eligible, &ok, out, 4), 0);
+    /* the image commits it: the HW moves over {1, 2} */
+    a.isr = two;
+    a.nisr = 2;
+    a.partition_epoch = 3;
+    ck_assert_int_eq(kb_replica_assign(&b, t, 0, &a), KP_ERR_NONE);
+    ck_assert(!r->pending);
+    ck_assert_int_eq(ks_log_high_watermark(log), 3);
+    /* 3 reaches the HW: the hook hears it, and it is proposed back */
+    ck_assert_int_eq(isr_calls, 0);
+    (void)kb_replica_follower_fetched(&b, t, 0, 3, 3, 3100);
+    ck_assert_int_eq(isr_calls, 1);
+    ok = false;
+    ck_assert_int_eq(kb_replica_isr_propose(r, log, 3100, 2000, all_eligible, &ok, out, 4), 0);
+    ok = true;
+    ck_assert_int_eq(kb_replica_isr_propose(r, log, 3100, 2000, all_eligible, &ok, out, 4), 3);
+    /* refused: nothing more until the image moves */
+    kb_replica_isr_drop(r, true, 0);
+    ck_assert_int_eq(kb_replica_isr_propose(r, log, 3200, 2000, all_eligible, &ok, out, 4), 0);
+    a.partition_epoch = 4;
+    ck_assert_int_eq(kb_replica_assign(&b, t, 0, &a), KP_ERR_NONE);
+    ck_assert_int_eq(kb_replica_isr_propose(r, log, 3200, 2000, all_eligible, &ok, out, 4), 3);
+    t->partitions[0].log = NULL;
+    ck_assert_int_eq(ks_log_close(log, NULL), KP_ERR_NONE);
 }
 END_TEST
 
@@ -319,6 +409,7 @@ Suite *topics_suite(void)
     tcase_add_test(tc, test_topics_pending_create_hidden_and_persisted);
     tcase_add_test(tc, test_topics_deleting_hidden_until_dirs_gone);
     tcase_add_test(tc, test_topics_replica_assign_empty_isr);
+    tcase_add_test(tc, test_topics_replica_isr_shrink_and_expand);
     suite_add_tcase(s, tc);
     return s;
 }
