@@ -33,41 +33,57 @@ def note(name, seconds):
 
 
 class NodeBroker(ClusterBroker):
-    def __init__(self, datadir, quorum, node):
-        super().__init__(datadir, quorum, port=BROKER_PORTS[node],
+    def __init__(self, datadir, quorum, node, ports=None):
+        super().__init__(datadir, quorum, port=(ports or BROKER_PORTS)[node],
                          extra={"node.id": str(node),
                                 "broker.session.timeout.ms": str(SESSION_MS),
                                 "broker.heartbeat.interval.ms": "500"})
         self.node = node
 
 
-@pytest.fixture
-def quorum1(tmp_path, need_jars):
-    q = kraft.KraftQuorum(tmp_path / "kraft", [CONTROLLER_PORT])
-    for c in q.controllers:  # the controller fences a silent broker after this
+def start_quorum(tmp_path, port):
+    """One Kafka controller that fences a silent broker after SESSION_MS."""
+    q = kraft.KraftQuorum(tmp_path / "kraft", [port])
+    for c in q.controllers:
         c.properties = (lambda orig: lambda: dict(orig(), **{
             "broker.session.timeout.ms": str(SESSION_MS),
             "broker.heartbeat.interval.ms": "500"}))(c.properties)
     q.start()
+    return q
+
+
+def start_brokers(quorum, tmp_path, ports):
+    """A Runnel broker per {node: port}, each serving once unfenced."""
+    brokers = {}
+    for n in sorted(ports):
+        b = NodeBroker(tmp_path / ("b%d" % n), quorum, n, ports)
+        b.format(quorum.cluster_id)
+        b.start()
+        brokers[n] = b
+    for b in brokers.values():
+        wait_for("broker %d unfenced" % b.node,
+                 lambda b=b: "unfenced: serving in the cluster" in b.log_text(), 30)
+    return brokers
+
+
+def stop_brokers(brokers):
+    for b in brokers.values():
+        if b.alive():
+            b.stop()
+
+
+@pytest.fixture
+def quorum1(tmp_path, need_jars):
+    q = start_quorum(tmp_path, CONTROLLER_PORT)
     yield q
     q.stop()
 
 
 @pytest.fixture
 def cluster3(quorum1, tmp_path):
-    brokers = {}
-    for n in (1, 2, 3):
-        b = NodeBroker(tmp_path / ("b%d" % n), quorum1, n)
-        b.format(quorum1.cluster_id)
-        b.start()
-        brokers[n] = b
-    for b in brokers.values():
-        wait_for("broker %d unfenced" % b.node,
-                 lambda b=b: "unfenced: serving in the cluster" in b.log_text(), 30)
+    brokers = start_brokers(quorum1, tmp_path, BROKER_PORTS)
     yield brokers
-    for b in brokers.values():
-        if b.alive():
-            b.stop()
+    stop_brokers(brokers)
 
 
 def bootstrap(brokers):
