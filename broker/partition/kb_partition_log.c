@@ -173,6 +173,12 @@ static kp_err load_adopt(kb_partition_log *pl, kb_topic *t, int32_t partition, k
                                                              partition));
         (void)kb_replica_advance_hw(pl->broker, t, partition); /* a sole replica's is its end */
         kb_replica_leader_epoch_start(t, partition);
+    } else if (ks_log_latest_epoch(p->log) < p->leader_epoch) { /* the sole replica leads */
+        kp_errctx ctx = {{0}, NULL, 0, 0};
+        if (ks_log_assign_epoch(p->log, p->leader_epoch, ks_log_end_offset(p->log), &ctx) !=
+            KP_ERR_NONE)
+            KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot record the leader epoch\" "
+                   "topic=%s partition=%d detail=\"%s\"", t->name, partition, ctx.msg);
     }
     ld->log = NULL;
     ld->pids = NULL;
