@@ -33,32 +33,34 @@ def note(name, seconds):
 
 
 class NodeBroker(ClusterBroker):
-    def __init__(self, datadir, quorum, node):
-        super().__init__(datadir, quorum, port=BROKER_PORTS[node],
+    def __init__(self, datadir, quorum, node, ports=None):
+        super().__init__(datadir, quorum, port=(ports or BROKER_PORTS)[node],
                          extra={"node.id": str(node),
                                 "broker.session.timeout.ms": str(SESSION_MS),
                                 "broker.heartbeat.interval.ms": "500"})
         self.node = node
 
 
-@pytest.fixture
-def quorum1(tmp_path, need_jars):
-    q = kraft.KraftQuorum(tmp_path / "kraft", [CONTROLLER_PORT])
-    for c in q.controllers:  # the controller fences a silent broker after this
+def start_quorum(tmp_path, port):
+    """One Kafka controller that fences a silent broker after SESSION_MS."""
+    q = kraft.KraftQuorum(tmp_path / "kraft", [port])
+    for c in q.controllers:
         c.properties = (lambda orig: lambda: dict(orig(), **{
             "broker.session.timeout.ms": str(SESSION_MS),
             "broker.heartbeat.interval.ms": "500"}))(c.properties)
     q.start()
-    yield q
-    q.stop()
+    return q
 
 
-def start_brokers(make, quorum, tmp_path, brokers, nodes=(1, 2, 3)):
-    """Formats and starts make(datadir, quorum, node) for each node into
-    brokers (so a caller's cleanup sees every one started), then waits
-    until the controller unfenced them all."""
-    for n in nodes:
-        b = make(tmp_path / ("b%d" % n), quorum, n)
+def start_brokers(quorum, tmp_path, ports, make=None, into=None):
+    """A Runnel broker per {node: port}, each serving once unfenced:
+    make(datadir, quorum, node) (NodeBroker on ports by default), each put
+    into the dict into as it starts, so a caller's cleanup sees every one
+    started even when a later one fails."""
+    brokers = {} if into is None else into
+    for n in sorted(ports):
+        datadir = tmp_path / ("b%d" % n)
+        b = make(datadir, quorum, n) if make else NodeBroker(datadir, quorum, n, ports)
         b.format(quorum.cluster_id)
         b.start()
         brokers[n] = b
@@ -68,13 +70,24 @@ def start_brokers(make, quorum, tmp_path, brokers, nodes=(1, 2, 3)):
     return brokers
 
 
-@pytest.fixture
-def cluster3(quorum1, tmp_path):
-    brokers = start_brokers(NodeBroker, quorum1, tmp_path, {})
-    yield brokers
+def stop_brokers(brokers):
     for b in brokers.values():
         if b.alive():
             b.stop()
+
+
+@pytest.fixture
+def quorum1(tmp_path, need_jars):
+    q = start_quorum(tmp_path, CONTROLLER_PORT)
+    yield q
+    q.stop()
+
+
+@pytest.fixture
+def cluster3(quorum1, tmp_path):
+    brokers = start_brokers(quorum1, tmp_path, BROKER_PORTS)
+    yield brokers
+    stop_brokers(brokers)
 
 
 def bootstrap(brokers):

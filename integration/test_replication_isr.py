@@ -56,7 +56,7 @@ def isr_cluster(tmp_path, need_jars):
     q.start()
     brokers = {}
     try:
-        yield start_brokers(IsrBroker, q, tmp_path, brokers)
+        yield start_brokers(q, tmp_path, BROKER_PORTS, make=IsrBroker, into=brokers)
     finally:
         for b in brokers.values():
             if b.alive():

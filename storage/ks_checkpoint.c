@@ -59,9 +59,8 @@ kp_err ks_checkpoint_write(const ks_io *io, const char *log_dir, const char *nam
     return err;
 }
 
-/* Reads dir/name whole into a NUL-terminated buffer. */
-static kp_err slurp(const ks_io *io, const char *dir, const char *name, char **out,
-                    kp_errctx *ctx)
+kp_err ks_checkpoint_slurp(const ks_io *io, const char *dir, const char *name, char **out,
+                           kp_errctx *ctx)
 {
     char path[PATH_MAX];
     int fd = -1;
@@ -152,7 +151,7 @@ kp_err ks_checkpoint_read(const ks_io *io, const char *log_dir, const char *name
     char *text = NULL;
     *entries = NULL;
     *n = 0;
-    kp_err err = slurp(io, log_dir, name, &text, ctx);
+    kp_err err = ks_checkpoint_slurp(io, log_dir, name, &text, ctx);
     if (err == KP_ERR__NOENT)
         return KP_ERR_NONE;
     if (err == KP_ERR_NONE)

@@ -54,6 +54,10 @@ kp_err ks_checkpoint_write(const ks_io *io, const char *log_dir, const char *nam
                            const ks_ckpt_entry *entries, size_t n, kp_errctx *ctx);
 kp_err ks_checkpoint_read(const ks_io *io, const char *log_dir, const char *name,
                           ks_ckpt_entry **entries, size_t *n, kp_errctx *ctx);
+/* Reads dir/name whole (at most 64 MiB) into a NUL-terminated buffer the
+ * caller frees; KP_ERR__NOENT when missing. */
+kp_err ks_checkpoint_slurp(const ks_io *io, const char *dir, const char *name, char **out,
+                           kp_errctx *ctx);
 void ks_checkpoint_free(ks_ckpt_entry *entries, size_t n);
 /* The offset for topic-partition, or -1 when absent. */
 int64_t ks_checkpoint_find(const ks_ckpt_entry *entries, size_t n, const char *topic,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ks_compact.h"
+#include "ks_epoch_cache.h"
 
 struct ks_log {
     ks_io io;
@@ -28,6 +29,7 @@ struct ks_log {
     bool dir_dirty;        /* a segment file was created since the last flush */
     bool replicated;       /* the HW is set by replication, never by appends */
     kp_err failed;         /* invariant 5 */
+    ks_epoch_cache epochs; /* leader epochs, kept in leader-epoch-checkpoint */
 };
 
 /* ---- config ------------------------------------------------------------ */
@@ -211,6 +213,8 @@ void ks_log_set_cleaner_offset(ks_log *log, int64_t offset)
     log->cleaner_offset = offset;
 }
 
+static void epochs_start_moved(ks_log *log);
+
 int32_t ks_log_detach_oldest(ks_log *log, int32_t n, ks_segment **out)
 {
     if (n > log->nsegs - 1)
@@ -220,8 +224,10 @@ int32_t ks_log_detach_oldest(ks_log *log, int32_t n, ks_segment **out)
     memcpy(out, log->segs, (size_t)n * sizeof(*out));
     memmove(log->segs, log->segs + n, (size_t)(log->nsegs - n) * sizeof(*out));
     log->nsegs -= n;
-    if (log->segs[0]->base_offset > log->log_start)
+    if (log->segs[0]->base_offset > log->log_start) {
         log->log_start = log->segs[0]->base_offset;
+        epochs_start_moved(log);
+    }
     if (log->hw < log->log_start)
         log->hw = log->log_start;
     return n;
@@ -303,6 +309,7 @@ static void log_free(ks_log *log)
     for (int32_t i = 0; i < log->nsegs; i++)
         ks_segment_unref(log->segs[i]);
     free(log->segs);
+    ks_epoch_cache_fini(&log->epochs);
     free(log->dir);
     free(log->topic);
     free(log);
@@ -329,6 +336,100 @@ static ks_log *log_alloc(const ks_io *io, const char *log_dir, const char *topic
     log->partition = partition;
     log->cleaner_offset = -1;
     return log;
+}
+
+/* ---- leader epochs ------------------------------------------------------ */
+
+/* Writes the checkpoint after a change; a failed write poisons the log as
+ * a failed fdatasync does (the file no longer tells the log's epochs). */
+static kp_err epochs_changed(ks_log *log, bool changed, kp_errctx *ctx)
+{
+    if (!changed)
+        return KP_ERR_NONE;
+    kp_err err = ks_epoch_cache_write(&log->epochs, &log->io, log->dir, ctx);
+    if (err != KP_ERR_NONE)
+        log->failed = KP_ERR__IO;
+    return err;
+}
+
+/* The cache from every batch header, when the checkpoint is missing or bad. */
+static kp_err epochs_rebuild(ks_log *log, kp_errctx *ctx)
+{
+    ks_epoch_cache_clear(&log->epochs);
+    for (int32_t i = 0; i < log->nsegs; i++) {
+        ks_segment *seg = log->segs[i];
+        for (int64_t pos = 0; pos < seg->size;) {
+            kp_batch_hdr h;
+            bool changed;
+            kp_err err = ks_segment_read_hdr(seg, pos, seg->size, &h, ctx);
+            if (err != KP_ERR_NONE)
+                return err;
+            if (h.partition_leader_epoch >= 0)
+                (void)ks_epoch_cache_assign(&log->epochs, h.partition_leader_epoch,
+                                            h.base_offset, &changed);
+            pos += kp_batch_total_size(&h);
+        }
+    }
+    return ks_epoch_cache_write(&log->epochs, &log->io, log->dir, ctx);
+}
+
+/* At open: the checkpoint, or the batches; then the log's bounds. */
+static kp_err epochs_load(ks_log *log, kp_errctx *ctx)
+{
+    kp_err err = ks_epoch_cache_read(&log->epochs, &log->io, log->dir, NULL);
+    if (err != KP_ERR_NONE)
+        return epochs_rebuild(log, ctx);
+    bool changed = ks_epoch_cache_truncate_end(&log->epochs, ks_log_end_offset(log));
+    changed |= ks_epoch_cache_truncate_start(&log->epochs, log->log_start);
+    return epochs_changed(log, changed, ctx);
+}
+
+/* Each batch's epoch from its base offset (before it is written). */
+static kp_err epochs_assign_batches(ks_log *log, const uint8_t *buf, size_t len, kp_errctx *ctx)
+{
+    bool changed = false;
+    for (size_t pos = 0; pos < len;) {
+        kp_batch_hdr h;
+        bool c = false;
+        (void)kp_batch_hdr_parse(buf + pos, len - pos, &h);
+        if (h.partition_leader_epoch >= 0 &&
+            ks_epoch_cache_assign(&log->epochs, h.partition_leader_epoch, h.base_offset, &c) !=
+                KP_ERR_NONE)
+            return KP_ERRCTX(ctx, KP_ERR__NOMEM, 0, "epoch cache");
+        changed |= c;
+        pos += (size_t)kp_batch_total_size(&h);
+    }
+    return epochs_changed(log, changed, ctx);
+}
+
+kp_err ks_log_assign_epoch(ks_log *log, int32_t epoch, int64_t start, kp_errctx *ctx)
+{
+    bool changed = false;
+    if (ks_epoch_cache_assign(&log->epochs, epoch, start, &changed) == KP_ERR__NOMEM)
+        return KP_ERRCTX(ctx, KP_ERR__NOMEM, 0, "epoch cache");
+    return epochs_changed(log, changed, ctx);
+}
+
+int32_t ks_log_latest_epoch(const ks_log *log)
+{
+    return ks_epoch_cache_latest(&log->epochs);
+}
+
+void ks_log_epoch_end_offset(const ks_log *log, int32_t epoch, int32_t *out_epoch,
+                             int64_t *out_end)
+{
+    ks_epoch_cache_end_offset(&log->epochs, epoch, ks_log_end_offset(log), out_epoch, out_end);
+}
+
+const ks_epoch_cache *ks_log_epochs(const ks_log *log)
+{
+    return &log->epochs;
+}
+
+/* The log start moved up: entries below it go. */
+static void epochs_start_moved(ks_log *log)
+{
+    (void)epochs_changed(log, ks_epoch_cache_truncate_start(&log->epochs, log->log_start), NULL);
 }
 
 /* Sets offsets after recovery; segments below the recovery point count as
@@ -383,6 +484,10 @@ kp_err ks_log_open(const ks_io *io, const char *log_dir, const char *topic, int3
         return err;
     }
     init_offsets(log, args);
+    if ((err = epochs_load(log, ctx)) != KP_ERR_NONE) {
+        log_free(log);
+        return err;
+    }
     *out = log;
     return KP_ERR_NONE;
 }
@@ -398,6 +503,9 @@ kp_err ks_log_close(ks_log *log, kp_errctx *ctx)
 kp_err ks_log_delete(ks_log *log, kp_errctx *ctx)
 {
     drop_tail(log, 0);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", log->dir, KS_EPOCH_CHECKPOINT);
+    (void)log->io.ops->unlink(log->io.ctx, path);
     int rc = log->io.ops->rmdir(log->io.ctx, log->dir);
     kp_err err = rc < 0 ? ks_io_err(ctx, rc, "rmdir", log->dir) : KP_ERR_NONE;
     log_free(log);
@@ -575,6 +683,8 @@ kp_err ks_log_append(ks_log *log, uint8_t *batches, size_t len, int32_t leader_e
         return err;
     ks_append_unit u;
     assign(log, batches, len, leader_epoch, now_ms, &u);
+    if ((err = epochs_assign_batches(log, batches, len, ctx)) != KP_ERR_NONE)
+        return err;
     if ((err = write_unit(log, batches, len, &u, now_ms, ctx)) != KP_ERR_NONE)
         return err;
     log->appended_msgs += records;
@@ -625,8 +735,13 @@ kp_err ks_log_append_replica(ks_log *log, const uint8_t *batches, size_t len, in
     ks_append_unit u;
     if ((err = check_replica_batches(log, batches, len, &u, ctx)) != KP_ERR_NONE)
         return err;
-    if ((err = write_unit(log, batches, len, &u, now_ms, ctx)) != KP_ERR_NONE)
+    if ((err = epochs_assign_batches(log, batches, len, ctx)) != KP_ERR_NONE)
         return err;
+    if ((err = write_unit(log, batches, len, &u, now_ms, ctx)) != KP_ERR_NONE) {
+        (void)epochs_changed(log, ks_epoch_cache_truncate_end(&log->epochs,
+                                                              ks_log_end_offset(log)), NULL);
+        return err;
+    }
     log->appended_msgs += records;
     if (out != NULL)
         *out = (ks_append_result){u.first_offset, u.last_offset, -1, log->log_start, count};
@@ -757,6 +872,7 @@ kp_err ks_log_truncate_to(ks_log *log, int64_t offset, int64_t now_ms, kp_errctx
     kp_err err;
     if (offset <= log->segs[0]->base_offset || offset <= log->log_start) {
         err = truncate_fully(log, offset, now_ms, ctx);
+        ks_epoch_cache_clear(&log->epochs); /* an empty log has no epochs */
     } else {
         drop_tail(log, seg_index_for(log, offset) + 1);
         ks_segment *seg = active(log);
@@ -774,7 +890,10 @@ kp_err ks_log_truncate_to(ks_log *log, int64_t offset, int64_t now_ms, kp_errctx
         seg->sealed = false;
     }
     clamp_after_truncate(log);
-    return err;
+    bool changed = ks_epoch_cache_truncate_end(&log->epochs, ks_log_end_offset(log)) ||
+                   ks_epoch_cache_latest(&log->epochs) < 0;
+    kp_err eerr = epochs_changed(log, changed, ctx);
+    return err != KP_ERR_NONE ? err : eerr;
 }
 
 kp_err ks_log_advance_start(ks_log *log, int64_t offset, kp_errctx *ctx)
@@ -782,8 +901,10 @@ kp_err ks_log_advance_start(ks_log *log, int64_t offset, kp_errctx *ctx)
     if (offset > log->hw || offset < 0)
         return KP_ERRCTX(ctx, KP_ERR_OFFSET_OUT_OF_RANGE, 0, "log start %lld beyond hw %lld",
                          (long long)offset, (long long)log->hw);
-    if (offset > log->log_start)
+    if (offset > log->log_start) {
         log->log_start = offset;
+        epochs_start_moved(log);
+    }
     return KP_ERR_NONE;
 }
 

@@ -23,6 +23,11 @@
  *   <log dir>/log-start-offset-checkpoint            see ks_checkpoint.h
  *   <log dir>/replication-offset-checkpoint          see ks_checkpoint.h (cluster mode)
  *   <log dir>/.kafka_cleanshutdown                   see ks_checkpoint.h
+ *   <partition dir>/leader-epoch-checkpoint          see ks_epoch_cache.h: kept by
+ *                                                    appends (each batch's epoch),
+ *                                                    truncation and the log start;
+ *                                                    rebuilt from the batches when
+ *                                                    missing or bad
  *
  * Invariants:
  *   1. Segment base offsets strictly increase; every segment starts at or
@@ -62,6 +67,7 @@
 #include <stdint.h>
 
 #include "kp_types.h"
+#include "ks_epoch_cache.h"
 #include "ks_io.h"
 #include "ks_recover.h"
 #include "ks_segment.h"
@@ -204,6 +210,17 @@ kp_err ks_log_truncate_to(ks_log *log, int64_t offset, int64_t now_ms, kp_errctx
 /* DeleteRecords: raises the log start offset (never beyond the high
  * watermark, else OFFSET_OUT_OF_RANGE); retention removes the segments. */
 kp_err ks_log_advance_start(ks_log *log, int64_t offset, kp_errctx *ctx);
+
+/* ---- leader epochs (ks_epoch_cache.h) ------------------------------------ */
+
+/* A leader's new epoch starts at start (its log end when it takes over). */
+kp_err ks_log_assign_epoch(ks_log *log, int32_t epoch, int64_t start, kp_errctx *ctx);
+/* The epoch of the newest cache entry (the last batch's), -1 when none. */
+int32_t ks_log_latest_epoch(const ks_log *log);
+/* ks_epoch_cache_end_offset with the log end. */
+void ks_log_epoch_end_offset(const ks_log *log, int32_t epoch, int32_t *out_epoch,
+                             int64_t *out_end);
+const ks_epoch_cache *ks_log_epochs(const ks_log *log);
 
 /* Rolls a new active segment now (no-op when the active one is empty). */
 kp_err ks_log_roll(ks_log *log, int64_t now_ms, kp_errctx *ctx);

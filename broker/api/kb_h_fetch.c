@@ -116,6 +116,30 @@ static void record_follower_offsets(kb_req *req, const kp_fetch_req *rq)
     }
 }
 
+/* Fetch v12+ (Kafka's validateFetchOffsetAndMaybeGetDivergingEpoch): when
+ * the fetcher's last fetched epoch ends here before its fetch offset, or is
+ * not an epoch of this log, it answers the diverging epoch (the largest
+ * epoch <= it and where that ends) and no records; the fetcher truncates.
+ * True when out is answered so. */
+static bool diverged(kb_req *req, ks_log *log, const fetch_part *fp, part_out *out)
+{
+    if (req->api_version < 12 || fp->last_fetched_epoch < 0)
+        return false;
+    int32_t epoch;
+    int64_t end;
+    ks_log_epoch_end_offset(log, fp->last_fetched_epoch, &epoch, &end);
+    if (epoch < 0 || end < 0) {
+        out->error_code = KP_ERR_OFFSET_OUT_OF_RANGE; /* no end offset for that epoch */
+        return true;
+    }
+    if (epoch >= fp->last_fetched_epoch && end >= fp->fetch_offset)
+        return false;
+    out->diverging_epoch.epoch = epoch;
+    out->diverging_epoch.end_offset = end;
+    out->records = (kp_records){(const uint8_t *)"", 0, NULL};
+    return true;
+}
+
 /* Reads one partition into out; *budget is what max_bytes leaves. */
 static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, const fetch_part *fp,
                             fetch_state *st, int64_t *budget, part_out *out)
@@ -135,7 +159,7 @@ static void fetch_partition(kb_req *req, const kp_fetch_req *rq, kb_topic *t, co
     out->aborted_transactions.n = committed_only ? 0 : -1;
     out->error_code = kb_partition_log_check_epoch(fp->current_leader_epoch,
                                          t->partitions[fp->partition].leader_epoch);
-    if (out->error_code != KP_ERR_NONE)
+    if (out->error_code != KP_ERR_NONE || diverged(req, log, fp, out))
         return;
     if (fp->fetch_offset < out->log_start_offset || fp->fetch_offset > ks_log_end_offset(log)) {
         out->error_code = KP_ERR_OFFSET_OUT_OF_RANGE;

@@ -240,11 +240,9 @@ kp_err kb_h_offset_for_leader_epoch(kb_req *req, const kp_offset_for_leader_epoc
                 continue;
             int32_t ours = t->partitions[pq->partition].leader_epoch;
             out->error_code = kb_partition_log_check_epoch(pq->current_leader_epoch, ours);
-            if (out->error_code == KP_ERR_NONE && pq->leader_epoch >= 0 && pq->leader_epoch <= ours) {
-                /* One leader epoch so far: it ends at the log end. */
-                out->leader_epoch = ours;
-                out->end_offset = ks_log_end_offset(log);
-            }
+            if (out->error_code == KP_ERR_NONE) /* from the epoch cache */
+                ks_log_epoch_end_offset(log, pq->leader_epoch, &out->leader_epoch,
+                                        &out->end_offset);
         }
     }
     return KP_ERR_NONE;

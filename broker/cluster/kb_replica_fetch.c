@@ -199,7 +199,7 @@ static bool fill_partition(rf_leader *l, const rf_part *fp, kp_fetch_req_fetch_p
     out->partition = fp->partition;
     out->current_leader_epoch = fp->epoch;
     out->fetch_offset = ks_log_end_offset(log);
-    out->last_fetched_epoch = -1; /* no divergence check yet */
+    out->last_fetched_epoch = ks_log_latest_epoch(log); /* the leader checks divergence */
     out->log_start_offset = ks_log_start_offset(log);
     out->partition_max_bytes = b->cfg->replica_fetch_max_bytes;
     out->high_watermark = ks_log_high_watermark(log);
@@ -300,6 +300,25 @@ static size_t whole_batches(const uint8_t *p, size_t len)
     return pos;
 }
 
+/* Where a diverged log is cut (Kafka's getOffsetTruncationState): at the
+ * leader's end of the epoch, or of this log's largest epoch below it when
+ * this log lacks the leader's (the next fetch then checks again), never
+ * past its own end. */
+static int64_t truncation_offset(ks_log *log, const kp_fetch_resp_epoch_end_offset *d)
+{
+    int64_t leo = ks_log_end_offset(log);
+    if (d->end_offset < 0)
+        return ks_log_high_watermark(log);
+    if (d->epoch < 0)
+        return d->end_offset < leo ? d->end_offset : leo;
+    int32_t epoch;
+    int64_t end;
+    ks_log_epoch_end_offset(log, d->epoch, &epoch, &end);
+    int64_t to = end < 0 ? d->end_offset : epoch != d->epoch ? end
+               : end < d->end_offset ? end : d->end_offset;
+    return to < leo ? to : leo;
+}
+
 /* Appends what the leader sent for one partition still followed there;
  * KP_ERR__CORRUPT when its batches are refused. */
 static kp_err take_partition(rf_leader *l, const rf_part *fp,
@@ -313,6 +332,17 @@ static kp_err take_partition(rf_leader *l, const rf_part *fp,
                    "partition=%d leader=%d error=%s", t->name, fp->partition, l->id,
                    kp_err_name((kp_err)pd->error_code));
         return (kp_err)pd->error_code;
+    }
+    ks_log *dlog = t->partitions[fp->partition].log;
+    if (dlog != NULL && (pd->diverging_epoch.epoch >= 0 || pd->diverging_epoch.end_offset >= 0)) {
+        int64_t to = truncation_offset(dlog, &pd->diverging_epoch);
+        KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"log diverged from the leader's\" topic=%s "
+               "partition=%d leader=%d diverging_epoch=%d diverging_end_offset=%lld "
+               "log_end=%lld truncate_to=%lld", t->name, fp->partition, l->id,
+               pd->diverging_epoch.epoch, (long long)pd->diverging_epoch.end_offset,
+               (long long)ks_log_end_offset(dlog), (long long)to);
+        return kb_partition_log_truncate(b, t, fp->partition, to) == KP_ERR_NONE
+                   ? KP_ERR_NONE : KP_ERR_KAFKA_STORAGE_ERROR;
     }
     size_t len = pd->records.p != NULL && pd->records.len > 0 ? (size_t)pd->records.len : 0;
     len = whole_batches(pd->records.p, len);

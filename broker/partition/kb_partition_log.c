@@ -172,6 +172,13 @@ static kp_err load_adopt(kb_partition_log *pl, kb_topic *t, int32_t partition, k
         ks_log_set_high_watermark(p->log, ks_checkpoint_find(pl->hws, pl->nhws, t->name,
                                                              partition));
         (void)kb_replica_advance_hw(pl->broker, t, partition); /* a sole replica's is its end */
+        kb_replica_leader_epoch_start(t, partition);
+    } else if (ks_log_latest_epoch(p->log) < p->leader_epoch) { /* the sole replica leads */
+        kp_errctx ctx = {{0}, NULL, 0, 0};
+        if (ks_log_assign_epoch(p->log, p->leader_epoch, ks_log_end_offset(p->log), &ctx) !=
+            KP_ERR_NONE)
+            KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot record the leader epoch\" "
+                   "topic=%s partition=%d detail=\"%s\"", t->name, partition, ctx.msg);
     }
     ld->log = NULL;
     ld->pids = NULL;
@@ -284,6 +291,40 @@ kp_err kb_partition_log_append_replica(kb_broker *b, kb_topic *t, int32_t partit
                "topic=%s partition=%d error=%s", t->name, partition, kp_err_name(e));
     if (ks_flush_policy_due(log, kb_loop_now_ms(b->loop)))
         (void)ks_flush_submit(pl->flush, log, 0, NULL);
+    return KP_ERR_NONE;
+}
+
+kp_err kb_partition_log_truncate(kb_broker *b, kb_topic *t, int32_t partition, int64_t offset)
+{
+    ks_log *log;
+    kp_err e = kb_partition_log_get(b, t, partition, &log);
+    if (e != KP_ERR_NONE || offset >= ks_log_end_offset(log))
+        return e;
+    kb_partition_log *pl = b->partition_logs;
+    kb_partition *p = &t->partitions[partition];
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    int64_t leo = ks_log_end_offset(log);
+    if ((e = ks_log_truncate_to(log, offset, wall_ms(), &ctx)) != KP_ERR_NONE) {
+        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"truncation failed\" topic=%s partition=%d "
+               "offset=%lld error=%s detail=\"%s\"", t->name, partition, (long long)offset,
+               kp_err_name(e), ctx.msg);
+        return e;
+    }
+    /* the producers' state is that of the log left: snapshots past its end
+     * go, the newest one left and the batches after it make it again */
+    kb_producer_state *pids = kb_producer_state_new();
+    if (pids != NULL && (e = kb_producer_snapshot_restore(&pl->io, log, pids, NULL)) == KP_ERR_NONE) {
+        kb_producer_state_free(p->pids);
+        p->pids = pids;
+    } else {
+        kb_producer_state_free(pids);
+        KB_LOG(KB_LL_WARN, KB_SUB_STORAGE, "msg=\"producer state not rebuilt after truncation\" "
+               "topic=%s partition=%d error=%s", t->name, partition, kp_err_name(e));
+    }
+    KB_LOG(KB_LL_INFO, KB_SUB_STORAGE, "msg=\"truncated a diverged log\" topic=%s partition=%d "
+           "from=%lld to=%lld high_watermark=%lld latest_epoch=%d", t->name, partition,
+           (long long)leo, (long long)ks_log_end_offset(log),
+           (long long)ks_log_high_watermark(log), ks_log_latest_epoch(log));
     return KP_ERR_NONE;
 }
 

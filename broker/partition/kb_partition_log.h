@@ -93,6 +93,10 @@ kp_err kb_partition_log_append(kb_broker *b, kb_topic *t, int32_t partition, uin
  * the producers' state is rebuilt from them. */
 kp_err kb_partition_log_append_replica(kb_broker *b, kb_topic *t, int32_t partition,
                                       const uint8_t *batches, size_t len, ks_append_result *res);
+/* A follower's log diverged from its leader's: removes every offset >=
+ * offset (segments, indexes, leader epochs, HW clamp) and rebuilds the
+ * producers' state from what is left. */
+kp_err kb_partition_log_truncate(kb_broker *b, kb_topic *t, int32_t partition, int64_t offset);
 /* Moves the high watermark (kb_replica.h), then wakes the readers parked
  * on (t, partition) after an append (the hook). */
 void kb_partition_log_appended(kb_broker *b, kb_topic *t, int32_t partition);

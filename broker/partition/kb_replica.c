@@ -142,6 +142,7 @@ kp_err kb_replica_assign(kb_broker *b, kb_topic *t, int32_t p, const kb_replica_
     r->on_isr_arg = a->on_isr_arg;
     if (was_leader && !kb_replica_is_leader(r))
         call_waiters(r, 0, KP_ERR_NOT_LEADER_OR_FOLLOWER);
+    kb_replica_leader_epoch_start(t, p);
     (void)kb_replica_advance_hw(b, t, p);
     return KP_ERR_NONE;
 }
@@ -266,6 +267,19 @@ void kb_replica_isr_drop(kb_replica *r, bool stale, int64_t hold_until_ms)
     r->npending = 0;
     r->stale = stale;
     r->hold_until_ms = hold_until_ms;
+}
+
+void kb_replica_leader_epoch_start(kb_topic *t, int32_t p)
+{
+    kb_replica *r = replica_of(t, p);
+    ks_log *log = t->partitions[p].log;
+    if (!kb_replica_is_leader(r) || log == NULL || r->leader_epoch < 0 ||
+        ks_log_latest_epoch(log) >= r->leader_epoch)
+        return;
+    kp_errctx ctx = {{0}, NULL, 0, 0};
+    if (ks_log_assign_epoch(log, r->leader_epoch, ks_log_end_offset(log), &ctx) != KP_ERR_NONE)
+        KB_LOG(KB_LL_ERROR, KB_SUB_STORAGE, "msg=\"cannot record a leader epoch\" topic=%s "
+               "partition=%d leader_epoch=%d detail=\"%s\"", t->name, p, r->leader_epoch, ctx.msg);
 }
 
 void kb_replica_follow_hw(kb_topic *t, int32_t p, int64_t leader_hw)

@@ -114,6 +114,9 @@ bool kb_replica_follower_fetched(kb_broker *b, kb_topic *t, int32_t p, int32_t i
 /* Recomputes the leader's high watermark (after an append); true when it
  * moved. Without a kb_replica the high watermark is the log end. */
 bool kb_replica_advance_hw(kb_broker *b, kb_topic *t, int32_t p);
+/* The leader's epoch starts in its epoch cache at its log end (Kafka's
+ * makeLeader), when this broker leads (t, p) and its log is open. */
+void kb_replica_leader_epoch_start(kb_topic *t, int32_t p);
 /* A follower takes the leader's high watermark, capped by its log end. */
 void kb_replica_follow_hw(kb_topic *t, int32_t p, int64_t leader_hw);
 

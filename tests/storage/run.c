@@ -14,6 +14,7 @@ int main(void)
     srunner_add_suite(sr, retention_suite());
     srunner_add_suite(sr, flush_suite());
     srunner_add_suite(sr, compact_suite());
+    srunner_add_suite(sr, epoch_cache_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

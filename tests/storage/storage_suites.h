@@ -12,5 +12,6 @@ Suite *checkpoint_suite(void);
 Suite *retention_suite(void);
 Suite *flush_suite(void);
 Suite *compact_suite(void);
+Suite *epoch_cache_suite(void);
 
 #endif
