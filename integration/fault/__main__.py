@@ -22,6 +22,7 @@ def main(argv=None):
     ap.add_argument("--soak", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--minutes", type=float, default=10)
+    ap.add_argument("--producers", type=int, default=runner.PRODUCERS)
     ap.add_argument("--base-port", type=int, default=20100)
     ap.add_argument("--dir", help="where the cluster and histories go (default: a temp dir)")
     a = ap.parse_args(argv)
@@ -37,10 +38,16 @@ def main(argv=None):
         for topic, schedule in plan:
             t0 = time.monotonic()
             print("== %s: %s" % (topic, " ".join(schedule)), flush=True)
-            rep, hpath = runner.run(cluster, topic, schedule, work / "histories")
+            rep, hpath = runner.run(cluster, topic, schedule, work / "histories",
+                                     producers=a.producers)
             print(rep.text())
             print("history %s (%.0f s)" % (hpath, time.monotonic() - t0), flush=True)
             valid &= rep.valid
+            dead = cluster.crashed()
+            if dead:
+                print("CRASHED brokers %s: see their logs in %s" % (dead, work), flush=True)
+                valid = False
+                cluster.revive()
     finally:
         cluster.close()
     return 0 if valid else 1

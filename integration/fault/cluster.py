@@ -93,6 +93,17 @@ class FaultCluster:
                                    % (b.node, timeout, b.log_tail(3000)))
             time.sleep(0.1)
 
+    def crashed(self):
+        """Brokers that died without being told to (a sanitizer report, a crash)."""
+        return [n for n, b in self.brokers.items() if b.expect_running and not b.alive()]
+
+    def revive(self):
+        """Restarts every broker that is not running; returns their ids."""
+        dead = [n for n, b in self.brokers.items() if not b.alive()]
+        for n in dead:
+            self.restart_broker(n)
+        return dead
+
     def restart_broker(self, n):
         b = self.brokers[n]
         seen = self.unfenced_count(b)

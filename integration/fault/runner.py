@@ -15,11 +15,15 @@ from . import checker, nemesis, workload
 from .history import History
 
 PARTITIONS = 3
-PRODUCERS = 2
+# One producer by default: two idempotent producers can be handed the same
+# producer id by two brokers (each allocates ids locally; no
+# AllocateProducerIds yet), and their batches then dedupe each other: acked
+# writes lost. test_fault_suite.py's xfail test shows it; --producers 2 runs it.
+PRODUCERS = 1
 
 
 def run(cluster, topic, schedule, outdir, warmup=3.0, cooldown=6.0, hold=6.0,
-        before_drain=None, rate=150):
+        before_drain=None, rate=150, producers=PRODUCERS, create_isr=3):
     """schedule: nemesis names, run one after the other with a pause between.
     before_drain(cluster, topic): a hook run after the workload stopped (the
     self-test injects its loss there)."""
@@ -28,11 +32,11 @@ def run(cluster, topic, schedule, outdir, warmup=3.0, cooldown=6.0, hold=6.0,
     hpath = outdir / ("%s.history.jsonl" % topic)
     hist = History(hpath)
     cluster.create_topic(topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
-    cluster.wait_healthy(topic, PARTITIONS)
+    cluster.wait_healthy(topic, PARTITIONS, isr=create_isr)
     stop = threading.Event()
     boot = cluster.all_bootstrap
     workers = [workload.Producer(hist, boot, topic, PARTITIONS, i, stop, rate=rate)
-               for i in range(PRODUCERS)]
+               for i in range(producers)]
     workers.append(workload.GroupConsumer(hist, boot, topic, "fault-%s" % topic, "c0", stop))
     for w in workers:
         w.start()
@@ -55,6 +59,7 @@ def run(cluster, topic, schedule, outdir, warmup=3.0, cooldown=6.0, hold=6.0,
     workload.drain(hist, cluster.all_bootstrap, topic, PARTITIONS)
     hist.close()
     rep = checker.check(hist.events)
+    rep.counts["crashed brokers"] = len(cluster.crashed())
     (outdir / ("%s.report.txt" % topic)).write_text(rep.text() + "\n")
     return rep, hpath
 

@@ -83,8 +83,15 @@ class Producer(threading.Thread):
                         fatal.set()
                         break
                 seq += 1
-                p.poll(gap)
-            p.flush(40)
+                try:
+                    p.poll(gap)
+                except confluent_kafka.KafkaException as e:
+                    self.hist.add(proc, "info", "fatal", error=str(e.args[0]))
+                    fatal.set()
+            try:
+                p.flush(40)
+            except confluent_kafka.KafkaException as e:
+                self.hist.add(proc, "info", "fatal", error=str(e.args[0]))
             self.gen += 1
 
 
