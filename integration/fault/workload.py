@@ -25,7 +25,18 @@ import time
 SEND_ERRORS_DEFINITE = ()  # every send error is "info": the write may have happened
 
 
-class Producer(threading.Thread):
+class Worker(threading.Thread):
+    """A workload thread: _run() until stop; an exception ends up in .error."""
+    error = None
+
+    def run(self):
+        try:
+            self._run()
+        except Exception as e:  # noqa: BLE001 - reported by the runner
+            self.error = e
+
+
+class Producer(Worker):
     def __init__(self, hist, bootstrap, topic, partitions, pid, stop, rate=150):
         super().__init__(name="producer-%d" % pid, daemon=True)
         self.hist, self.bootstrap, self.topic = hist, bootstrap, topic
@@ -39,12 +50,6 @@ class Producer(threading.Thread):
             "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
             "linger.ms": 5, "message.timeout.ms": 30000, "retry.backoff.ms": 100,
             "socket.timeout.ms": 10000})
-
-    def run(self):
-        try:
-            self._run()
-        except Exception as e:  # noqa: BLE001 - reported by the runner
-            self.error = e
 
     def _run(self):
         import confluent_kafka
@@ -95,19 +100,13 @@ class Producer(threading.Thread):
             self.gen += 1
 
 
-class GroupConsumer(threading.Thread):
+class GroupConsumer(Worker):
     def __init__(self, hist, bootstrap, topic, group, name, stop):
         super().__init__(name="consumer-" + name, daemon=True)
         self.hist, self.bootstrap, self.topic, self.group = hist, bootstrap, topic, group
         self.proc, self.stop = name, stop
         self.session = 0
         self.error = None
-
-    def run(self):
-        try:
-            self._run()
-        except Exception as e:  # noqa: BLE001 - reported by the runner
-            self.error = e
 
     def _run(self):
         import confluent_kafka
