@@ -388,8 +388,11 @@ static void on_produce_timeout(kb_loop *loop, void *arg)
             st->parts[i].resp->base_offset = -1;
         }
     }
-    kb_req_finish(state_detach(st));
+    /* The waits name their partitions through the responses, which live in
+     * the request's arena: cancel them before the request is finished. */
+    kb_req *req = state_detach(st);
     cancel_hw_waits(st);
+    kb_req_finish(req);
 }
 
 static void on_produce_cancel(kb_req *req)
