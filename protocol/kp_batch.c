@@ -67,6 +67,9 @@ kp_err kp_batch_hdr_parse(const uint8_t *p, size_t len, kp_batch_hdr *out)
         return KP_ERR__CORRUPT;
     if (out->records_count < 0 || out->last_offset_delta < 0 || out->base_offset < 0)
         return KP_ERR__CORRUPT;
+    /* The offset after the batch's last one must be representable. */
+    if (out->base_offset > INT64_MAX - 1 - out->last_offset_delta)
+        return KP_ERR__CORRUPT;
     return KP_ERR_NONE;
 }
 

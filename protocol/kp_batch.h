@@ -30,7 +30,8 @@
  *
  * Invariants:
  *   1. kp_batch_hdr_parse accepts only magic 2, batch_length >= 49 and
- *      records_count >= 0, last_offset_delta >= 0; it never reads past len.
+ *      records_count >= 0, last_offset_delta >= 0, base_offset >= 0 and a
+ *      last offset + 1 that fits in int64_t; it never reads past len.
  *   2. Rewriting base_offset or partition_leader_epoch keeps the CRC valid;
  *      any other rewrite is followed by kp_batch_crc_store.
  *

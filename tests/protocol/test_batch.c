@@ -46,6 +46,25 @@ START_TEST(test_batch_short_and_bad)
 }
 END_TEST
 
+/* A base offset whose last offset + 1 overflows int64_t is corrupt. */
+START_TEST(test_batch_offset_overflow)
+{
+    size_t len;
+    uint8_t *b = kt_batch_build(2, 4, 0, 1, &len);
+    kp_batch_hdr h;
+    ck_assert_int_eq(kp_batch_hdr_parse(b, len, &h), KP_ERR_NONE);
+    int64_t highest = INT64_MAX - 1 - h.last_offset_delta;
+    kp_be64_put(b, highest);
+    ck_assert_int_eq(kp_batch_hdr_parse(b, len, &h), KP_ERR_NONE);
+    ck_assert_int_eq(kp_batch_last_offset(&h), INT64_MAX - 1);
+    kp_be64_put(b, highest + 1);
+    ck_assert_int_eq(kp_batch_hdr_parse(b, len, &h), KP_ERR__CORRUPT);
+    kp_be64_put(b, INT64_MAX);
+    ck_assert_int_eq(kp_batch_hdr_parse(b, len, &h), KP_ERR__CORRUPT);
+    free(b);
+}
+END_TEST
+
 /* Any flipped bit from the attributes on breaks the CRC. */
 START_TEST(test_batch_crc_detects_flips)
 {
@@ -90,6 +109,7 @@ Suite *batch_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_batch_parse_fields);
     tcase_add_test(tc, test_batch_short_and_bad);
+    tcase_add_test(tc, test_batch_offset_overflow);
     tcase_add_test(tc, test_batch_crc_detects_flips);
     tcase_add_test(tc, test_batch_rewrites);
     suite_add_tcase(s, tc);
