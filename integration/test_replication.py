@@ -41,12 +41,12 @@ class NodeBroker(ClusterBroker):
         self.node = node
 
 
-def start_quorum(tmp_path, port):
-    """One Kafka controller that fences a silent broker after SESSION_MS."""
+def start_quorum(tmp_path, port, session_ms=SESSION_MS):
+    """One Kafka controller that fences a silent broker after session_ms."""
     q = kraft.KraftQuorum(tmp_path / "kraft", [port])
     for c in q.controllers:
         c.properties = (lambda orig: lambda: dict(orig(), **{
-            "broker.session.timeout.ms": str(SESSION_MS),
+            "broker.session.timeout.ms": str(session_ms),
             "broker.heartbeat.interval.ms": "500"}))(c.properties)
     q.start()
     return q

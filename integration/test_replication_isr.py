@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import kraft
 from test_cluster_join import ClusterBroker, need_jars, wait_for  # noqa: F401 (fixture)
-from test_replication import batches, describe, note, producer, start_brokers, wait_isr
+from test_replication import (batches, describe, note, producer, start_brokers, start_quorum,
+                              wait_isr)
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -48,12 +48,7 @@ class IsrBroker(ClusterBroker):
 
 @pytest.fixture
 def isr_cluster(tmp_path, need_jars):
-    q = kraft.KraftQuorum(tmp_path / "kraft", [CONTROLLER_PORT])
-    for c in q.controllers:
-        c.properties = (lambda orig: lambda: dict(orig(), **{
-            "broker.session.timeout.ms": str(SESSION_MS),
-            "broker.heartbeat.interval.ms": "500"}))(c.properties)
-    q.start()
+    q = start_quorum(tmp_path, CONTROLLER_PORT, SESSION_MS)
     brokers = {}
     try:
         yield start_brokers(q, tmp_path, BROKER_PORTS, make=IsrBroker, into=brokers)

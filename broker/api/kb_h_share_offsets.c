@@ -254,6 +254,20 @@ static int16_t alter_partition(kb_group *g, kb_topic *t, int16_t topic_err,
     return KP_ERR_NONE;
 }
 
+/* The topic name names, when the principal may READ it and it exists:
+ * TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, else NONE. */
+static int16_t readable_topic(kb_req *req, kp_str name, kb_topic **out)
+{
+    *out = NULL;
+    if (!kb_authz(req, KB_OP_READ, KB_RES_TOPIC, name))
+        return KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    kb_topic *t = kb_topics_find(req->broker->topics, name);
+    if (t == NULL || t->state != KB_TOPIC_READY)
+        return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    *out = t;
+    return KP_ERR_NONE;
+}
+
 static kp_err alter_topics(kb_req *req, const kp_alter_share_group_offsets_req *rq, kb_group *g,
                            int16_t group_err, kp_alter_share_group_offsets_resp *rs)
 {
@@ -265,14 +279,8 @@ static kp_err alter_topics(kb_req *req, const kp_alter_share_group_offsets_req *
             &rq->topics.v[i];
         kp_alter_share_group_offsets_resp_alter_share_group_offsets_response_topic *ot =
             &rs->responses.v[i];
-        int16_t terr = group_err;
         kb_topic *t = NULL;
-        if (terr == KP_ERR_NONE && !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->topic_name))
-            terr = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
-        if (terr == KP_ERR_NONE &&
-            ((t = kb_topics_find(req->broker->topics, rt->topic_name)) == NULL ||
-             t->state != KB_TOPIC_READY))
-            terr = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        int16_t terr = group_err != KP_ERR_NONE ? group_err : readable_topic(req, rt->topic_name, &t);
         ot->topic_name = rt->topic_name;
         if (t != NULL)
             ot->topic_id = t->id;
@@ -342,18 +350,18 @@ kp_err kb_h_delete_share_group_offsets(kb_req *req, const kp_delete_share_group_
         kp_str name = rq->topics.v[i].topic_name;
         kp_delete_share_group_offsets_resp_delete_share_group_offsets_response_topic *ot =
             &rs->responses.v[i];
-        kb_topic *t = NULL;
+        kb_topic *t;
         ot->topic_name = name;
-        ot->error_message = KP_STR_NULL;
-        if (!kb_authz(req, KB_OP_READ, KB_RES_TOPIC, name)) {
-            ot->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
-            ot->error_message = err_text(req, ot->error_code);
-        } else if ((t = kb_topics_find(req->broker->topics, name)) == NULL || !has_parts(g, t)) {
+        ot->error_code = readable_topic(req, name, &t);
+        if (ot->error_code == KP_ERR_NONE && !has_parts(g, t))
             ot->error_code = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        if (ot->error_code == KP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+            ot->error_message = err_text(req, ot->error_code);
+        } else if (ot->error_code != KP_ERR_NONE) {
             ot->error_message = KP_STR_LIT("There is no offset information to delete.");
         } else {
             ot->topic_id = t->id;
-            ot->error_code = KP_ERR_NONE;
+            ot->error_message = KP_STR_NULL;
             kb_share_parts_drop_topic(g->sg->parts, &t->id);
         }
     }

@@ -488,7 +488,7 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
     snprintf(client_id, sizeof(client_id), "runnel-broker-%d", c->cfg->node_id);
     c->conn = kb_ctrl_conn_new(b->loop, b->work, client_id);
     c->fwd = kb_forward_new(b->loop, b->work, &c->q, c->cfg->node_id);
-    c->ib = kb_ib_new(b, &c->q, cluster_broker_epoch, c);
+    c->ib = kb_ib_new(b, &c->q, &c->image, cluster_broker_epoch, c);
     c->alter = kb_alter_partition_new(b, &c->q, &c->image);
     if (c->conn == NULL || c->fwd == NULL || c->ib == NULL || c->alter == NULL)
         return KP_ERR__NOMEM;

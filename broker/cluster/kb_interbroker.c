@@ -1,13 +1,14 @@
 #include "kb_interbroker.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb_cluster.h"
 #include "kb_config.h"
 #include "kb_log.h"
 #include "kb_meta_image.h"
+#include "kp_msg.h"
 
 #define MARKERS_VERSION 1 /* flexible; v2 only adds the transaction version */
 #define ALLOC_PIDS_VERSION 0
@@ -22,6 +23,7 @@ typedef struct peer {
 struct kb_ib {
     kb_broker *b;
     kb_quorum *q;
+    const kb_meta_image *img; /* the cluster's, borrowed */
     int64_t (*broker_epoch)(void *);
     void *epoch_arg;
     peer peers[KB_IB_MAX_PEERS];
@@ -32,16 +34,16 @@ struct kb_ib {
     kb_cluster_hooks hooks;
 };
 
+/* The hooks are installed only from an ib (kb_ib_new), so they lead back to it. */
 static kb_ib *the_ib(kb_broker *b)
 {
-    return kb_cluster_interbroker(b->cluster);
+    return (kb_ib *)(void *)((char *)b->hooks - offsetof(kb_ib, hooks));
 }
 
 /* The endpoint of node on the inter-broker listener, as it registered. */
 static const kb_mi_endpoint *endpoint_of(kb_ib *ib, int32_t node)
 {
-    const kb_meta_image *img = kb_cluster_image(ib->b->cluster);
-    const kb_mi_broker *br = img != NULL ? kb_meta_image_broker(img, node) : NULL;
+    const kb_mi_broker *br = kb_meta_image_broker(ib->img, node);
     if (br == NULL || br->fenced)
         return NULL;
     const char *want = ib->b->cfg->inter_broker_listener_name;
@@ -96,8 +98,7 @@ kp_err kb_ib_send(kb_ib *ib, int32_t node, int16_t api_key, int16_t version,
 
 static int32_t hook_leader(kb_broker *b, const char *topic, int32_t p)
 {
-    const kb_meta_image *img = kb_cluster_image(b->cluster);
-    const kb_mi_topic *t = img != NULL ? kb_meta_image_topic(img, kp_str_from(topic)) : NULL;
+    const kb_mi_topic *t = kb_meta_image_topic(the_ib(b)->img, kp_str_from(topic));
     if (t == NULL || p < 0 || p >= t->n_parts || !t->parts[p].present)
         return -1;
     return t->parts[p].leader;
@@ -220,7 +221,8 @@ static kp_err hook_alloc_pids(kb_broker *b, kb_hook_pids_done *done)
 
 /* ---- life ---------------------------------------------------------------- */
 
-kb_ib *kb_ib_new(kb_broker *b, kb_quorum *q, int64_t (*broker_epoch)(void *), void *epoch_arg)
+kb_ib *kb_ib_new(kb_broker *b, kb_quorum *q, const kb_meta_image *img,
+                 int64_t (*broker_epoch)(void *), void *epoch_arg)
 {
     kb_ib *ib = calloc(1, sizeof(*ib));
     if (ib == NULL)
@@ -234,6 +236,7 @@ kb_ib *kb_ib_new(kb_broker *b, kb_quorum *q, int64_t (*broker_epoch)(void *), vo
     }
     ib->b = b;
     ib->q = q;
+    ib->img = img;
     ib->broker_epoch = broker_epoch;
     ib->epoch_arg = epoch_arg;
     ib->ctrl_target = -1;

@@ -16,8 +16,9 @@
  *   2. A peer's connection is reopened when it failed or the peer's
  *      registered endpoint changed.
  *   3. At most one AllocateProducerIds is in flight.
- * Ownership: kb_ib_new borrows the broker and its cluster (which outlive
- * it); kb_ib_free closes every connection without running callbacks.
+ * Ownership: kb_ib_new borrows the broker, the quorum and the metadata
+ * image (which outlive it); kb_ib_free closes every connection without
+ * running callbacks.
  * Threading: the loop's thread only.
  * Errors: KP_ERR__INVAL (no endpoint, queue full), KP_ERR__NOMEM; hook
  * callbacks get Kafka wire codes (NETWORK_EXCEPTION for a lost
@@ -30,13 +31,15 @@
 
 #include "kb_context.h"
 #include "kb_ctrl_conn.h"
+#include "kb_meta_image.h"
 #include "kb_quorum.h"
 
 #define KB_IB_MAX_PEERS 64
 
 typedef struct kb_ib kb_ib;
 
-kb_ib *kb_ib_new(kb_broker *b, kb_quorum *q, int64_t (*broker_epoch)(void *), void *epoch_arg);
+kb_ib *kb_ib_new(kb_broker *b, kb_quorum *q, const kb_meta_image *img,
+                 int64_t (*broker_epoch)(void *), void *epoch_arg);
 void kb_ib_free(kb_ib *ib);
 
 /* Sends one request to broker node: KP_ERR_NONE and cb runs later (body
