@@ -33,7 +33,7 @@ DELIBERATE = {
 # APIs Kafka 4.4.0 serves that Runnel does not serve yet (issue 17, items 2-5).
 # (A node without a client-metrics plugin does not advertise the telemetry APIs.)
 NOT_SERVED_YET = {
-    34: "AlterReplicaLogDirs", 57: "UpdateFeatures",
+    34: "AlterReplicaLogDirs",
     64: "UnregisterBroker", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
     86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
@@ -47,7 +47,7 @@ _corr = itertools.count(1)
 
 def api_versions_v4(host, port):
     """ApiVersions v4: {"apis": {key: (min, max)}, "supported": {name: (min, max)},
-    "finalized": {name: (min level, max level)}}."""
+    "finalized": {name: (min level, max level)}, "epoch": finalized features epoch}."""
     body = wire.compact_string("runnel-it") + wire.compact_string("1.0") + b"\x00"
     with wire.connect(host, port) as sock:
         corr = next(_corr)
@@ -66,7 +66,7 @@ def api_versions_v4(host, port):
 
     r.array(api)
     r.take(">i")  # throttle
-    out = {"apis": apis, "supported": {}, "finalized": {}}
+    out = {"apis": apis, "supported": {}, "finalized": {}, "epoch": -1}
     for _ in range(r.uvarint()):
         tag = r.uvarint()
         end = r.uvarint() + r.off
@@ -77,6 +77,8 @@ def api_versions_v4(host, port):
                 into[name] = (a, b) if tag == 0 else (b, a)  # finalized: max, then min
                 x.skip_tags()
             r.array(feature)
+        elif tag == 1:
+            out["epoch"] = r.take(">q")
         r.off = end
     return out
 

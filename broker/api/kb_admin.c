@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kb_dynconf.h"
+#include "kb_features.h"
 #include "kb_group_conf.h"
 #include "kb_partition_log.h"
 #include "kb_quota.h"
@@ -30,6 +31,12 @@ kp_err kb_admin_start(kb_broker *b, char *err, size_t errlen)
                  kp_err_name(e));
         return e;
     }
+    e = kb_features_open(dir, &b->features);
+    if (e != KP_ERR_NONE) {
+        snprintf(err, errlen, "log.dirs=%s: cannot read the finalized feature levels (%s)", dir,
+                 kp_err_name(e));
+        return e;
+    }
     e = kb_quotas_open(dir, b->cfg, &b->quotas);
     if (e != KP_ERR_NONE) {
         snprintf(err, errlen, "log.dirs=%s: cannot read the client quotas (%s)", dir,
@@ -49,6 +56,8 @@ void kb_admin_stop(kb_broker *b)
     b->gconf = NULL;
     kb_quotas_close(b->quotas);
     b->quotas = NULL;
+    kb_features_close(b->features);
+    b->features = NULL;
 }
 
 bool kb_admin_is_self(const kb_req *req, kp_str name, bool allow_default)

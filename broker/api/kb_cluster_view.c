@@ -6,11 +6,23 @@
 #include "kb_cluster.h"
 #include "kb_config.h"
 #include "kb_context.h"
+#include "kb_features.h"
 #include "kb_offsets.h"
 
 const kb_meta_image *kb_cv_image(const kb_req *req)
 {
     return kb_cluster_image(req->broker->cluster);
+}
+
+int16_t kb_cv_feature_level(const kb_req *req, const char *name)
+{
+    const kb_meta_image *img = kb_cv_image(req);
+    if (img == NULL)
+        return kb_features_level(req->broker->features, name);
+    for (int i = 0; i < img->features.n; i++)
+        if (strcmp(img->features.v[i].name, name) == 0)
+            return img->features.v[i].level;
+    return 0;
 }
 
 bool kb_cv_live(const kb_meta_image *img, int32_t id)

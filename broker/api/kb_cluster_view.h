@@ -29,6 +29,20 @@
 
 /* The image in cluster mode, else NULL. */
 const kb_meta_image *kb_cv_image(const kb_req *req);
+/* The finalized level of feature name: the image's in cluster mode, else
+ * the single node's (kb_features); 0 when not finalized. */
+int16_t kb_cv_feature_level(const kb_req *req, const char *name);
+/* As Kafka: a group protocol whose feature is finalized below 1 is off and
+ * its APIs answer UNSUPPORTED_VERSION (consumer groups: group.version,
+ * share groups: share.version). */
+static inline bool kb_cv_consumer_groups_on(const kb_req *req)
+{
+    return kb_cv_feature_level(req, "group.version") >= 1;
+}
+static inline bool kb_cv_share_groups_on(const kb_req *req)
+{
+    return kb_cv_feature_level(req, "share.version") >= 1;
+}
 /* Whether broker id is registered and unfenced. */
 bool kb_cv_live(const kb_meta_image *img, int32_t id);
 /* Broker id's endpoint for req's listener name; false when none. */

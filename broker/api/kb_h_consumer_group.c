@@ -109,6 +109,10 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
 {
     kb_topic *t;
     const char *msg = NULL;
+    if (!kb_cv_consumer_groups_on(req)) {
+        hb_error(req, rs, KP_ERR_UNSUPPORTED_VERSION, NULL);
+        return KP_ERR_NONE;
+    }
     if (rq->group_id.len <= 0) {
         hb_error(req, rs, KP_ERR_INVALID_REQUEST, "GroupId can't be empty.");
         return KP_ERR_NONE;
@@ -268,7 +272,9 @@ kp_err kb_h_consumer_group_describe(kb_req *req, const kp_consumer_group_describ
                                   &rs->groups.v[i]);
         if (e != KP_ERR_NONE)
             return e;
-        if (!ready)
+        if (!kb_cv_consumer_groups_on(req))
+            rs->groups.v[i].error_code = KP_ERR_UNSUPPORTED_VERSION;
+        else if (!ready)
             rs->groups.v[i].error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
         else if (rs->groups.v[i].error_code == KP_ERR_NONE)
             rs->groups.v[i].error_code = kb_cv_check_coordinator(

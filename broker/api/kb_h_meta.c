@@ -9,6 +9,7 @@
 #include "kb_context.h"
 #include "kb_group_coord.h"
 #include "kb_dispatch.h"
+#include "kb_features.h"
 #include "kb_log.h"
 #include "kb_partition_dirs.h"
 #include "kb_server.h"
@@ -30,44 +31,23 @@ static bool software_string_ok(kp_str s)
     return true;
 }
 
-/* The features a single Kafka 4.4.0 node reports, with the levels Runnel
- * serves: the same as Kafka's for metadata.version, kraft.version,
- * group.version (KIP-848), share.version (KIP-932 share groups with
- * KIP-1222 renew acknowledgements), eligible.leader.replicas.version
- * (always empty on one node) and transaction.version (KIP-890 part 2);
- * streams groups are not built, so streams.version stays at level 0,
- * unfinalized, where Kafka finalizes 1. Finalized level 0 is not listed,
- * as in Kafka. */
-static const struct feature_levels {
-    const char *name;
-    int16_t min, max, finalized;
-} features[] = {
-    {"metadata.version", 7, 33, 33},
-    {"kraft.version", 0, 1, 0},
-    {"group.version", 0, 1, 1},
-    {"transaction.version", 0, 2, 2},
-    {"share.version", 0, 2, 2},
-    {"streams.version", 0, 0, 0},
-    {"eligible.leader.replicas.version", 0, 1, 1},
-};
-#define NFEATURES ((int32_t)(sizeof(features) / sizeof(features[0])))
-
 /* Like Kafka (KIP-1022), a v3 request is not told of supported ranges
  * starting at 0, which its clients cannot parse. */
 static kp_err api_versions_supported(kb_req *req, kp_api_versions_resp *rs)
 {
+    const kb_feature_range *f;
     int32_t n = 0;
-    for (int32_t i = 0; i < NFEATURES; i++)
-        n += req->api_version >= 4 || features[i].min > 0;
+    for (int i = 0; (f = kb_feature_at(i)) != NULL; i++)
+        n += req->api_version >= 4 || f->min > 0;
     if (!KB_ARRAY_ALLOC(req, rs->supported_features, n))
         return KP_ERR__NOMEM;
     n = 0;
-    for (int32_t i = 0; i < NFEATURES; i++) {
-        if (req->api_version < 4 && features[i].min == 0)
+    for (int i = 0; (f = kb_feature_at(i)) != NULL; i++) {
+        if (req->api_version < 4 && f->min == 0)
             continue;
-        rs->supported_features.v[n].name = kp_str_from(features[i].name);
-        rs->supported_features.v[n].min_version = features[i].min;
-        rs->supported_features.v[n].max_version = features[i].max;
+        rs->supported_features.v[n].name = kp_str_from(f->name);
+        rs->supported_features.v[n].min_version = f->min;
+        rs->supported_features.v[n].max_version = f->max;
         n++;
     }
     return KP_ERR_NONE;
@@ -106,19 +86,24 @@ static kp_err api_versions_features(kb_req *req, kp_api_versions_resp *rs)
     const kb_meta_image *img = kb_cv_image(req);
     if (img != NULL)
         return cluster_finalized_features(req, img, rs);
+    /* One node: the levels UpdateFeatures left (kb_features); level 0 is
+     * not listed, as in Kafka. */
+    const kb_features *fs = req->broker->features;
+    const kb_feature_range *f;
     int32_t n = 0;
-    for (int32_t i = 0; i < NFEATURES; i++)
-        n += features[i].finalized > 0;
+    for (int i = 0; (f = kb_feature_at(i)) != NULL; i++)
+        n += kb_features_level(fs, f->name) > 0;
     if (!KB_ARRAY_ALLOC(req, rs->finalized_features, n))
         return KP_ERR__NOMEM;
-    rs->finalized_features_epoch = 1;
+    rs->finalized_features_epoch = kb_features_epoch(fs);
     n = 0;
-    for (int32_t i = 0; i < NFEATURES; i++) {
-        if (features[i].finalized == 0)
+    for (int i = 0; (f = kb_feature_at(i)) != NULL; i++) {
+        int16_t level = kb_features_level(fs, f->name);
+        if (level == 0)
             continue;
-        rs->finalized_features.v[n].name = kp_str_from(features[i].name);
-        rs->finalized_features.v[n].min_version_level = features[i].finalized;
-        rs->finalized_features.v[n].max_version_level = features[i].finalized;
+        rs->finalized_features.v[n].name = kp_str_from(f->name);
+        rs->finalized_features.v[n].min_version_level = level;
+        rs->finalized_features.v[n].max_version_level = level;
         n++;
     }
     return KP_ERR_NONE;
@@ -489,4 +474,49 @@ kp_err kb_h_describe_quorum(kb_req *req, const kp_describe_quorum_req *rq,
         }
     }
     return valid ? quorum_nodes(req, rs) : KP_ERR_NONE;
+}
+
+/* ---- UpdateFeatures -------------------------------------------------------- */
+
+/* One node: the levels kb_features finalizes, refused and answered as
+ * Kafka 4.4's controller does (in cluster mode the request goes to the
+ * controller, kb_forward). v0 and v1 list each update's result: every
+ * update "NONE" on success, none at all when the request failed. */
+kp_err kb_h_update_features(kb_req *req, const kp_update_features_req *rq,
+                            kp_update_features_resp *rs)
+{
+    if (!kb_authz_cluster(req, KB_OP_ALTER)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        rs->error_message = KP_STR_LIT("Cluster authorization failed.");
+        return KB_ARRAY_ALLOC(req, rs->results, 0) ? KP_ERR_NONE : KP_ERR__NOMEM;
+    }
+    int32_t n = rq->feature_updates.n > 0 ? rq->feature_updates.n : 0;
+    kb_feature_update *u = kp_arena_calloc(&req->arena, (size_t)n + 1, sizeof(*u));
+    if (u == NULL)
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        const kp_update_features_req_feature_update_key *in = &rq->feature_updates.v[i];
+        u[i].name = in->feature;
+        u[i].level = in->max_version_level;
+        /* Kafka 4.4 reads v0's AllowDowngrade as no downgrade at all */
+        u[i].type = req->api_version == 0 ? KB_FEATURE_UPGRADE : in->upgrade_type;
+    }
+    kb_msgbuf msg = {{0}};
+    kp_err e = kb_features_update(req->broker->features, u, n, rq->validate_only,
+                                  req->broker->node_id, &msg);
+    if (e == KP_ERR__NOMEM)
+        return e;
+    rs->error_code = (int16_t)e;
+    if (e != KP_ERR_NONE) {
+        rs->error_message = kb_req_str(req, msg.text);
+        return KB_ARRAY_ALLOC(req, rs->results, 0) ? KP_ERR_NONE : KP_ERR__NOMEM;
+    }
+    rs->error_message = KP_STR_NULL;
+    if (!KB_ARRAY_ALLOC(req, rs->results, n))
+        return KP_ERR__NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        rs->results.v[i].feature = u[i].name;
+        rs->results.v[i].error_message = KP_STR_LIT("NONE");
+    }
+    return KP_ERR_NONE;
 }

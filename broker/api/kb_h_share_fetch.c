@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
@@ -62,6 +63,8 @@ typedef struct share_call {
 static kp_err share_session(share_call *c, kp_str group, int32_t epoch, bool can_open)
 {
     kb_req *req = c->req;
+    if (!kb_cv_share_groups_on(req))
+        return KP_ERR_UNSUPPORTED_VERSION;
     if (group.len <= 0 || c->member.len <= 0)
         return KP_ERR_INVALID_REQUEST;
     if (!kb_authz(req, KB_OP_READ, KB_RES_GROUP, group))

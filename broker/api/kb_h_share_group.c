@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
@@ -115,6 +116,8 @@ static kp_err heartbeat_checks(kb_req *req, const kp_share_group_heartbeat_req *
                                const char **msg)
 {
     kb_topic *t;
+    if (!kb_cv_share_groups_on(req))
+        return KP_ERR_UNSUPPORTED_VERSION;
     kp_err bad = kb_share_group_check_request(rq, msg);
     if (bad == KP_ERR_NONE)
         bad = heartbeat_authz(req, rq);
@@ -256,7 +259,9 @@ kp_err kb_h_share_group_describe(kb_req *req, const kp_share_group_describe_req 
                                   &rs->groups.v[i]);
         if (e != KP_ERR_NONE)
             return e;
-        if (!ready)
+        if (!kb_cv_share_groups_on(req))
+            rs->groups.v[i].error_code = KP_ERR_UNSUPPORTED_VERSION;
+        else if (!ready)
             rs->groups.v[i].error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
     }
     return KP_ERR_NONE;

@@ -143,6 +143,14 @@ static void alter_reassignments(kb_req *req, int16_t code)
     rs->error_message = message_for(code);
 }
 
+static void update_features(kb_req *req, int16_t code)
+{
+    kp_update_features_resp *rs = req->response;
+    rs->error_code = code;
+    rs->error_message = message_for(code);
+    KB_ARRAY_ALLOC(req, rs->results, 0);
+}
+
 bool kb_forward_fill_error(kb_req *req, int16_t code)
 {
     switch (req->api_key) {
@@ -157,6 +165,7 @@ bool kb_forward_fill_error(kb_req *req, int16_t code)
     case KP_API_ALTER_CLIENT_QUOTAS: alter_client_quotas(req, code); return true;
     case KP_API_ELECT_LEADERS: elect_leaders(req, code); return true;
     case KP_API_ALTER_PARTITION_REASSIGNMENTS: alter_reassignments(req, code); return true;
+    case KP_API_UPDATE_FEATURES: update_features(req, code); return true;
     default: return false;
     }
 }

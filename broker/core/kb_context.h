@@ -41,6 +41,7 @@ typedef struct kb_work kb_work;
 typedef struct kb_longpoll kb_longpoll;
 typedef struct kb_scram_store kb_scram_store;
 typedef struct kb_dynconf kb_dynconf;
+typedef struct kb_features kb_features;
 typedef struct kb_group_conf kb_group_conf;
 typedef struct kb_quotas kb_quotas;
 typedef struct kb_acl_store kb_acl_store;
@@ -85,6 +86,7 @@ typedef struct kb_broker {
     kb_longpoll *longpoll; /* parked long polls by partition (kb_longpoll.h) */
     kb_scram_store *scram; /* SCRAM credentials (kb_scram_store.h) */
     kb_dynconf *dynconf; /* dynamic broker configs (kb_admin.h) */
+    kb_features *features; /* feature levels of a single node (kb_features.h) */
     kb_group_conf *gconf;     /* group configs (kb_group_conf.h) */
     kb_quotas *quotas;   /* client quotas (kb_quota.h) */
     kb_acl_store *acl;   /* ACLs; NULL without an authorizer (kb_acl.h, kb_authz.h) */

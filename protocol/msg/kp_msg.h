@@ -65,6 +65,7 @@ enum kp_api_key {
     KP_API_ALTER_USER_SCRAM_CREDENTIALS = 51,
     KP_API_DESCRIBE_QUORUM = 55,
     KP_API_ALTER_PARTITION = 56,
+    KP_API_UPDATE_FEATURES = 57,
     KP_API_DESCRIBE_CLUSTER = 60,
     KP_API_DESCRIBE_PRODUCERS = 61,
     KP_API_BROKER_REGISTRATION = 62,
@@ -3576,6 +3577,48 @@ void kp_txn_offset_commit_resp_defaults(kp_txn_offset_commit_resp *p);
 kp_err kp_txn_offset_commit_resp_decode(kp_reader *r, kp_arena *a, kp_txn_offset_commit_resp *p, int16_t v);
 void kp_txn_offset_commit_resp_encode(kp_writer *w, const kp_txn_offset_commit_resp *p, int16_t v);
 size_t kp_txn_offset_commit_resp_size(const kp_txn_offset_commit_resp *p, int16_t v);
+
+typedef struct kp_update_features_req_feature_update_key kp_update_features_req_feature_update_key;
+typedef struct kp_update_features_req kp_update_features_req;
+struct kp_update_features_req_feature_update_key {
+    kp_str feature;
+    int16_t max_version_level;
+    bool allow_downgrade;
+    int8_t upgrade_type;
+};
+
+struct kp_update_features_req {
+    int32_t timeout_ms;
+    struct { int32_t n; kp_update_features_req_feature_update_key *v; } feature_updates;
+    bool validate_only;
+};
+
+void kp_update_features_req_feature_update_key_defaults(kp_update_features_req_feature_update_key *p);
+void kp_update_features_req_defaults(kp_update_features_req *p);
+kp_err kp_update_features_req_decode(kp_reader *r, kp_arena *a, kp_update_features_req *p, int16_t v);
+void kp_update_features_req_encode(kp_writer *w, const kp_update_features_req *p, int16_t v);
+size_t kp_update_features_req_size(const kp_update_features_req *p, int16_t v);
+
+typedef struct kp_update_features_resp_updatable_feature_result kp_update_features_resp_updatable_feature_result;
+typedef struct kp_update_features_resp kp_update_features_resp;
+struct kp_update_features_resp_updatable_feature_result {
+    kp_str feature;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+struct kp_update_features_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kp_str error_message;
+    struct { int32_t n; kp_update_features_resp_updatable_feature_result *v; } results;
+};
+
+void kp_update_features_resp_updatable_feature_result_defaults(kp_update_features_resp_updatable_feature_result *p);
+void kp_update_features_resp_defaults(kp_update_features_resp *p);
+kp_err kp_update_features_resp_decode(kp_reader *r, kp_arena *a, kp_update_features_resp *p, int16_t v);
+void kp_update_features_resp_encode(kp_writer *w, const kp_update_features_resp *p, int16_t v);
+size_t kp_update_features_resp_size(const kp_update_features_resp *p, int16_t v);
 
 typedef struct kp_voters_record_endpoint kp_voters_record_endpoint;
 typedef struct kp_voters_record_k_raft_version_feature kp_voters_record_k_raft_version_feature;

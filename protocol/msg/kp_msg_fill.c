@@ -6247,6 +6247,76 @@ void kp_txn_offset_commit_resp_fill(kp_txn_offset_commit_resp *p, kp_arena *a, i
     }
 }
 
+void kp_update_features_req_feature_update_key_fill(kp_update_features_req_feature_update_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_update_features_req_feature_update_key_defaults(p);
+    p->feature = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->max_version_level = (int16_t)kp_fill_next(seed);
+    if (v <= 0) {
+        p->allow_downgrade = (kp_fill_next(seed) & 1) != 0;
+    }
+    if (v >= 1) {
+        p->upgrade_type = (int8_t)kp_fill_next(seed);
+    }
+}
+
+void kp_update_features_req_fill(kp_update_features_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_update_features_req_defaults(p);
+    p->timeout_ms = (int32_t)kp_fill_next(seed);
+    p->feature_updates.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->feature_updates.v = kp_arena_calloc(a, (size_t)p->feature_updates.n + 1, sizeof(*p->feature_updates.v));
+    for (int32_t i = 0; i < p->feature_updates.n; i++) {
+        kp_update_features_req_feature_update_key_fill(&p->feature_updates.v[i], a, v, seed, depth + 1);
+    }
+    if (v >= 1) {
+        p->validate_only = (kp_fill_next(seed) & 1) != 0;
+    }
+}
+
+void kp_update_features_resp_updatable_feature_result_fill(kp_update_features_resp_updatable_feature_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_update_features_resp_updatable_feature_result_defaults(p);
+    p->feature = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
+void kp_update_features_resp_fill(kp_update_features_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_update_features_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    if (v <= 1) {
+        p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
+        for (int32_t i = 0; i < p->results.n; i++) {
+            kp_update_features_resp_updatable_feature_result_fill(&p->results.v[i], a, v, seed, depth + 1);
+        }
+    }
+}
+
 void kp_voters_record_endpoint_fill(kp_voters_record_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -7820,6 +7890,11 @@ static void kp_alter_partition_req_fill_any(void *p, kp_arena *a, int16_t v, uin
     kp_alter_partition_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_update_features_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_update_features_req_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_cluster_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_cluster_req_fill(p, a, v, seed, 0);
@@ -8011,6 +8086,8 @@ kp_fill_fn kp_fill_request(int key)
         return kp_describe_quorum_req_fill_any;
     case 56:
         return kp_alter_partition_req_fill_any;
+    case 57:
+        return kp_update_features_req_fill_any;
     case 60:
         return kp_describe_cluster_req_fill_any;
     case 61:
@@ -8297,6 +8374,11 @@ static void kp_alter_partition_resp_fill_any(void *p, kp_arena *a, int16_t v, ui
     kp_alter_partition_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_update_features_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_update_features_resp_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_cluster_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_cluster_resp_fill(p, a, v, seed, 0);
@@ -8488,6 +8570,8 @@ kp_fill_fn kp_fill_response(int key)
         return kp_describe_quorum_resp_fill_any;
     case 56:
         return kp_alter_partition_resp_fill_any;
+    case 57:
+        return kp_update_features_resp_fill_any;
     case 60:
         return kp_describe_cluster_resp_fill_any;
     case 61:

@@ -362,6 +362,10 @@ void kp_txn_offset_commit_req_fill(kp_txn_offset_commit_req *p, kp_arena *a, int
 void kp_txn_offset_commit_resp_txn_offset_commit_response_partition_fill(kp_txn_offset_commit_resp_txn_offset_commit_response_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_txn_offset_commit_resp_txn_offset_commit_response_topic_fill(kp_txn_offset_commit_resp_txn_offset_commit_response_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_txn_offset_commit_resp_fill(kp_txn_offset_commit_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_update_features_req_feature_update_key_fill(kp_update_features_req_feature_update_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_update_features_req_fill(kp_update_features_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_update_features_resp_updatable_feature_result_fill(kp_update_features_resp_updatable_feature_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_update_features_resp_fill(kp_update_features_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_voters_record_endpoint_fill(kp_voters_record_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_voters_record_k_raft_version_feature_fill(kp_voters_record_k_raft_version_feature *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_voters_record_voter_fill(kp_voters_record_voter *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);

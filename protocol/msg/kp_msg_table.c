@@ -1472,6 +1472,36 @@ static void kp_alter_partition_resp_defaults_any(void *p)
     kp_alter_partition_resp_defaults(p);
 }
 
+static kp_err kp_update_features_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_update_features_req_decode(r, a, p, v);
+}
+
+static void kp_update_features_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_update_features_req_encode(w, p, v);
+}
+
+static void kp_update_features_req_defaults_any(void *p)
+{
+    kp_update_features_req_defaults(p);
+}
+
+static kp_err kp_update_features_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_update_features_resp_decode(r, a, p, v);
+}
+
+static void kp_update_features_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_update_features_resp_encode(w, p, v);
+}
+
+static void kp_update_features_resp_defaults_any(void *p)
+{
+    kp_update_features_resp_defaults(p);
+}
+
 static kp_err kp_describe_cluster_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_cluster_req_decode(r, a, p, v);
@@ -2160,6 +2190,9 @@ static const kp_api_info api_table[] = {
     {56, "AlterPartition", 2, 3, 0, false,
      {sizeof(kp_alter_partition_req), kp_alter_partition_req_decode_any, kp_alter_partition_req_encode_any, kp_alter_partition_req_defaults_any},
      {sizeof(kp_alter_partition_resp), kp_alter_partition_resp_decode_any, kp_alter_partition_resp_encode_any, kp_alter_partition_resp_defaults_any}},
+    {57, "UpdateFeatures", 0, 2, 0, false,
+     {sizeof(kp_update_features_req), kp_update_features_req_decode_any, kp_update_features_req_encode_any, kp_update_features_req_defaults_any},
+     {sizeof(kp_update_features_resp), kp_update_features_resp_decode_any, kp_update_features_resp_encode_any, kp_update_features_resp_defaults_any}},
     {60, "DescribeCluster", 0, 2, 0, false,
      {sizeof(kp_describe_cluster_req), kp_describe_cluster_req_decode_any, kp_describe_cluster_req_encode_any, kp_describe_cluster_req_defaults_any},
      {sizeof(kp_describe_cluster_resp), kp_describe_cluster_resp_decode_any, kp_describe_cluster_resp_encode_any, kp_describe_cluster_resp_defaults_any}},
