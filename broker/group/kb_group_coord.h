@@ -64,6 +64,12 @@ kp_err kb_group_coord_start(kb_broker *b, char *err, size_t errlen);
 void kb_group_coord_stop(kb_broker *b);
 
 kb_groups *kb_group_coord_groups(kb_broker *b);
+
+/* Cluster mode: the partitions of __consumer_offsets this broker leads, as
+ * the image moves them (kb_coord_load.h: a partition's groups load, in
+ * bounded steps, when it is elected here, and are dropped when it leaves);
+ * NULL on a single node, where every group is loaded at start-up. */
+struct kb_coord_parts *kb_group_coord_parts(kb_broker *b);
 /* The lag of every group (kb_lag.h). */
 struct kb_lag *kb_group_coord_lag(kb_broker *b);
 /* The KIP-848 consumer groups' view of topics and their settings. */

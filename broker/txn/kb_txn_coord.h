@@ -49,6 +49,13 @@ void kb_txn_coord_stop(kb_broker *b);
 
 kb_txns *kb_txn_coord_txns(kb_broker *b);
 
+/* Cluster mode: the partitions of __transaction_state this broker leads,
+ * as the image moves them (kb_coord_load.h: a partition's transactional ids
+ * load, in bounded steps, when it is elected here, and what they left in
+ * Prepare* completes; they and their marker jobs are dropped when it
+ * leaves); NULL on a single node, where every id is loaded at start-up. */
+struct kb_coord_parts *kb_txn_coord_parts(kb_broker *b);
+
 /* The next producer id (idempotent and transactional producers alike). */
 kp_err kb_txn_coord_next_pid(kb_broker *b, int64_t *pid);
 
