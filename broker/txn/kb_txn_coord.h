@@ -12,7 +12,10 @@
  * (kb_partition_txn.h) and, for __consumer_offsets, the group coordinator; abort
  * timed-out transactions every
  * transaction.abort.timed.out.transaction.cleanup.interval.ms; rebuild the
- * state from __transaction_state at start-up; hand out producer ids from
+ * state from __transaction_state at start-up (in cluster mode: a
+ * partition's ids when this broker becomes its leader, dropped when it
+ * stops being it, kb_txn_coord_parts; markers only once the Prepare*
+ * record is replicated); hand out producer ids from
  * blocks reserved durably in the log dir.
  *
  * Invariants:
