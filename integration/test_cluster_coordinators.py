@@ -15,11 +15,15 @@ are still all there.
 Ports: ephemeral (procs.free_port).
 """
 
+import os
+import signal
+import struct
 import time
 
 import pytest
 
 import kraft
+import wire
 from conftest import require_module
 from procs import free_port
 from test_cluster_join import need_jars, wait_for  # noqa: F401 (fixture)
@@ -39,6 +43,7 @@ INTERNAL = {
     "transaction.state.log.replication.factor": "3",
     "transaction.state.log.min.isr": "2",
     "min.insync.replicas": "2",
+    "replica.lag.time.max.ms": "4000",
 }
 
 
@@ -68,7 +73,8 @@ def java_partition(key, n):
     h = 0
     for ch in key:
         h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return (h & 0x7FFFFFFF) % n
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if h == -(1 << 31) else abs(h)) % n
 
 
 def coordinator(brokers, internal, key):
@@ -262,3 +268,65 @@ def test_transactions_survive_coordinator_kill(cluster):
         assert len(tags.get(tag, [])) == 6, (tag, tags.get(tag))
     assert len(tags.get("open", [])) in ((6,) if open_committed else (0,)), tags.get("open")
     assert set(tags) <= set(committed_tags) | {"open"}, sorted(tags)
+
+
+def _s(text):
+    b = text.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def offset_commit_v2(b, group, partition, offset, timeout=60.0):
+    """OffsetCommit v2 of one offset to broker b: (error code, seconds the
+    answer took)."""
+    body = (_s(group) + struct.pack(">i", -1) + _s("") + struct.pack(">q", -1)
+            + struct.pack(">i", 1) + _s(TOPIC) + struct.pack(">i", 1)
+            + struct.pack(">iqh", partition, offset, -1))
+    sock = wire.connect(b.host, b.port, timeout=timeout)
+    try:
+        t0 = time.monotonic()
+        sock.sendall(wire.frame(wire.request_header(8, 2, 1) + body))
+        resp = wire.recv_frame(sock)
+        took = time.monotonic() - t0
+    finally:
+        sock.close()
+    # correlation id, [topic name, [partition, error]]
+    (nlen,) = struct.unpack_from(">h", resp, 8)
+    (err,) = struct.unpack_from(">h", resp, 10 + nlen + 4 + 4)
+    return err, took
+
+
+def test_commit_answered_only_once_the_isr_has_it(cluster):
+    """min.insync.replicas=2: with both followers of the group's partition
+    stopped, a commit is not answered as done (Kafka's
+    COORDINATOR_NOT_AVAILABLE once the wait fails or the ISR shrank below
+    the minimum); once they resume, commits succeed again."""
+    brokers = cluster
+    group = "coordmove-isr"
+    ck = require_module("confluent_kafka")
+    c = ck.Consumer({"bootstrap.servers": bootstrap(brokers), "group.id": group})
+    c.commit(offsets=[ck.TopicPartition(TOPIC, 0, 1)], asynchronous=False)
+    c.close()
+    leader, p = coordinator(brokers, "__consumer_offsets", group)
+    wait_for("ISR of 3 for __consumer_offsets-%d" % p,
+             lambda: len(describe(brokers, "__consumer_offsets")[p][1]) == 3, 30, interval=0.2)
+    assert offset_commit_v2(brokers[leader], group, 0, 2)[0] == 0
+    followers = [n for n in brokers if n != leader]
+    for n in followers:
+        os.kill(brokers[n].proc.pid, signal.SIGSTOP)
+    try:
+        err, took = offset_commit_v2(brokers[leader], group, 0, 3)
+        print("\n[coordinators] both followers stopped: OffsetCommit answered %d after %.2f s"
+              % (err, took))
+        assert err == 15, err  # COORDINATOR_NOT_AVAILABLE, not a commit the ISR lacks
+        assert took > 1.0, took
+        wait_for("ISR of the leader alone",
+                 lambda: describe({leader: brokers[leader]}, "__consumer_offsets")[p][1]
+                 == [leader], 30, interval=0.2)
+        err, took = offset_commit_v2(brokers[leader], group, 0, 4)
+        assert err == 15 and took < 1.0, (err, took)  # refused before the append
+    finally:
+        for n in followers:
+            os.kill(brokers[n].proc.pid, signal.SIGCONT)
+    wait_for("a commit answered done again",
+             lambda: offset_commit_v2(brokers[leader], group, 0, 5)[0] == 0, 60, interval=0.5)
+    assert committed(brokers, group)[0] == 5
