@@ -87,13 +87,11 @@ static void on_step(kb_loop *loop, void *arg)
         int64_t next;
         e = kb_log_scan_batches_step(kb_partition_log_io(l->b), log, l->next, hw, STEP_BYTES,
                                      l->max_batch, count_batch, l, &next);
-        if (e == KP_ERR_NONE && next <= l->next)
-            e = KP_ERR__CORRUPT; /* no batch where one must be */
         if (e != KP_ERR_NONE) {
             finish(l, e);
             return;
         }
-        l->next = next;
+        l->next = next > l->next ? next : hw; /* none left below hw (compaction's gaps) */
         (void)kb_timer_arm(loop, &l->step, 0);
         return;
     }
