@@ -113,16 +113,25 @@ void append_idempotent(ks_log *log, int64_t pid, int16_t epoch, int32_t seq, int
     free(batch);
 }
 
-START_TEST(test_pidstate_rebuilt_from_log)
+/* A fresh log "t" partition 0 in a new temporary directory dir (a
+ * mkdtemp template). */
+static ks_log *temp_log(char *dir, ks_io *io)
 {
-    char dir[] = "/tmp/runnel-pidstate-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    ks_io io = ks_io_posix();
+    *io = ks_io_posix();
     ks_log_config cfg;
     ks_log_config_default(&cfg);
     ks_log_open_args args = {-1, -1, false, 1000};
     ks_log *log;
-    ck_assert_int_eq(ks_log_open(&io, dir, "t", 0, &cfg, &args, &log, NULL, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_log_open(io, dir, "t", 0, &cfg, &args, &log, NULL, NULL), KP_ERR_NONE);
+    return log;
+}
+
+START_TEST(test_pidstate_rebuilt_from_log)
+{
+    char dir[] = "/tmp/runnel-pidstate-XXXXXX";
+    ks_io io;
+    ks_log *log = temp_log(dir, &io);
     for (int32_t s = 0; s < 40; s += 4)
         append_idempotent(log, 42, 1, s, 4);
     append_idempotent(log, -1, -1, -1, 3); /* not idempotent: ignored */
@@ -237,13 +246,8 @@ static kp_err note_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch,
 START_TEST(test_logscan_steps_resume_and_stop_at_end)
 {
     char dir[] = "/tmp/runnel-logscan-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    ks_io io = ks_io_posix();
-    ks_log_config cfg;
-    ks_log_config_default(&cfg);
-    ks_log_open_args args = {-1, -1, false, 1000};
-    ks_log *log;
-    ck_assert_int_eq(ks_log_open(&io, dir, "t", 0, &cfg, &args, &log, NULL, NULL), KP_ERR_NONE);
+    ks_io io;
+    ks_log *log = temp_log(dir, &io);
     for (int i = 0; i < 10; i++)
         append_idempotent(log, -1, -1, -1, 2); /* offsets 2i, 2i + 1 */
     seen s = {.n = 0};
