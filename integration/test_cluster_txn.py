@@ -72,18 +72,18 @@ def bootstrap(brokers):
     return ",".join(b.bootstrap for b in brokers.values())
 
 
-def read_committed(ck, bs, timeout=60.0):
-    """Every value in TOPIC read with read_committed up to each partition's
+def read_committed(ck, bs, timeout=60.0, topic=TOPIC, parts=PARTS):
+    """Every value in topic read with read_committed up to each partition's
     last stable offset."""
-    c = ck.Consumer({"bootstrap.servers": bs, "group.id": "txspread-reader",
+    c = ck.Consumer({"bootstrap.servers": bs, "group.id": topic + "-reader",
                      "isolation.level": "read_committed", "auto.offset.reset": "earliest",
                      "enable.auto.commit": False, "enable.partition.eof": True})
     got = []
     try:
-        c.assign([ck.TopicPartition(TOPIC, p, ck.OFFSET_BEGINNING) for p in range(PARTS)])
+        c.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(parts)])
         eof = set()
         deadline = time.monotonic() + timeout
-        while len(eof) < PARTS and time.monotonic() < deadline:
+        while len(eof) < parts and time.monotonic() < deadline:
             m = c.poll(0.5)
             if m is None:
                 continue
@@ -93,7 +93,7 @@ def read_committed(ck, bs, timeout=60.0):
                     continue
                 raise AssertionError("consumer error: %s" % m.error())
             got.append(m.value().decode())
-        assert len(eof) == PARTS, "not every partition reached its end: %s" % sorted(eof)
+        assert len(eof) == parts, "not every partition reached its end: %s" % sorted(eof)
     finally:
         c.close()
     return got

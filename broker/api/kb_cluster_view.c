@@ -6,8 +6,11 @@
 #include "kb_cluster.h"
 #include "kb_config.h"
 #include "kb_context.h"
+#include "kb_coord_load.h"
 #include "kb_features.h"
+#include "kb_group_coord.h"
 #include "kb_offsets.h"
+#include "kb_txn_coord.h"
 
 const kb_meta_image *kb_cv_image(const kb_req *req)
 {
@@ -170,7 +173,15 @@ int16_t kb_cv_check_coordinator(const kb_req *req, const char *topic, kp_str key
     int32_t node = kb_cv_coordinator(req, img, topic, key);
     if (node < 0)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
-    return node == req->broker->node_id ? KP_ERR_NONE : KP_ERR_NOT_COORDINATOR;
+    if (node != req->broker->node_id)
+        return KP_ERR_NOT_COORDINATOR;
+    /* this broker leads the partition: its coordinator may still load it */
+    const kb_mi_topic *t = kb_meta_image_topic(img, kp_str_from(topic));
+    int32_t p = kb_offsets_partition_for(key, t->n_parts);
+    return kb_coord_parts_check(strcmp(topic, KB_TXN_COORD_STATE_TOPIC) == 0
+                                    ? kb_txn_coord_parts(req->broker)
+                                    : kb_group_coord_parts(req->broker),
+                                p);
 }
 
 bool kb_cv_internal(const kb_mi_topic *t)

@@ -82,9 +82,11 @@ int16_t kb_cv_check_leader(const kb_req *req, const kp_uuid *topic_id, int32_t p
 int32_t kb_cv_coordinator(const kb_req *req, const kb_meta_image *img, const char *topic,
                           kp_str key);
 /* Whether this broker may act as key's coordinator: NONE outside cluster
- * mode or when it leads key's partition of topic, NOT_COORDINATOR when
- * another broker does, COORDINATOR_NOT_AVAILABLE when none does (Kafka's
- * answers, which send a client back to FindCoordinator). */
+ * mode or when it leads key's partition of topic and its coordinator has
+ * loaded that partition, COORDINATOR_LOAD_IN_PROGRESS while it loads,
+ * NOT_COORDINATOR when another broker leads it, COORDINATOR_NOT_AVAILABLE
+ * when none does or the load failed (Kafka's answers: the retriable ones
+ * send a client back to FindCoordinator or to retry). */
 int16_t kb_cv_check_coordinator(const kb_req *req, const char *topic, kp_str key);
 
 /* A leader named in a KIP-951 answer's NodeEndpoints. */

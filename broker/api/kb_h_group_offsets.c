@@ -6,6 +6,7 @@
 
 #include "kb_authz.h"
 #include "kb_cluster_view.h"
+#include "kb_coord_ack.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_consumer_group.h"
@@ -39,14 +40,26 @@ static kp_err group_for_commit(kb_req *req, kp_str group_id, kp_str member_id, k
     return kb_group_check_commit(*out, member_id, instance_id, generation);
 }
 
-static kp_err commit_group(kb_req *req, const kp_offset_commit_req *rq, kb_group **out)
+/* The group's partition of __consumer_offsets (*t, *p) may take a write
+ * here: this broker coordinates the group, has loaded it, and the ISR is
+ * at least min.insync.replicas (cluster mode; kb_coord_ack.h). */
+static kp_err coordinator_write_check(kb_req *req, kp_str group_id, kb_topic **t, int32_t *p)
 {
-    kb_topic *t;
+    if (kb_group_coord_offsets_topic(req->broker, t) != KP_ERR_NONE)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    kp_err coord = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, group_id);
+    if (coord != KP_ERR_NONE)
+        return coord;
+    *p = kb_offsets_partition_for(group_id, (*t)->npartitions);
+    return kb_coord_ack_check(req, *t, *p);
+}
+
+static kp_err commit_group(kb_req *req, const kp_offset_commit_req *rq, kb_group **out,
+                           kb_topic **t, int32_t *p)
+{
     if (rq->group_id.len <= 0)
         return KP_ERR_INVALID_GROUP_ID;
-    if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
-        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
-    kp_err coord = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_id);
+    kp_err coord = coordinator_write_check(req, rq->group_id, t, p);
     if (coord != KP_ERR_NONE)
         return coord;
     return group_for_commit(req, rq->group_id, rq->member_id, rq->group_instance_id,
@@ -89,6 +102,16 @@ static void commit_fail(kp_offset_commit_resp *rs, kp_err err, bool all)
         for (int32_t j = 0; j < rs->topics.v[i].partitions.n; j++)
             if (all || rs->topics.v[i].partitions.v[j].error_code == KP_ERR_NONE)
                 rs->topics.v[i].partitions.v[j].error_code = err;
+}
+
+static int32_t commit_timeout(const kb_req *req)
+{
+    return req->broker->cfg->offsets_commit_timeout_ms;
+}
+
+static void commit_failed(kb_req *req, int16_t err)
+{
+    commit_fail(req->response, err, false);
 }
 
 /* One partition's commit checked into o: its error code (NONE: o filled;
@@ -154,8 +177,10 @@ kp_err kb_h_offset_commit(kb_req *req, const kp_offset_commit_req *rq, kp_offset
     if (commit_alloc(req, rq, rs, &total) != KP_ERR_NONE)
         return KP_ERR__NOMEM;
     kb_group *g = NULL;
+    kb_topic *ot = NULL;
+    int32_t op = 0;
     kp_err err = kb_authz(req, KB_OP_READ, KB_RES_GROUP, rq->group_id)
-                     ? commit_group(req, rq, &g)
+                     ? commit_group(req, rq, &g, &ot, &op)
                      : KP_ERR_GROUP_AUTHORIZATION_FAILED;
     if (err != KP_ERR_NONE) {
         commit_fail(rs, err, true);
@@ -167,9 +192,13 @@ kp_err kb_h_offset_commit(kb_req *req, const kp_offset_commit_req *rq, kp_offset
     int32_t n = commit_collect(req, rq, rs, offs);
     if (n < 0)
         return KP_ERR__NOMEM;
-    if (n > 0 && kb_group_coord_commit(req->broker, g, offs, n) != KP_ERR_NONE)
+    if (n > 0 && kb_group_coord_commit(req->broker, g, offs, n) != KP_ERR_NONE) {
         commit_fail(rs, KP_ERR_COORDINATOR_NOT_AVAILABLE, false);
-    return KP_ERR_NONE;
+        return KP_ERR_NONE;
+    }
+    /* answered once the ISR has the commit (acks=-1, as Kafka appends it) */
+    return n > 0 ? kb_coord_ack_wait(req, ot, op, commit_timeout(req), commit_failed)
+                 : KP_ERR_NONE;
 }
 
 /* ---- TxnOffsetCommit ---------------------------------------------------- */
@@ -179,27 +208,26 @@ typedef kp_txn_offset_commit_resp_txn_offset_commit_response_partition txn_commi
 /* The transaction must hold the group's partition of __consumer_offsets
  * (AddOffsetsToTxn), as Kafka 4's verification checks before a v0-4 write;
  * from v5 (transactions v2) the commit adds it. */
-static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, kb_group **g)
+static kp_err txn_commit_check(kb_req *req, const kp_txn_offset_commit_req *rq, kb_group **g,
+                               kb_topic **ot, int32_t *op)
 {
-    kb_topic *t;
     if (!kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, rq->transactional_id))
         return KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
     if (!kb_authz(req, KB_OP_READ, KB_RES_GROUP, rq->group_id))
         return KP_ERR_GROUP_AUTHORIZATION_FAILED;
     if (rq->group_id.len <= 0)
         return KP_ERR_INVALID_GROUP_ID;
-    if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
-        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
-    kp_err coord = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_id);
+    kp_err coord = coordinator_write_check(req, rq->group_id, ot, op);
     if (coord != KP_ERR_NONE)
         return coord;
+    kb_topic *t = *ot;
+    int32_t p = *op;
     const kb_txn *txn = kb_txns_find(kb_txn_coord_txns(req->broker), rq->transactional_id);
     kp_err e = kb_txn_check_producer(txn, rq->producer_id, rq->producer_epoch);
     if (e == KP_ERR_PRODUCER_FENCED)
         return KP_ERR_INVALID_PRODUCER_EPOCH;
     if (e != KP_ERR_NONE)
         return e;
-    int32_t p = kb_offsets_partition_for(rq->group_id, t->npartitions);
     if (!kb_txn_has_partition(txn, t->name, p)) {
         /* v5 is transactions v2: the commit adds the partition itself. */
         if (req->api_version < 5)
@@ -238,12 +266,23 @@ static kp_err txn_commit_alloc(kb_req *req, const kp_txn_offset_commit_req *rq,
     return KP_ERR_NONE;
 }
 
+/* Sets err on every partition still without an error. */
+static void txn_commit_failed(kb_req *req, int16_t err)
+{
+    kp_txn_offset_commit_resp *rs = req->response;
+    for (int32_t i = 0; i < rs->topics.n; i++)
+        for (int32_t j = 0; j < rs->topics.v[i].partitions.n; j++)
+            if (rs->topics.v[i].partitions.v[j].error_code == KP_ERR_NONE)
+                rs->topics.v[i].partitions.v[j].error_code = err;
+}
+
 kp_err kb_h_txn_offset_commit(kb_req *req, const kp_txn_offset_commit_req *rq,
                               kp_txn_offset_commit_resp *rs)
 {
     kb_group *g = NULL;
-    int32_t total, n = 0;
-    int16_t err = kp_err_to_wire(txn_commit_check(req, rq, &g));
+    kb_topic *ot = NULL;
+    int32_t total, n = 0, op = 0;
+    int16_t err = kp_err_to_wire(txn_commit_check(req, rq, &g, &ot, &op));
     if (txn_commit_alloc(req, rq, rs, err, &total) != KP_ERR_NONE)
         return KP_ERR__NOMEM;
     kb_offset *offs = kp_arena_calloc(&req->arena, (size_t)total + 1, sizeof(*offs));
@@ -271,11 +310,12 @@ kp_err kb_h_txn_offset_commit(kb_req *req, const kp_txn_offset_commit_req *rq,
     kp_err e = n > 0 ? kb_group_coord_txn_commit(req->broker, g, rq->producer_id, rq->producer_epoch,
                                             offs, n)
                      : KP_ERR_NONE;
-    for (int32_t i = 0; e != KP_ERR_NONE && i < rs->topics.n; i++)
-        for (int32_t j = 0; j < rs->topics.v[i].partitions.n; j++)
-            if (rs->topics.v[i].partitions.v[j].error_code == KP_ERR_NONE)
-                rs->topics.v[i].partitions.v[j].error_code = kp_err_to_wire(e);
-    return KP_ERR_NONE;
+    if (e != KP_ERR_NONE)
+        txn_commit_failed(req, kp_err_to_wire(e));
+    /* answered once the ISR has the commit (acks=-1, as Kafka appends it) */
+    return e == KP_ERR_NONE && n > 0 ? kb_coord_ack_wait(req, ot, op, commit_timeout(req),
+                                                       txn_commit_failed)
+                                     : KP_ERR_NONE;
 }
 
 /* ---- OffsetFetch -------------------------------------------------------- */

@@ -228,6 +228,19 @@ static bool isr_short(const kb_req *req, produce_part *p)
            r->nisr < kb_topic_settings_of(req->broker->cfg, p->topic)->min_insync_replicas;
 }
 
+/* A transactional batch verified here needs this broker's coordinator to
+ * have loaded the id (cluster mode): while it loads, or once it moved, the
+ * producer retries (NOT_ENOUGH_REPLICAS, as for a verification the
+ * coordinator could not answer). */
+static int16_t coordinator_ready(kb_req *req)
+{
+    kp_str id = ((const kp_produce_req *)req->request)->transactional_id;
+    if (id.len < 0 ||
+        kb_cv_check_coordinator(req, KB_TXN_COORD_STATE_TOPIC, id) == KP_ERR_NONE)
+        return KP_ERR_NONE;
+    return KP_ERR_NOT_ENOUGH_REPLICAS;
+}
+
 static void append_part(kb_req *req, produce_part *p)
 {
     part_resp *pr = p->resp;
@@ -245,6 +258,8 @@ static void append_part(kb_req *req, produce_part *p)
     const kp_validate_result *vr = &p->vr;
     bool idempotent = vr->producer_id >= 0 && vr->base_sequence >= 0;
     bool transactional = (vr->attributes & KP_BATCH_ATTR_TRANSACTIONAL) != 0;
+    if (transactional && !p->verified && (pr->error_code = coordinator_ready(req)) != KP_ERR_NONE)
+        return;
     if (transactional && !p->verified &&
         (pr->error_code = kb_txn_coord_verify(req->broker,
                                            ((const kp_produce_req *)req->request)->transactional_id,

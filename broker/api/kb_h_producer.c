@@ -1,10 +1,20 @@
 /* Handler for InitProducerId: a fresh id for an idempotent producer, or the
  * transaction coordinator's answer (kb_txn.h) for a transactional one. */
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
+#include "kb_coord_ack.h"
 #include "kb_config.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
 #include "kb_txn_coord.h"
+
+static void init_failed(kb_req *req, int16_t err)
+{
+    kp_init_producer_id_resp *rs = req->response;
+    rs->error_code = err;
+    rs->producer_id = -1;
+    rs->producer_epoch = -1;
+}
 
 kp_err kb_h_init_producer_id(kb_req *req, const kp_init_producer_id_req *rq,
                              kp_init_producer_id_resp *rs)
@@ -24,6 +34,14 @@ kp_err kb_h_init_producer_id(kb_req *req, const kp_init_producer_id_req *rq,
         rs->producer_epoch = -1;
         return KP_ERR_NONE;
     }
+    if (rq->transactional_id.len >= 0 &&
+        (denied = kb_cv_check_coordinator(req, KB_TXN_COORD_STATE_TOPIC, rq->transactional_id)) !=
+            KP_ERR_NONE) {
+        rs->error_code = denied;
+        rs->producer_id = -1;
+        rs->producer_epoch = -1;
+        return KP_ERR_NONE;
+    }
     if (rq->transactional_id.len >= 0) {
         kp_err e = kb_txn_init_producer(kb_txn_coord_txns(req->broker), rq->transactional_id,
                                         rq->transaction_timeout_ms, rq->producer_id,
@@ -32,7 +50,9 @@ kp_err kb_h_init_producer_id(kb_req *req, const kp_init_producer_id_req *rq,
         if (e == KP_ERR_PRODUCER_FENCED && req->api_version < 4)
             e = KP_ERR_INVALID_PRODUCER_EPOCH;
         rs->error_code = kp_err_to_wire(e);
-        return KP_ERR_NONE;
+        /* answered once the ISR has the id's record */
+        return e == KP_ERR_NONE ? kb_coord_ack_txn(req, rq->transactional_id, init_failed)
+                                : KP_ERR_NONE;
     }
     /* Without a transactional id Kafka always hands out a fresh id, epoch 0. */
     kp_err e = kb_txn_coord_next_pid(req->broker, &rs->producer_id);

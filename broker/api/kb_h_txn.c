@@ -8,6 +8,7 @@
 #include "kb_authz.h"
 #include "kb_cluster_view.h"
 #include "kb_config.h"
+#include "kb_coord_ack.h"
 #include "kb_consumer_group.h"
 #include "kb_context.h"
 #include "kb_dispatch.h"
@@ -116,6 +117,11 @@ static void add_run(kb_req *req, const add_job *j)
 {
     int32_t total;
     int32_t missing = add_alloc(req, j, &total);
+    int16_t coord = kb_cv_check_coordinator(req, KB_TXN_COORD_STATE_TOPIC, j->id);
+    if (missing >= 0 && coord != KP_ERR_NONE) {
+        add_set_all(j, coord, true);
+        return;
+    }
     if (missing != 0) {
         /* Kafka adds nothing when any partition is unknown. */
         add_set_all(j, missing < 0 ? KP_ERR_UNKNOWN_SERVER_ERROR : KP_ERR_OPERATION_NOT_ATTEMPTED,
@@ -142,6 +148,24 @@ static void add_run(kb_req *req, const add_job *j)
     add_set_all(j, fenced_for(req, 2, e), true);
 }
 
+/* Whether every partition of j was added. */
+static bool add_ok(const add_job *j)
+{
+    for (int32_t i = 0; i < *j->nresults; i++)
+        for (int32_t k = 0; k < (*j->results)[i].results_by_partition.n; k++)
+            if ((*j->results)[i].results_by_partition.v[k].partition_error_code != KP_ERR_NONE)
+                return false;
+    return true;
+}
+
+static void add_v3_failed(kb_req *req, int16_t err)
+{
+    kp_add_partitions_to_txn_resp *rs = req->response;
+    add_job j = {.nresults = &rs->results_by_topic_v3_and_below.n,
+                 .results = &rs->results_by_topic_v3_and_below.v};
+    add_set_all(&j, err, true);
+}
+
 kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_req *rq,
                                   kp_add_partitions_to_txn_resp *rs)
 {
@@ -158,7 +182,8 @@ kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_re
             return KP_ERR_NONE;
         }
         add_run(req, &j);
-        return KP_ERR_NONE;
+        /* answered once the ISR has the transaction's record */
+        return add_ok(&j) ? kb_coord_ack_txn(req, j.id, add_v3_failed) : KP_ERR_NONE;
     }
     if (!KB_ARRAY_ALLOC(req, rs->results_by_transaction, rq->transactions.n))
         return KP_ERR__NOMEM;
@@ -179,6 +204,11 @@ kp_err kb_h_add_partitions_to_txn(kb_req *req, const kp_add_partitions_to_txn_re
 
 /* ---- AddOffsetsToTxn and EndTxn ----------------------------------------- */
 
+static void add_offsets_failed(kb_req *req, int16_t err)
+{
+    ((kp_add_offsets_to_txn_resp *)req->response)->error_code = err;
+}
+
 kp_err kb_h_add_offsets_to_txn(kb_req *req, const kp_add_offsets_to_txn_req *rq,
                                kp_add_offsets_to_txn_resp *rs)
 {
@@ -191,6 +221,9 @@ kp_err kb_h_add_offsets_to_txn(kb_req *req, const kp_add_offsets_to_txn_req *rq,
         return KP_ERR_NONE;
     }
     kb_topic *t;
+    rs->error_code = kb_cv_check_coordinator(req, KB_TXN_COORD_STATE_TOPIC, rq->transactional_id);
+    if (rs->error_code != KP_ERR_NONE)
+        return KP_ERR_NONE;
     if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE) {
         rs->error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
         return KP_ERR_NONE;
@@ -201,7 +234,13 @@ kp_err kb_h_add_offsets_to_txn(kb_req *req, const kp_add_offsets_to_txn_req *rq,
     kp_err e = kb_txn_add_partitions(kb_txn_coord_txns(req->broker), rq->transactional_id,
                                      rq->producer_id, rq->producer_epoch, &tp, 1);
     rs->error_code = fenced_for(req, 2, e);
-    return KP_ERR_NONE;
+    return e == KP_ERR_NONE ? kb_coord_ack_txn(req, rq->transactional_id, add_offsets_failed)
+                            : KP_ERR_NONE;
+}
+
+static void end_failed(kb_req *req, int16_t err)
+{
+    ((kp_end_txn_resp *)req->response)->error_code = err;
 }
 
 kp_err kb_h_end_txn(kb_req *req, const kp_end_txn_req *rq, kp_end_txn_resp *rs)
@@ -210,13 +249,18 @@ kp_err kb_h_end_txn(kb_req *req, const kp_end_txn_req *rq, kp_end_txn_resp *rs)
         rs->error_code = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         return KP_ERR_NONE;
     }
+    rs->error_code = kb_cv_check_coordinator(req, KB_TXN_COORD_STATE_TOPIC, rq->transactional_id);
+    if (rs->error_code != KP_ERR_NONE)
+        return KP_ERR_NONE;
     /* v5 is transactions v2: the epoch is bumped and the new one answered. */
     int16_t tv = req->api_version >= 5 ? KB_TXN_TV2 : KB_TXN_TV1;
     kp_err e = kb_txn_end_tv(kb_txn_coord_txns(req->broker), rq->transactional_id, rq->producer_id,
                              rq->producer_epoch, rq->committed, tv, &rs->producer_id,
                              &rs->producer_epoch);
     rs->error_code = fenced_for(req, 2, e);
-    return KP_ERR_NONE;
+    /* answered once the ISR has the Prepare* record (the markers follow) */
+    return e == KP_ERR_NONE ? kb_coord_ack_txn(req, rq->transactional_id, end_failed)
+                            : KP_ERR_NONE;
 }
 
 /* ---- DescribeTransactions and ListTransactions -------------------------- */
@@ -262,6 +306,9 @@ kp_err kb_h_describe_transactions(kb_req *req, const kp_describe_transactions_re
             out->error_code = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         } else if (out->transactional_id.len <= 0) {
             out->error_code = KP_ERR_INVALID_REQUEST;
+        } else if ((out->error_code = kb_cv_check_coordinator(
+                        req, KB_TXN_COORD_STATE_TOPIC, out->transactional_id)) != KP_ERR_NONE) {
+            continue;
         } else if (t == NULL || t->m.state == KB_TXN_DEAD) {
             out->error_code = KP_ERR_TRANSACTIONAL_ID_NOT_FOUND;
         } else {

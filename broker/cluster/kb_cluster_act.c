@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb_coord_load.h"
+#include "kb_group_coord.h"
 #include "kb_log.h"
 #include "kb_loop.h"
 #include "kb_partition_dirs.h"
@@ -10,6 +12,7 @@
 #include "kb_replica.h"
 #include "kb_replica_fetch.h"
 #include "kb_topics.h"
+#include "kb_txn_coord.h"
 #include "kb_uuid.h"
 
 #define MAX_DIRTY 4096 /* topics gathered before the timer runs; more: all */
@@ -59,8 +62,19 @@ static kb_topic_config *configs_of(const kb_mi_topic *t)
     return c;
 }
 
+/* A partition of an internal topic: its coordinator loads its state when
+ * this broker leads it, and drops it when it no longer does. */
+static void move_coordinator(kb_cluster_act *a, const kb_mi_topic *t, int32_t p, bool leads)
+{
+    if (strcmp(t->name, KB_GROUP_COORD_OFFSETS_TOPIC) == 0)
+        kb_coord_parts_move(kb_group_coord_parts(a->b), p, leads);
+    else if (strcmp(t->name, KB_TXN_COORD_STATE_TOPIC) == 0)
+        kb_coord_parts_move(kb_txn_coord_parts(a->b), p, leads);
+}
+
 /* The local copy follows the image: leader epochs, the replication state
- * (leader, ISR), and a fetcher for each partition another broker leads. */
+ * (leader, ISR), a fetcher for each partition another broker leads, and
+ * the coordinators of internal topics their partitions' leadership. */
 static void sync_partitions(kb_cluster_act *a, kb_topic *local, const kb_mi_topic *t)
 {
     for (int32_t p = 0; p < local->npartitions && p < t->n_parts; p++) {
@@ -80,6 +94,7 @@ static void sync_partitions(kb_cluster_act *a, kb_topic *local, const kb_mi_topi
         else if (hosted && log != NULL && ks_log_high_watermark(log) > hw)
             kb_partition_log_appended(a->b, local, p); /* a smaller ISR moved it: wake readers */
         kb_replica_fetch_follow(a->fetch, local, p, hosted ? mp->leader : -1, mp->leader_epoch);
+        move_coordinator(a, t, p, hosted && mp->leader == a->node);
     }
 }
 

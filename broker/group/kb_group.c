@@ -169,6 +169,22 @@ void kb_groups_remove(kb_groups *gs, kb_group *g)
     group_free(g);
 }
 
+static void finish_join_err(kb_groups *gs, const kb_group *g, kb_group_member *m, kp_err err,
+                            const char *member_id);
+static void finish_sync(kb_groups *gs, const kb_group *g, kb_group_member *m, kp_err err);
+
+void kb_groups_unload(kb_groups *gs, kb_group *g, kp_err err)
+{
+    for (int32_t i = 0; i < g->nmembers; i++) {
+        kb_group_member *m = g->members[i];
+        if (m->join_waiter != NULL)
+            finish_join_err(gs, g, m, err, m->member_id);
+        if (m->sync_waiter != NULL)
+            finish_sync(gs, g, m, err);
+    }
+    kb_groups_remove(gs, g);
+}
+
 void kb_groups_free(kb_groups *gs)
 {
     if (gs == NULL)

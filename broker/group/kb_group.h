@@ -180,6 +180,9 @@ kb_group *kb_groups_find(const kb_groups *gs, kp_str id);
 kp_err kb_groups_get(kb_groups *gs, kp_str id, kb_group **out);
 /* Marks the group DEAD and frees it (only EMPTY or DEAD groups). */
 void kb_groups_remove(kb_groups *gs, kb_group *g);
+/* The same for a group whose coordinator moved away: every parked
+ * JoinGroup and SyncGroup of it is answered err first (NOT_COORDINATOR). */
+void kb_groups_unload(kb_groups *gs, kb_group *g, kp_err err);
 size_t kb_groups_count(const kb_groups *gs);
 /* Iterates: *cursor = 0 first; NULL after the last group. */
 kb_group *kb_groups_next(const kb_groups *gs, size_t *cursor);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "kb_consumer_group.h"
+#include "kb_coord_load.h"
 #include "kb_consumer_group_rec.h"
 #include "kb_share_group.h"
 #include "kb_share_partition.h"
@@ -41,6 +42,8 @@ struct kb_group_coord {
     txn_offset *pending;
     size_t npending;
     kb_lag *lag; /* lag per group and partition (kb_lag.h) */
+    bool cluster;          /* cluster mode: groups follow the partitions' leadership */
+    kb_coord_parts parts;  /* cluster mode: the partitions led here and their loads */
 };
 
 kb_lag *kb_group_coord_lag(kb_broker *b)
@@ -800,14 +803,24 @@ static kp_err load_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch,
     return kb_batch_each_record(h, batch, len, load_record, ld);
 }
 
-/* Drops groups the log left with nothing; arms the timers of the rest. */
-static void load_finish(kb_group_coord *c)
+/* The partition of __consumer_offsets that holds group id (-1: no topic). */
+static int32_t partition_of(const kb_group_coord *c, const char *id)
+{
+    kb_topic *t = kb_topics_find(c->b->topics, KP_STR_LIT(KB_GROUP_COORD_OFFSETS_TOPIC));
+    return t != NULL ? kb_offsets_partition_for(kp_str_from(id), t->npartitions) : -1;
+}
+
+/* Drops groups the log left with nothing; arms the timers of the rest
+ * (only the groups of partition only, when only >= 0). */
+static void load_finish(kb_group_coord *c, int32_t only)
 {
     int64_t now = kb_loop_now_ms(c->b->loop);
     size_t cur = 0;
     kb_group *g;
     kb_consumer_group_env env;
     while ((g = kb_groups_next(c->groups, &cur)) != NULL) {
+        if (only >= 0 && partition_of(c, g->id) != only)
+            continue;
         if (g->cg != NULL)
             kb_group_coord_cgroup_env_for(c->b, g, &env);
         if (g->nmembers == 0 && !g->persisted && kb_offset_map_count(&g->offsets) == 0 && g->cg == NULL)
@@ -839,10 +852,67 @@ static kp_err load_all(kb_group_coord *c, char *err, size_t errlen)
             return KP_ERR__IO;
         }
     }
-    load_finish(c);
+    load_finish(c, -1);
     KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"groups loaded\" groups=%zu records=%lld skipped=%lld",
            kb_groups_count(c->groups), (long long)ld.records, (long long)ld.skipped);
     return KP_ERR_NONE;
+}
+
+/* ---- cluster mode: partitions that move ------------------------------- */
+
+/* Drops the groups of partition p and what open transactions hold there:
+ * another broker coordinates them now (parked joins and syncs answer
+ * NOT_COORDINATOR). */
+static void unload_partition(void *arg, int32_t p)
+{
+    kb_group_coord *c = arg;
+    size_t cur = 0, n = 0;
+    kb_group **mine = calloc(kb_groups_count(c->groups) + 1, sizeof(*mine));
+    for (kb_group *g; mine != NULL && (g = kb_groups_next(c->groups, &cur)) != NULL;)
+        if (partition_of(c, g->id) == p)
+            mine[n++] = g;
+    for (size_t i = 0; i < n; i++) {
+        kb_timer_disarm(c->b->loop, &mine[i]->timer);
+        kb_groups_unload(c->groups, mine[i], KP_ERR_NOT_COORDINATOR);
+    }
+    free(mine);
+    for (txn_offset **xp = &c->pending; *xp != NULL;) {
+        txn_offset *x = *xp;
+        if (x->partition != p) {
+            xp = &x->next;
+            continue;
+        }
+        *xp = x->next;
+        c->npending--;
+        txn_offset_free(x);
+    }
+    KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"groups unloaded\" partition=%d groups=%zu", p, n);
+}
+
+static void *load_begin(void *arg, int32_t p)
+{
+    kb_group_coord *c = arg;
+    loader *ld = calloc(1, sizeof(*ld));
+    if (ld != NULL)
+        *ld = (loader){.c = c, .now = kb_loop_now_ms(c->b->loop), .partition = p,
+                       .producer_id = -1};
+    return ld;
+}
+
+static void load_end(void *arg, void *state, int32_t p, kp_err err)
+{
+    kb_group_coord *c = arg;
+    if (err == KP_ERR_NONE)
+        load_finish(c, p);
+    else
+        unload_partition(c, p);
+    free(state);
+}
+
+kb_coord_parts *kb_group_coord_parts(kb_broker *b)
+{
+    kb_group_coord *c = b->group_coord;
+    return c != NULL && c->cluster ? &c->parts : NULL;
 }
 
 /* ---- start and stop ----------------------------------------------------- */
@@ -881,7 +951,15 @@ kp_err kb_group_coord_start(kb_broker *b, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return KP_ERR__NOMEM;
     }
-    return load_all(c, err, errlen);
+    if (!kb_config_cluster_mode(cfg))
+        return load_all(c, err, errlen);
+    /* cluster mode: the groups of a partition load when this broker leads it */
+    c->cluster = true;
+    c->parts = (kb_coord_parts){.b = b, .topic = KB_GROUP_COORD_OFFSETS_TOPIC,
+                                .max_batch = LOAD_BATCH_MAX, .begin = load_begin,
+                                .batch = load_batch, .loaded = load_end,
+                                .unload = unload_partition, .arg = c};
+    return KP_ERR_NONE;
 }
 
 void kb_group_coord_stop(kb_broker *b)
@@ -893,6 +971,7 @@ void kb_group_coord_stop(kb_broker *b)
     for (kb_group *g; c->groups != NULL && (g = kb_groups_next(c->groups, &cur)) != NULL;)
         kb_timer_disarm(b->loop, &g->timer);
     kb_timer_disarm(b->loop, &c->expiry);
+    kb_coord_parts_fini(&c->parts);
     kb_lag_stop(b, c->lag);
     while (c->pending != NULL) {
         txn_offset *x = c->pending;

@@ -6,7 +6,9 @@
  * Job: own the group registry; arm each group's timer at its next deadline;
  * write offset commits, group metadata and tombstones as records (kb_offsets
  * formats) to the group's partition of __consumer_offsets before anything is
- * acknowledged; rebuild every group from that topic at start-up; expire the
+ * acknowledged; rebuild every group from that topic at start-up (in cluster
+ * mode: the groups of a partition when this broker becomes its leader, and
+ * drop them when it stops being it, kb_group_coord_parts); expire the
  * offsets of empty groups after offsets.retention.minutes; drop every
  * group's offsets of a deleted topic.
  *
@@ -26,6 +28,9 @@
  *   4. Offsets committed in a transaction are in the log as a transactional
  *      batch but reach a group's map only once the commit marker follows
  *      (at runtime kb_group_coord_txn_end, at start-up the marker in the log).
+ *   5. Cluster mode: the registry holds only groups of partitions this
+ *      broker leads and has loaded or is loading; requests reach a group
+ *      only once its partition is loaded (kb_cv_check_coordinator).
  *
  * Ownership: the coordinator (b->group_coord) owns the registry; kb_group_coord_stop
  * frees it after the server stopped (parked requests are gone by then).
@@ -64,6 +69,12 @@ kp_err kb_group_coord_start(kb_broker *b, char *err, size_t errlen);
 void kb_group_coord_stop(kb_broker *b);
 
 kb_groups *kb_group_coord_groups(kb_broker *b);
+
+/* Cluster mode: the partitions of __consumer_offsets this broker leads, as
+ * the image moves them (kb_coord_load.h: a partition's groups load, in
+ * bounded steps, when it is elected here, and are dropped when it leaves);
+ * NULL on a single node, where every group is loaded at start-up. */
+struct kb_coord_parts *kb_group_coord_parts(kb_broker *b);
 /* The lag of every group (kb_lag.h). */
 struct kb_lag *kb_group_coord_lag(kb_broker *b);
 /* The KIP-848 consumer groups' view of topics and their settings. */

@@ -25,24 +25,35 @@ static kp_err scan_slice(const ks_io *io, const ks_log_slice *s, kb_scan_cb *cb,
     return KP_ERR_NONE;
 }
 
-kp_err kb_log_scan(const ks_io *io, ks_log *log, int64_t from, kb_scan_cb *cb, void *arg)
+/* Walks the batches from the one holding from up to end, in slices of
+ * slice_bytes, at most max_slices of them (-1: no limit); *next gets the
+ * offset after the last batch walked (from when none). */
+static kp_err scan_range(const ks_io *io, ks_log *log, int64_t from, int64_t end,
+                         int32_t slice_bytes, int max_slices, kb_scan_cb *cb, void *arg,
+                         int64_t *next)
 {
     int64_t off = from > ks_log_start_offset(log) ? from : ks_log_start_offset(log);
-    int64_t end = ks_log_end_offset(log);
     kp_err e = KP_ERR_NONE;
-    while (off < end && e == KP_ERR_NONE) {
+    *next = off;
+    for (int n = 0; off < end && e == KP_ERR_NONE && (max_slices < 0 || n < max_slices); n++) {
         ks_log_slice s;
-        e = ks_log_read(log, off, SCAN_SLICE, end, &s, NULL);
+        e = ks_log_read(log, off, slice_bytes, end, &s, NULL);
         if (e != KP_ERR_NONE || s.range.len == 0)
             break;
-        int64_t next = off;
-        e = scan_slice(io, &s, cb, arg, &next);
+        int64_t after = off;
+        e = scan_slice(io, &s, cb, arg, &after);
         ks_log_slice_release(&s);
-        if (next <= off)
+        if (after <= off)
             break;
-        off = next;
+        off = *next = after;
     }
     return e;
+}
+
+kp_err kb_log_scan(const ks_io *io, ks_log *log, int64_t from, kb_scan_cb *cb, void *arg)
+{
+    int64_t next;
+    return scan_range(io, log, from, ks_log_end_offset(log), SCAN_SLICE, -1, cb, arg, &next);
 }
 
 typedef struct batch_scan {
@@ -75,6 +86,14 @@ kp_err kb_log_scan_batches(const ks_io *io, ks_log *log, size_t max_batch, kb_sc
 {
     batch_scan bs = {io, max_batch, cb, arg};
     return kb_log_scan(io, log, ks_log_start_offset(log), read_whole, &bs);
+}
+
+kp_err kb_log_scan_batches_step(const ks_io *io, ks_log *log, int64_t from, int64_t end,
+                                int32_t step_bytes, size_t max_batch, kb_scan_batch_cb *cb,
+                                void *arg, int64_t *next)
+{
+    batch_scan bs = {io, max_batch, cb, arg};
+    return scan_range(io, log, from, end, step_bytes, 1, read_whole, &bs, next);
 }
 
 kp_err kb_batch_each_record(const kp_batch_hdr *h, const uint8_t *batch, size_t len,

@@ -35,6 +35,15 @@ typedef kp_err kb_scan_batch_cb(void *arg, const kp_batch_hdr *h, const uint8_t 
 kp_err kb_log_scan_batches(const ks_io *io, ks_log *log, size_t max_batch, kb_scan_batch_cb *cb,
                            void *arg);
 
+/* One bounded step of the same walk: the whole batches from the one holding
+ * from (the log start when below it) and below end (exclusive; pass the
+ * high watermark), about step_bytes of them (at least one batch); *next
+ * gets the offset after the last one visited (from when none: the walk is
+ * over or stuck). A caller resumes with from = *next until *next >= end. */
+kp_err kb_log_scan_batches_step(const ks_io *io, ks_log *log, int64_t from, int64_t end,
+                                int32_t step_bytes, size_t max_batch, kb_scan_batch_cb *cb,
+                                void *arg, int64_t *next);
+
 /* Calls cb for each record of an uncompressed whole batch (as handed to a
  * kb_scan_batch_cb), with a scratch arena reset between records; stops at
  * the callback's first error or KP_ERR__CORRUPT. */

@@ -113,6 +113,11 @@ static void remove_txn(kb_txns *ts, kb_txn *t)
         txn_free(t);
 }
 
+void kb_txns_remove(kb_txns *ts, kb_txn *t)
+{
+    remove_txn(ts, t);
+}
+
 /* ---- partitions --------------------------------------------------------- */
 
 static int tp_cmp(const void *a, const void *b)

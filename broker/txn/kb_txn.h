@@ -123,6 +123,8 @@ kb_txn *kb_txns_find(const kb_txns *ts, kp_str id);
 /* The transaction whose current producer id is pid (a linear scan). */
 kb_txn *kb_txns_find_pid(const kb_txns *ts, int64_t pid);
 size_t kb_txns_count(const kb_txns *ts);
+/* Forgets t (its coordinator moved to another broker); nothing is written. */
+void kb_txns_remove(kb_txns *ts, kb_txn *t);
 /* Iterates: start with *cursor = 0; NULL after the last. */
 kb_txn *kb_txns_next(const kb_txns *ts, size_t *cursor);
 

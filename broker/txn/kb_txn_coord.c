@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kb_coord_load.h"
 #include "kb_group_coord.h"
 #include "kb_log.h"
 #include "kb_logscan.h"
@@ -13,6 +14,7 @@
 #include "kb_producer_state.h"
 #include "kb_partition_log.h"
 #include "kb_partition_txn.h"
+#include "kb_replica.h"
 #include "kp_batch.h"
 #include "kp_records.h"
 #include "ks_io.h"
@@ -40,6 +42,10 @@ typedef struct marker_job {
     kb_txn_tp *parts; /* topics owned */
     uint8_t *state;   /* MK_* per partition */
     int32_t sent;     /* callbacks owed */
+    int32_t state_p;     /* the id's partition of __transaction_state */
+    int64_t prepare_end; /* its log end after the Prepare* record */
+    kb_hw_waiter hw;     /* linked while the ISR does not have that record yet */
+    kb_topic *hw_topic;  /* the topic hw is linked on */
 } marker_job;
 
 typedef struct marker_ref {
@@ -57,6 +63,8 @@ struct kb_txn_coord {
     /* cluster mode: producer id blocks from the controller */
     int64_t spare_start, spare_end; /* the prefetched next block; empty when equal */
     kb_timer pid_retry;
+    bool cluster;         /* cluster mode: ids follow the partitions' leadership */
+    kb_coord_parts parts; /* cluster mode: the partitions led here and their loads */
 };
 
 kb_txns *kb_txn_coord_txns(kb_broker *b)
@@ -382,6 +390,8 @@ static kp_err local_markers(kb_broker *b, const kb_txn *txn, bool commit)
 
 static void job_free(marker_job *j)
 {
+    if (j->hw_topic != NULL && j->hw.linked)
+        kb_replica_wait_cancel(j->hw_topic, j->state_p, &j->hw);
     for (int32_t i = 0; i < j->n; i++)
         free((char *)j->parts[i].topic);
     free(j->parts);
@@ -444,11 +454,47 @@ static void on_remote_marker(void *arg, int16_t error)
         (void)kb_timer_arm(c->b->loop, &c->retry, 100);
 }
 
+static void job_pump(kb_txn_coord *c, marker_job *j);
+
+static void on_prepare_hw(kb_hw_waiter *w, int16_t err)
+{
+    marker_job *j = w->arg;
+    j->hw_topic = NULL;
+    if (err != KP_ERR_NONE)
+        return; /* no longer the leader: the partition unloads, retiring j */
+    job_pump(j->c, j);
+    if (job_done(j))
+        (void)kb_timer_arm(j->c->b->loop, &j->c->complete, 0);
+}
+
+/* Markers go out only once the ISR has the Prepare* record announcing them,
+ * as Kafka's coordinator sends them after that append completed: a
+ * coordinator that dies first leaves no marker its successor (which then
+ * finds the transaction Ongoing) could contradict. */
+static bool prepare_replicated(kb_txn_coord *c, marker_job *j)
+{
+    if (j->hw.linked)
+        return false;
+    kb_topic *t;
+    if (kb_txn_coord_state_topic(c->b, &t) != KP_ERR_NONE || j->state_p >= t->npartitions)
+        return true;
+    ks_log *log = t->partitions[j->state_p].log;
+    if (log == NULL || ks_log_high_watermark(log) >= j->prepare_end)
+        return true;
+    j->hw = (kb_hw_waiter){.offset = j->prepare_end, .fn = on_prepare_hw, .arg = j};
+    if (!kb_replica_wait_hw(t, j->state_p, &j->hw))
+        return true;
+    j->hw_topic = t;
+    return false;
+}
+
 /* Writes or sends every marker of j still to do. */
 static void job_pump(kb_txn_coord *c, marker_job *j)
 {
     kb_broker *b = c->b;
     bool again = false;
+    if (!prepare_replicated(c, j))
+        return;
     for (int32_t i = 0; i < j->n; i++) {
         if (j->state[i] != MK_TODO)
             continue;
@@ -538,6 +584,9 @@ static marker_job *job_new(kb_txn_coord *c, const kb_txn *txn, bool commit)
     if (kb_txn_coord_state_topic(c->b, &state) == KP_ERR_NONE) {
         int32_t sp = kb_offsets_partition_for(kp_str_from(txn->id), state->npartitions);
         j->coordinator_epoch = state->partitions[sp].leader_epoch;
+        j->state_p = sp;
+        ks_log *log = state->partitions[sp].log;
+        j->prepare_end = log != NULL ? ks_log_end_offset(log) : 0;
     }
     j->next = c->jobs;
     c->jobs = j;
@@ -708,6 +757,65 @@ static kp_err load_all(kb_txn_coord *c, char *err, size_t errlen)
     return KP_ERR_NONE;
 }
 
+/* ---- cluster mode: partitions that move ------------------------------- */
+
+/* The partition of __transaction_state that holds id (-1: no topic). */
+static int32_t partition_of(const kb_txn_coord *c, const char *id)
+{
+    kb_topic *t = kb_topics_find(c->b->topics, KP_STR_LIT(KB_TXN_COORD_STATE_TOPIC));
+    return t != NULL ? kb_offsets_partition_for(kp_str_from(id), t->npartitions) : -1;
+}
+
+/* Drops the transactional ids of partition p and their marker jobs: another
+ * broker coordinates them now and completes what they left in Prepare*. */
+static void unload_partition(void *arg, int32_t p)
+{
+    kb_txn_coord *c = arg;
+    for (marker_job *j = c->jobs, *next; j != NULL; j = next) {
+        next = j->next;
+        if (partition_of(c, j->id) == p)
+            job_retire(c, j);
+    }
+    size_t cur = 0, n = 0;
+    kb_txn **mine = calloc(kb_txns_count(c->txns) + 1, sizeof(*mine));
+    for (kb_txn *t; mine != NULL && (t = kb_txns_next(c->txns, &cur)) != NULL;)
+        if (partition_of(c, t->id) == p)
+            mine[n++] = t;
+    for (size_t i = 0; i < n; i++)
+        kb_txns_remove(c->txns, mine[i]);
+    free(mine);
+    KB_LOG(KB_LL_INFO, KB_SUB_GROUP, "msg=\"transactional ids unloaded\" partition=%d "
+           "transactional_ids=%zu", p, n);
+}
+
+static void *load_begin(void *arg, int32_t p)
+{
+    (void)p;
+    loader *ld = calloc(1, sizeof(*ld));
+    if (ld != NULL)
+        ld->c = arg;
+    return ld;
+}
+
+/* A partition loaded: what it left in Prepare* is completed (its markers
+ * written), as Kafka's coordinator does on load; Ongoing transactions are
+ * aborted once past their timeout by the tick. */
+static void load_end(void *arg, void *state, int32_t p, kp_err err)
+{
+    kb_txn_coord *c = arg;
+    if (err == KP_ERR_NONE)
+        kb_txns_load_done(c->txns);
+    else
+        unload_partition(c, p);
+    free(state);
+}
+
+kb_coord_parts *kb_txn_coord_parts(kb_broker *b)
+{
+    kb_txn_coord *c = b->txn_coord;
+    return c != NULL && c->cluster ? &c->parts : NULL;
+}
+
 /* ---- start and stop ----------------------------------------------------- */
 
 kp_err kb_txn_coord_start(kb_broker *b, char *err, size_t errlen)
@@ -741,7 +849,15 @@ kp_err kb_txn_coord_start(kb_broker *b, char *err, size_t errlen)
     (void)kb_timer_arm(b->loop, &c->tick,
                        b->cfg->transaction_abort_timed_out_transaction_cleanup_interval_ms);
     kb_partition_log_set_loaded_hook(b, on_logs_loaded, c);
-    return load_all(c, err, errlen);
+    if (!kb_config_cluster_mode(b->cfg))
+        return load_all(c, err, errlen);
+    /* cluster mode: the ids of a partition load when this broker leads it */
+    c->cluster = true;
+    c->parts = (kb_coord_parts){.b = b, .topic = KB_TXN_COORD_STATE_TOPIC,
+                                .max_batch = LOAD_BATCH_MAX, .begin = load_begin,
+                                .batch = load_batch, .loaded = load_end,
+                                .unload = unload_partition, .arg = c};
+    return KP_ERR_NONE;
 }
 
 void kb_txn_coord_stop(kb_broker *b)
@@ -753,6 +869,7 @@ void kb_txn_coord_stop(kb_broker *b)
     kb_timer_disarm(b->loop, &c->retry);
     kb_timer_disarm(b->loop, &c->complete);
     kb_timer_disarm(b->loop, &c->pid_retry);
+    kb_coord_parts_fini(&c->parts);
     while (c->jobs != NULL) { /* the inter-broker connections are gone: nothing is owed */
         marker_job *j = c->jobs;
         c->jobs = j->next;

@@ -12,7 +12,10 @@
  * (kb_partition_txn.h) and, for __consumer_offsets, the group coordinator; abort
  * timed-out transactions every
  * transaction.abort.timed.out.transaction.cleanup.interval.ms; rebuild the
- * state from __transaction_state at start-up; hand out producer ids from
+ * state from __transaction_state at start-up (in cluster mode: a
+ * partition's ids when this broker becomes its leader, dropped when it
+ * stops being it, kb_txn_coord_parts; markers only once the Prepare*
+ * record is replicated); hand out producer ids from
  * blocks reserved durably in the log dir.
  *
  * Invariants:
@@ -48,6 +51,13 @@ kp_err kb_txn_coord_start(kb_broker *b, char *err, size_t errlen);
 void kb_txn_coord_stop(kb_broker *b);
 
 kb_txns *kb_txn_coord_txns(kb_broker *b);
+
+/* Cluster mode: the partitions of __transaction_state this broker leads,
+ * as the image moves them (kb_coord_load.h: a partition's transactional ids
+ * load, in bounded steps, when it is elected here, and what they left in
+ * Prepare* completes; they and their marker jobs are dropped when it
+ * leaves); NULL on a single node, where every id is loaded at start-up. */
+struct kb_coord_parts *kb_txn_coord_parts(kb_broker *b);
 
 /* The next producer id (idempotent and transactional producers alike). */
 kp_err kb_txn_coord_next_pid(kb_broker *b, int64_t *pid);

@@ -10,6 +10,7 @@
 
 #include "broker_suites.h"
 #include "kb_producer_state.h"
+#include "kb_logscan.h"
 #include "kb_partition_load.h"
 #include "kp_records.h"
 #include "ks_log.h"
@@ -112,16 +113,25 @@ void append_idempotent(ks_log *log, int64_t pid, int16_t epoch, int32_t seq, int
     free(batch);
 }
 
-START_TEST(test_pidstate_rebuilt_from_log)
+/* A fresh log "t" partition 0 in a new temporary directory dir (a
+ * mkdtemp template). */
+static ks_log *temp_log(char *dir, ks_io *io)
 {
-    char dir[] = "/tmp/runnel-pidstate-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    ks_io io = ks_io_posix();
+    *io = ks_io_posix();
     ks_log_config cfg;
     ks_log_config_default(&cfg);
     ks_log_open_args args = {-1, -1, false, 1000};
     ks_log *log;
-    ck_assert_int_eq(ks_log_open(&io, dir, "t", 0, &cfg, &args, &log, NULL, NULL), KP_ERR_NONE);
+    ck_assert_int_eq(ks_log_open(io, dir, "t", 0, &cfg, &args, &log, NULL, NULL), KP_ERR_NONE);
+    return log;
+}
+
+START_TEST(test_pidstate_rebuilt_from_log)
+{
+    char dir[] = "/tmp/runnel-pidstate-XXXXXX";
+    ks_io io;
+    ks_log *log = temp_log(dir, &io);
     for (int32_t s = 0; s < 40; s += 4)
         append_idempotent(log, 42, 1, s, 4);
     append_idempotent(log, -1, -1, -1, 3); /* not idempotent: ignored */
@@ -216,6 +226,57 @@ START_TEST(test_pidstate_loaded_on_a_helper_thread)
 }
 END_TEST
 
+typedef struct seen {
+    int64_t base[32];
+    int n;
+} seen;
+
+static kp_err note_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch, size_t len)
+{
+    seen *s = arg;
+    ck_assert_ptr_nonnull(batch);
+    ck_assert_int_eq((int64_t)len, kp_batch_total_size(h));
+    ck_assert_int_lt(s->n, 32);
+    s->base[s->n++] = h->base_offset;
+    return KP_ERR_NONE;
+}
+
+/* A coordinator's load (kb_coord_load) walks its partition in bounded
+ * steps: each step resumes where the last ended and none passes end. */
+START_TEST(test_logscan_steps_resume_and_stop_at_end)
+{
+    char dir[] = "/tmp/runnel-logscan-XXXXXX";
+    ks_io io;
+    ks_log *log = temp_log(dir, &io);
+    for (int i = 0; i < 10; i++)
+        append_idempotent(log, -1, -1, -1, 2); /* offsets 2i, 2i + 1 */
+    seen s = {.n = 0};
+    int64_t from = 0, next = -1;
+    int steps = 0;
+    for (; steps < 20; steps++, from = next) {
+        ck_assert_int_eq(kb_log_scan_batches_step(&io, log, from, 10, 1, 1 << 20, note_batch, &s,
+                                                  &next),
+                         KP_ERR_NONE);
+        if (next == from)
+            break;
+    }
+    ck_assert_int_eq(steps, 5); /* one batch per step: 0, 2, 4, 6, 8 */
+    ck_assert_int_eq(next, 10);
+    ck_assert_int_eq(s.n, 5);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(s.base[i], 2 * i);
+    /* a large step takes the rest at once, up to the log end */
+    ck_assert_int_eq(kb_log_scan_batches_step(&io, log, 10, 20, 1 << 20, 1 << 20, note_batch, &s,
+                                              &next),
+                     KP_ERR_NONE);
+    ck_assert_int_eq(next, 20);
+    ck_assert_int_eq(s.n, 10);
+    ck_assert_int_eq(s.base[9], 18);
+    ck_assert_int_eq(ks_log_delete(log, NULL), KP_ERR_NONE);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *pidstate_suite(void)
 {
     Suite *s = suite_create("pidstate");
@@ -228,6 +289,7 @@ Suite *pidstate_suite(void)
     tcase_add_test(tc, test_pidstate_marker_is_last);
     tcase_add_test(tc, test_pidstate_rebuilt_from_log);
     tcase_add_test(tc, test_pidstate_loaded_on_a_helper_thread);
+    tcase_add_test(tc, test_logscan_steps_resume_and_stop_at_end);
     suite_add_tcase(s, tc);
     return s;
 }
