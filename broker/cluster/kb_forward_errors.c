@@ -138,7 +138,9 @@ static void elect_leaders(kb_req *req, int16_t code)
 
 static void alter_reassignments(kb_req *req, int16_t code)
 {
+    const kp_alter_partition_reassignments_req *rq = req->request;
     kp_alter_partition_reassignments_resp *rs = req->response;
+    rs->allow_replication_factor_change = rq->allow_replication_factor_change;
     rs->error_code = code;
     rs->error_message = message_for(code);
 }
