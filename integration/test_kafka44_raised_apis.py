@@ -1,5 +1,6 @@
-"""Topics named by ID (Produce v13, OffsetCommit v10, OffsetFetch v10,
-TxnOffsetCommit v6) and AlterPartitionReassignments v1, on the wire, each
+"""The APIs raised to Kafka 4.4.0's versions: topics named by ID (Produce
+v13, OffsetCommit v10, OffsetFetch v10, TxnOffsetCommit v6),
+AlterPartitionReassignments v1 and UnregisterBroker v0, on the wire, each
 request sent as the same bytes to Runnel and to a Kafka 4.4.0 node (combined
 mode, from integration/.deps/jars-4.4, on ephemeral ports), the answers
 compared field by field:
@@ -14,7 +15,10 @@ compared field by field:
   UNKNOWN_TOPIC_ID for an unknown one;
 - AlterPartitionReassignments v1 with AllowReplicationFactorChange false: the
   flag echoed; the replica set the partition has is accepted, a target with an
-  unregistered broker refused with Kafka's message.
+  unregistered broker refused with Kafka's message;
+- UnregisterBroker for an id no broker has: BROKER_ID_NOT_REGISTERED and the
+  controller's message; for the node's own id: accepted (last, since Kafka's
+  node registers again afterwards).
 
 Topic IDs differ between the two brokers (each made its own), so each is
 compared as "the topic's ID" or "the unknown ID".
@@ -35,8 +39,8 @@ from kafka_real import KafkaReal
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
 PRODUCE, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, INIT_PRODUCER_ID = 0, 8, 9, 10, 22
-TXN_OFFSET_COMMIT, CREATE_TOPICS, ALTER_REASSIGNMENTS = 28, 19, 45
-NONE, UNKNOWN_TOPIC_ID, INVALID_REPLICA_ASSIGNMENT = 0, 100, 39
+TXN_OFFSET_COMMIT, CREATE_TOPICS, ALTER_REASSIGNMENTS, UNREGISTER_BROKER = 28, 19, 45, 64
+NONE, UNKNOWN_TOPIC_ID, INVALID_REPLICA_ASSIGNMENT, BROKER_ID_NOT_REGISTERED = 0, 100, 39, 102
 RETRIABLE = {3, 5, 6, 7, 14, 15, 16}  # unknown partition, leader moving, coordinator loading
 TOPIC = "ids-by-wire"
 UNKNOWN = os.urandom(16)
@@ -187,7 +191,7 @@ def kafka44(tmp_path_factory, broker):
     try:
         yield k
     finally:
-        k.stop()
+        k.kill9()  # its controlled shutdown waits on the broker test_unregister_broker removed
 
 
 @pytest.fixture(scope="module")
@@ -323,11 +327,28 @@ def reassign_v1(n, replicas, allow):
     return echoed, err, msg, r.array(tresp)
 
 
-def test_alter_partition_reassignments_v1_flag(broker, nodes):
+def node_id(broker):
     with wire.connect(broker.host, broker.port) as sock:
-        node = wire.metadata_v1_brokers(sock, next(_corr))[0][0][0]
+        return wire.metadata_v1_brokers(sock, next(_corr))[0][0][0]
+
+
+def test_alter_partition_reassignments_v1_flag(broker, nodes):
+    node = node_id(broker)
     res = same(nodes, lambda n: reassign_v1(n, [node], False))
     assert res == (False, NONE, None, [(TOPIC, [(0, NONE, None)])])
     res = same(nodes, lambda n: reassign_v1(n, [node, node + 90], False))
     assert res[0] is False and res[3][0][1][0][1] == INVALID_REPLICA_ASSIGNMENT
     assert same(nodes, lambda n: reassign_v1(n, [node], True))[0] is True
+
+
+def unregister_broker(n, broker_id):
+    r = call(n, UNREGISTER_BROKER, 0, struct.pack(">i", broker_id) + b"\x00")
+    r.take(">i")
+    return r.take(">h"), r.string()
+
+
+def test_unregister_broker(broker, nodes):
+    node = node_id(broker)
+    res = same(nodes, lambda n: unregister_broker(n, node + 90))
+    assert res == (BROKER_ID_NOT_REGISTERED, "Broker ID %d is not currently registered" % (node + 90))
+    assert same(nodes, lambda n: unregister_broker(n, node)) == (NONE, "")
