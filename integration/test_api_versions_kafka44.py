@@ -22,19 +22,13 @@ KAFKA44_PORT = 19710
 KAFKA44_CONTROLLER_PORT = 19711
 
 # api key: (Runnel's range, why it differs from Kafka 4.4.0's).
-DELIBERATE = {
-    0: ((0, 12), "Produce v13 names topics by ID, which Runnel's produce path does not resolve"),
-    8: ((2, 9), "OffsetCommit v10 names topics by ID (KIP-848), not built"),
-    9: ((1, 9), "OffsetFetch v10 names topics by ID (KIP-848), not built"),
-    28: ((0, 5), "TxnOffsetCommit v6 names topics by ID (KIP-1319), not built"),
-    45: ((0, 0), "AlterPartitionReassignments v1: AllowReplicationFactorChange not honoured"),
-}
+DELIBERATE = {}
 
 # APIs Kafka 4.4.0 serves that Runnel does not serve yet (issue 17, items 2-5).
 # (A node without a client-metrics plugin does not advertise the telemetry APIs.)
 NOT_SERVED_YET = {
     34: "AlterReplicaLogDirs",
-    64: "UnregisterBroker", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
+    80: "AddRaftVoter", 81: "RemoveRaftVoter",
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
     86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
     88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",

@@ -113,12 +113,18 @@ def test_java44_producer_fenced_mid_transaction(broker, tool44, topic_name):
     assert tool44.consume(broker.bootstrap, t, "read_committed") == ["b-1"]
 
 
-def test_java44_send_offsets_to_transaction(broker, tool44, topic_name):
+def offsets_topics(broker, topic_name):
+    """(src, dst): one partition each, src holding five records v0..v4."""
     src, dst = topic_name("in"), topic_name("out")
     for t in (src, dst):
         create_topic(broker.bootstrap, t, 1)
     produce_kafka_python(broker.bootstrap, src, [
         SimpleNamespace(key=None, value=b"v%d" % i, headers=(), timestamp=None) for i in range(5)])
+    return src, dst
+
+
+def test_java44_send_offsets_to_transaction(broker, tool44, topic_name):
+    src, dst = offsets_topics(broker, topic_name)
     group = "it-tv2-group-" + src
     out = tool44("offsets", broker.bootstrap, src, dst, group, "it-tv2-" + dst)
     # TxnOffsetCommit v5 added the group's partition itself (no AddOffsetsToTxn)

@@ -38,9 +38,8 @@ typedef struct fetch_state {
 
 static kb_topic *fetch_topic_lookup(const kb_req *req, const fetch_topic *ft)
 {
-    kb_topics *ts = req->broker->topics;
-    return req->api_version >= 13 ? kb_topics_find_id(ts, &ft->topic_id)
-                                   : kb_topics_find(ts, ft->topic);
+    return kb_topics_find_ref(req->broker->topics, req->api_version >= 13, ft->topic,
+                              &ft->topic_id);
 }
 
 static void release_slices(fetch_state *st)

@@ -85,6 +85,7 @@ static kp_err commit_alloc(kb_req *req, const kp_offset_commit_req *rq, kp_offse
     for (int32_t i = 0; i < nt; i++) {
         int32_t np = rq->topics.v[i].partitions.n > 0 ? rq->topics.v[i].partitions.n : 0;
         rs->topics.v[i].name = rq->topics.v[i].name;
+        rs->topics.v[i].topic_id = rq->topics.v[i].topic_id;
         if (!KB_ARRAY_ALLOC(req, rs->topics.v[i].partitions, np))
             return KP_ERR__NOMEM;
         for (int32_t j = 0; j < np; j++)
@@ -140,6 +141,33 @@ static char *topic_copy(kb_req *req, kp_str name)
     return kp_arena_strdup(&req->arena, name.p, (size_t)(name.len > 0 ? name.len : 0));
 }
 
+/* The topic a commit or an offset fetch names: by id in the versions that
+ * carry ids (OffsetCommit and OffsetFetch v10+, TxnOffsetCommit v6+), where
+ * an id no topic has is UNKNOWN_TOPIC_ID (*err), Kafka's answer before any
+ * topic authorization. *named: the name ACLs and offsets are keyed by. */
+static kb_topic *named_topic(kb_req *req, bool by_id, kp_str name, const kp_uuid *id,
+                             kp_str *named, int16_t *err)
+{
+    kb_topic *t = kb_topics_find_ref(req->broker->topics, by_id, name, id);
+    *err = t == NULL && by_id ? KP_ERR_UNKNOWN_TOPIC_ID : KP_ERR_NONE;
+    *named = !by_id ? name : t != NULL ? kp_str_from(t->name) : KP_STR_LIT("");
+    return t;
+}
+
+/* A committed topic: its registry entry (or NULL), the arena copy of the
+ * name its offsets are keyed by, and the error every partition of it gets
+ * before each is looked at (an unknown id, then TOPIC READ). */
+static kb_topic *commit_topic(kb_req *req, bool by_id, kp_str name, const kp_uuid *id,
+                              char **copy, int16_t *err)
+{
+    kp_str named;
+    kb_topic *t = named_topic(req, by_id, name, id, &named, err);
+    *copy = topic_copy(req, named);
+    if (*err == KP_ERR_NONE && !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, named))
+        *err = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    return t;
+}
+
 /* Checks each partition; the valid ones become entries of offs. */
 static int32_t commit_collect(kb_req *req, const kp_offset_commit_req *rq,
                               kp_offset_commit_resp *rs, kb_offset *offs)
@@ -147,14 +175,15 @@ static int32_t commit_collect(kb_req *req, const kp_offset_commit_req *rq,
     int32_t n = 0;
     for (int32_t i = 0; i < rs->topics.n; i++) {
         const kp_offset_commit_req_offset_commit_request_topic *rt = &rq->topics.v[i];
-        kb_topic *t = kb_topics_find(req->broker->topics, rt->name);
-        char *name = topic_copy(req, rt->name);
-        bool denied = !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->name);
+        char *name;
+        int16_t terr;
+        kb_topic *t = commit_topic(req, req->api_version >= 10, rt->name, &rt->topic_id, &name,
+                                   &terr);
         for (int32_t j = 0; j < rs->topics.v[i].partitions.n; j++) {
             const commit_part *p = &rt->partitions.v[j];
             commit_result *r = &rs->topics.v[i].partitions.v[j];
-            if (denied) {
-                r->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+            if (terr != KP_ERR_NONE) {
+                r->error_code = terr;
                 continue;
             }
             r->error_code = offset_entry(req, t, name, p->partition_index, p->committed_offset,
@@ -254,6 +283,7 @@ static kp_err txn_commit_alloc(kb_req *req, const kp_txn_offset_commit_req *rq,
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < rq->topics.n; i++) {
         rs->topics.v[i].name = rq->topics.v[i].name;
+        rs->topics.v[i].topic_id = rq->topics.v[i].topic_id;
         if (!KB_ARRAY_ALLOC(req, rs->topics.v[i].partitions, rq->topics.v[i].partitions.n))
             return KP_ERR__NOMEM;
         for (int32_t j = 0; j < rq->topics.v[i].partitions.n; j++) {
@@ -290,15 +320,16 @@ kp_err kb_h_txn_offset_commit(kb_req *req, const kp_txn_offset_commit_req *rq,
         return offs == NULL ? KP_ERR__NOMEM : KP_ERR_NONE;
     for (int32_t i = 0; i < rq->topics.n; i++) {
         const kp_txn_offset_commit_req_txn_offset_commit_request_topic *rt = &rq->topics.v[i];
-        kb_topic *t = kb_topics_find(req->broker->topics, rt->name);
-        char *name = topic_copy(req, rt->name);
-        bool denied = !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->name);
+        char *name;
+        int16_t terr;
+        kb_topic *t = commit_topic(req, req->api_version >= 6, rt->name, &rt->topic_id, &name,
+                                   &terr);
         for (int32_t j = 0; j < rt->partitions.n; j++) {
             const kp_txn_offset_commit_req_txn_offset_commit_request_partition *p =
                 &rt->partitions.v[j];
             txn_commit_result *r = &rs->topics.v[i].partitions.v[j];
-            if (denied) {
-                r->error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+            if (terr != KP_ERR_NONE) {
+                r->error_code = terr;
                 continue;
             }
             r->error_code = offset_entry(req, t, name, p->partition_index, p->committed_offset,
@@ -364,8 +395,18 @@ static kp_err fetch_all(kb_req *req, const kb_group *g, kp_offset_fetch_resp_off
         size_t j = i;
         while (j < n && strcmp(v[j]->topic, v[i]->topic) == 0)
             j++;
+        /* v10 names topics by id: one no topic has any more is left out */
+        const kb_topic *named = req->api_version >= 10
+                                    ? kb_topics_find(req->broker->topics, kp_str_from(v[i]->topic))
+                                    : NULL;
+        if (req->api_version >= 10 && named == NULL) {
+            i = j;
+            continue;
+        }
         fetch_topic *t = &out->topics.v[nt++];
         t->name = kb_req_str(req, v[i]->topic);
+        if (named != NULL)
+            t->topic_id = named->id;
         if (!KB_ARRAY_ALLOC(req, t->partitions, j - i))
             return KP_ERR__NOMEM;
         for (size_t p = i; p < j; p++)
@@ -404,15 +445,20 @@ static kp_err fetch_group(kb_req *req, const kp_offset_fetch_req_offset_fetch_re
         const kp_offset_fetch_req_offset_fetch_request_topics *rt = &rg->topics.v[i];
         fetch_topic *t = &out->topics.v[i];
         t->name = rt->name;
+        t->topic_id = rt->topic_id;
         int32_t np = rt->partition_indexes.n > 0 ? rt->partition_indexes.n : 0;
         if (!KB_ARRAY_ALLOC(req, t->partitions, np))
             return KP_ERR__NOMEM;
-        bool denied = !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, rt->name);
+        kp_str named;
+        int16_t terr;
+        (void)named_topic(req, req->api_version >= 10, rt->name, &rt->topic_id, &named, &terr);
+        if (terr == KP_ERR_NONE && !kb_authz(req, KB_OP_DESCRIBE, KB_RES_TOPIC, named))
+            terr = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
         for (int32_t j = 0; j < np; j++) {
-            fetch_fill(req, denied ? NULL : g, rt->name, rt->partition_indexes.v[j],
+            fetch_fill(req, terr != KP_ERR_NONE ? NULL : g, named, rt->partition_indexes.v[j],
                        &t->partitions.v[j]);
-            if (denied)
-                t->partitions.v[j].error_code = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+            if (terr != KP_ERR_NONE)
+                t->partitions.v[j].error_code = terr;
         }
     }
     return KP_ERR_NONE;

@@ -1,5 +1,5 @@
 /* Handlers for cluster metadata: ApiVersions, Metadata, DescribeCluster,
- * DescribeQuorum. */
+ * DescribeQuorum, UpdateFeatures, UnregisterBroker. */
 #include <string.h>
 
 #include "kb_authz.h"
@@ -518,5 +518,33 @@ kp_err kb_h_update_features(kb_req *req, const kp_update_features_req *rq,
         rs->results.v[i].feature = u[i].name;
         rs->results.v[i].error_message = KP_STR_LIT("NONE");
     }
+    return KP_ERR_NONE;
+}
+
+/* ---- UnregisterBroker -------------------------------------------------------- */
+
+/* One node answers as a Kafka 4.4.0 combined node's controller does: only
+ * this node is registered, so any other id is BROKER_ID_NOT_REGISTERED
+ * with the controller's message; this node's own id is accepted (a combined
+ * node unregistered this way registers again with its next heartbeat, so
+ * there is nothing to undo here). In cluster mode the request goes to the
+ * controller (kb_forward). */
+kp_err kb_h_unregister_broker(kb_req *req, const kp_unregister_broker_req *rq,
+                              kp_unregister_broker_resp *rs)
+{
+    rs->error_message = KP_STR_NULL;
+    if (!kb_authz_cluster(req, KB_OP_ALTER)) {
+        rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        rs->error_message = kb_cstr(kb_authz_message(rs->error_code));
+        return KP_ERR_NONE;
+    }
+    if (rq->broker_id == req->broker->node_id) {
+        rs->error_message = KP_STR_LIT(""); /* Kafka's controller answers "", not null */
+        return KP_ERR_NONE;
+    }
+    rs->error_code = KP_ERR_BROKER_ID_NOT_REGISTERED;
+    const char *msg = kp_arena_printf(&req->arena, "Broker ID %d is not currently registered",
+                                      rq->broker_id);
+    rs->error_message = msg != NULL ? kb_req_str(req, msg) : KP_STR_NULL;
     return KP_ERR_NONE;
 }

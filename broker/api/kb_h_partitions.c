@@ -181,6 +181,13 @@ kp_err kb_h_alter_partition_reassignments(kb_req *req,
                                           const kp_alter_partition_reassignments_req *rq,
                                           kp_alter_partition_reassignments_resp *rs)
 {
+    /* v1 (KIP-860): the answer echoes the flag, so a client sees it was
+     * understood. Every valid target here is this node alone, the replica
+     * set a single node's partitions already have, so the replication factor
+     * never changes and the flag refuses nothing (in cluster mode the request
+     * goes to the controller, which applies it). */
+    rs->allow_replication_factor_change = rq->allow_replication_factor_change;
+    rs->error_message = KP_STR_NULL; /* Kafka's controller answers null, not "" */
     if (!kb_authz_cluster(req, KB_OP_ALTER)) {
         rs->error_code = KP_ERR_CLUSTER_AUTHORIZATION_FAILED;
         rs->error_message = kb_cstr(kb_authz_message(rs->error_code));

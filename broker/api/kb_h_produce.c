@@ -144,15 +144,6 @@ static void validation_error(kb_req *req, const produce_part *p)
     kp_record_errors_summary(vr, &p->opts, p->topic->name, pr->index, summary, sizeof(summary));
     pr->error_message = kb_req_str(req, summary);
 }
-/* A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION, as in Kafka:
- * Produce never creates topics (Metadata does, when allowed). */
-static kb_topic *produce_topic(kb_req *req, kp_str name, int16_t *err)
-{
-    kb_topic *t = kb_topics_find(req->broker->topics, name);
-    *err = t == NULL ? KP_ERR_UNKNOWN_TOPIC_OR_PARTITION : KP_ERR_NONE;
-    return t;
-}
-
 static void state_free(produce_state *st)
 {
     for (int32_t i = 0; i < st->nparts; i++) {
@@ -728,24 +719,36 @@ static bool has_transactional(const kp_produce_req *rq)
     return false;
 }
 
-/* The error every partition of a topic gets before any lookup: a
- * transactional produce without TRANSACTIONAL_ID WRITE, or no TOPIC WRITE. */
-static int16_t produce_authz(kb_req *req, const kp_produce_req *rq, kp_str topic, bool *txn_checked,
-                             int16_t *txn_err)
+/* A transactional produce without TRANSACTIONAL_ID WRITE: Kafka refuses
+ * the whole request before it looks at any topic. */
+static int16_t produce_txn_authz(kb_req *req, const kp_produce_req *rq)
 {
-    if (!kb_authz_on(req))
+    if (!kb_authz_on(req) || !has_transactional(rq))
         return KP_ERR_NONE;
-    if (!*txn_checked) {
-        *txn_checked = true;
-        if (has_transactional(rq) &&
-            (rq->transactional_id.len < 0 ||
-             !kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, rq->transactional_id)))
-            *txn_err = KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-    }
-    if (*txn_err != KP_ERR_NONE)
-        return *txn_err;
-    return kb_authz(req, KB_OP_WRITE, KB_RES_TOPIC, topic) ? KP_ERR_NONE
-                                                          : KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    return rq->transactional_id.len >= 0 &&
+                   kb_authz(req, KB_OP_WRITE, KB_RES_TRANSACTIONAL_ID, rq->transactional_id)
+               ? KP_ERR_NONE
+               : KP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+}
+
+/* The topic a Produce names, in Kafka's order of checks: an id v13+ names
+ * that no topic has is UNKNOWN_TOPIC_ID, then TOPIC WRITE, then a name no
+ * topic has is UNKNOWN_TOPIC_OR_PARTITION (Produce never creates topics;
+ * Metadata does, when allowed). One hash lookup per topic. */
+static kb_topic *produce_topic(kb_req *req, const kp_produce_req_topic_produce_data *td,
+                               int16_t *err)
+{
+    bool by_id = req->api_version >= 13;
+    kb_topic *t = kb_topics_find_ref(req->broker->topics, by_id, td->name, &td->topic_id);
+    *err = KP_ERR_NONE;
+    if (t == NULL && by_id)
+        *err = KP_ERR_UNKNOWN_TOPIC_ID;
+    else if (kb_authz_on(req) &&
+             !kb_authz(req, KB_OP_WRITE, KB_RES_TOPIC, by_id ? kp_str_from(t->name) : td->name))
+        *err = KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    else if (t == NULL)
+        *err = KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    return *err == KP_ERR_NONE ? t : NULL;
 }
 
 static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produce_resp *rs)
@@ -764,19 +767,19 @@ static produce_state *state_new(kb_req *req, const kp_produce_req *rq, kp_produc
     st->timeout_ms = rq->timeout_ms;
     st->nparts = nparts;
     bool acks_ok = rq->acks == 0 || rq->acks == 1 || rq->acks == -1;
-    bool txn_checked = false;
-    int16_t txn_err = KP_ERR_NONE;
+    int16_t txn_err = acks_ok ? produce_txn_authz(req, rq) : KP_ERR_NONE;
     int32_t k = 0;
     for (int32_t i = 0; i < rq->topic_data.n; i++) {
         const kp_produce_req_topic_produce_data *td = &rq->topic_data.v[i];
         kp_produce_resp_topic_produce_response *tr = &rs->responses.v[i];
-        tr->name = td->name;
+        tr->name = td->name;         /* up to v12 */
+        tr->topic_id = td->topic_id; /* v13+ */
         if (!KB_ARRAY_ALLOC(req, tr->partition_responses, td->partition_data.n)) {
             state_free(st);
             return NULL;
         }
-        int16_t terr = produce_authz(req, rq, td->name, &txn_checked, &txn_err);
-        kb_topic *t = acks_ok && terr == KP_ERR_NONE ? produce_topic(req, td->name, &terr) : NULL;
+        int16_t terr = txn_err;
+        kb_topic *t = acks_ok && terr == KP_ERR_NONE ? produce_topic(req, td, &terr) : NULL;
         for (int32_t j = 0; j < td->partition_data.n; j++, k++) {
             produce_part *p = &st->parts[k];
             p->state = st;

@@ -78,6 +78,7 @@ bool kb_forward_wants(int16_t api_key, const void *request)
     case KP_API_ELECT_LEADERS:
     case KP_API_ALTER_PARTITION_REASSIGNMENTS:
     case KP_API_UPDATE_FEATURES:
+    case KP_API_UNREGISTER_BROKER:
         return true;
     case KP_API_ALTER_CONFIGS: {
         const kp_alter_configs_req *rq = request;

@@ -12,7 +12,8 @@
  * CreatePartitions, AlterConfigs and IncrementalAlterConfigs (unless every
  * resource is a BROKER_LOGGER, which the broker handles itself),
  * CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas,
- * ElectLeaders, AlterPartitionReassignments. The controller authorizes them
+ * ElectLeaders, AlterPartitionReassignments, UpdateFeatures,
+ * UnregisterBroker. The controller authorizes them
  * with the client's principal.
  *
  * Invariants:

@@ -138,7 +138,9 @@ static void elect_leaders(kb_req *req, int16_t code)
 
 static void alter_reassignments(kb_req *req, int16_t code)
 {
+    const kp_alter_partition_reassignments_req *rq = req->request;
     kp_alter_partition_reassignments_resp *rs = req->response;
+    rs->allow_replication_factor_change = rq->allow_replication_factor_change;
     rs->error_code = code;
     rs->error_message = message_for(code);
 }
@@ -149,6 +151,13 @@ static void update_features(kb_req *req, int16_t code)
     rs->error_code = code;
     rs->error_message = message_for(code);
     KB_ARRAY_ALLOC(req, rs->results, 0);
+}
+
+static void unregister_broker(kb_req *req, int16_t code)
+{
+    kp_unregister_broker_resp *rs = req->response;
+    rs->error_code = code;
+    rs->error_message = message_for(code);
 }
 
 bool kb_forward_fill_error(kb_req *req, int16_t code)
@@ -166,6 +175,7 @@ bool kb_forward_fill_error(kb_req *req, int16_t code)
     case KP_API_ELECT_LEADERS: elect_leaders(req, code); return true;
     case KP_API_ALTER_PARTITION_REASSIGNMENTS: alter_reassignments(req, code); return true;
     case KP_API_UPDATE_FEATURES: update_features(req, code); return true;
+    case KP_API_UNREGISTER_BROKER: unregister_broker(req, code); return true;
     default: return false;
     }
 }

@@ -257,7 +257,7 @@ static void count_produce(kb_req_metrics *rm, const kb_req *req)
     const kp_produce_resp *rs = req->response;
     for (int32_t i = 0; rq != NULL && rs != NULL && i < rq->topic_data.n; i++) {
         const kp_produce_req_topic_produce_data *td = &rq->topic_data.v[i];
-        topic_block *tb = topic_series(rm, req->broker, td->name, NULL);
+        topic_block *tb = topic_series(rm, req->broker, td->name, &td->topic_id);
         const kp_produce_resp_topic_produce_response *tr =
             i < rs->responses.n ? &rs->responses.v[i] : NULL;
         bool failed = false;

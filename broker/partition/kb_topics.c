@@ -139,6 +139,11 @@ kb_topic *kb_topics_find_id(const kb_topics *ts, const kp_uuid *id)
     return t != NULL && t->state == KB_TOPIC_READY ? t : NULL;
 }
 
+kb_topic *kb_topics_find_ref(const kb_topics *ts, bool by_id, kp_str name, const kp_uuid *id)
+{
+    return by_id ? kb_topics_find_id(ts, id) : kb_topics_find(ts, name);
+}
+
 size_t kb_topics_count(const kb_topics *ts)
 {
     return ts->n;

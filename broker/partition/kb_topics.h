@@ -96,6 +96,10 @@ const char *kb_topics_cluster_id(const kb_topics *ts);
 
 kb_topic *kb_topics_find(const kb_topics *ts, kp_str name);
 kb_topic *kb_topics_find_id(const kb_topics *ts, const kp_uuid *id);
+/* The topic a request names: by id in the versions that carry topic ids
+ * (Fetch v13+, Produce v13+, OffsetCommit/OffsetFetch v10+, TxnOffsetCommit
+ * v6+), else by name. One hash lookup either way; NULL when unknown. */
+kb_topic *kb_topics_find_ref(const kb_topics *ts, bool by_id, kp_str name, const kp_uuid *id);
 size_t kb_topics_count(const kb_topics *ts);
 /* The i-th topic, in creation order; stable until a create or delete. */
 kb_topic *kb_topics_at(const kb_topics *ts, size_t i);

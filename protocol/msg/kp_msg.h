@@ -70,6 +70,7 @@ enum kp_api_key {
     KP_API_DESCRIBE_PRODUCERS = 61,
     KP_API_BROKER_REGISTRATION = 62,
     KP_API_BROKER_HEARTBEAT = 63,
+    KP_API_UNREGISTER_BROKER = 64,
     KP_API_DESCRIBE_TRANSACTIONS = 65,
     KP_API_LIST_TRANSACTIONS = 66,
     KP_API_ALLOCATE_PRODUCER_IDS = 67,
@@ -3577,6 +3578,28 @@ void kp_txn_offset_commit_resp_defaults(kp_txn_offset_commit_resp *p);
 kp_err kp_txn_offset_commit_resp_decode(kp_reader *r, kp_arena *a, kp_txn_offset_commit_resp *p, int16_t v);
 void kp_txn_offset_commit_resp_encode(kp_writer *w, const kp_txn_offset_commit_resp *p, int16_t v);
 size_t kp_txn_offset_commit_resp_size(const kp_txn_offset_commit_resp *p, int16_t v);
+
+typedef struct kp_unregister_broker_req kp_unregister_broker_req;
+struct kp_unregister_broker_req {
+    int32_t broker_id;
+};
+
+void kp_unregister_broker_req_defaults(kp_unregister_broker_req *p);
+kp_err kp_unregister_broker_req_decode(kp_reader *r, kp_arena *a, kp_unregister_broker_req *p, int16_t v);
+void kp_unregister_broker_req_encode(kp_writer *w, const kp_unregister_broker_req *p, int16_t v);
+size_t kp_unregister_broker_req_size(const kp_unregister_broker_req *p, int16_t v);
+
+typedef struct kp_unregister_broker_resp kp_unregister_broker_resp;
+struct kp_unregister_broker_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+void kp_unregister_broker_resp_defaults(kp_unregister_broker_resp *p);
+kp_err kp_unregister_broker_resp_decode(kp_reader *r, kp_arena *a, kp_unregister_broker_resp *p, int16_t v);
+void kp_unregister_broker_resp_encode(kp_writer *w, const kp_unregister_broker_resp *p, int16_t v);
+size_t kp_unregister_broker_resp_size(const kp_unregister_broker_resp *p, int16_t v);
 
 typedef struct kp_update_features_req_feature_update_key kp_update_features_req_feature_update_key;
 typedef struct kp_update_features_req kp_update_features_req;

@@ -6247,6 +6247,30 @@ void kp_txn_offset_commit_resp_fill(kp_txn_offset_commit_resp *p, kp_arena *a, i
     }
 }
 
+void kp_unregister_broker_req_fill(kp_unregister_broker_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_unregister_broker_req_defaults(p);
+    p->broker_id = (int32_t)kp_fill_next(seed);
+}
+
+void kp_unregister_broker_resp_fill(kp_unregister_broker_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_unregister_broker_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
 void kp_update_features_req_feature_update_key_fill(kp_update_features_req_feature_update_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -7915,6 +7939,11 @@ static void kp_broker_heartbeat_req_fill_any(void *p, kp_arena *a, int16_t v, ui
     kp_broker_heartbeat_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_unregister_broker_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_unregister_broker_req_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_transactions_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_transactions_req_fill(p, a, v, seed, 0);
@@ -8096,6 +8125,8 @@ kp_fill_fn kp_fill_request(int key)
         return kp_broker_registration_req_fill_any;
     case 63:
         return kp_broker_heartbeat_req_fill_any;
+    case 64:
+        return kp_unregister_broker_req_fill_any;
     case 65:
         return kp_describe_transactions_req_fill_any;
     case 66:
@@ -8399,6 +8430,11 @@ static void kp_broker_heartbeat_resp_fill_any(void *p, kp_arena *a, int16_t v, u
     kp_broker_heartbeat_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_unregister_broker_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_unregister_broker_resp_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_transactions_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_transactions_resp_fill(p, a, v, seed, 0);
@@ -8580,6 +8616,8 @@ kp_fill_fn kp_fill_response(int key)
         return kp_broker_registration_resp_fill_any;
     case 63:
         return kp_broker_heartbeat_resp_fill_any;
+    case 64:
+        return kp_unregister_broker_resp_fill_any;
     case 65:
         return kp_describe_transactions_resp_fill_any;
     case 66:

@@ -362,6 +362,8 @@ void kp_txn_offset_commit_req_fill(kp_txn_offset_commit_req *p, kp_arena *a, int
 void kp_txn_offset_commit_resp_txn_offset_commit_response_partition_fill(kp_txn_offset_commit_resp_txn_offset_commit_response_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_txn_offset_commit_resp_txn_offset_commit_response_topic_fill(kp_txn_offset_commit_resp_txn_offset_commit_response_topic *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_txn_offset_commit_resp_fill(kp_txn_offset_commit_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_unregister_broker_req_fill(kp_unregister_broker_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
+void kp_unregister_broker_resp_fill(kp_unregister_broker_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_update_features_req_feature_update_key_fill(kp_update_features_req_feature_update_key *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_update_features_req_fill(kp_update_features_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);
 void kp_update_features_resp_updatable_feature_result_fill(kp_update_features_resp_updatable_feature_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth);

@@ -1622,6 +1622,36 @@ static void kp_broker_heartbeat_resp_defaults_any(void *p)
     kp_broker_heartbeat_resp_defaults(p);
 }
 
+static kp_err kp_unregister_broker_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_unregister_broker_req_decode(r, a, p, v);
+}
+
+static void kp_unregister_broker_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_unregister_broker_req_encode(w, p, v);
+}
+
+static void kp_unregister_broker_req_defaults_any(void *p)
+{
+    kp_unregister_broker_req_defaults(p);
+}
+
+static kp_err kp_unregister_broker_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_unregister_broker_resp_decode(r, a, p, v);
+}
+
+static void kp_unregister_broker_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_unregister_broker_resp_encode(w, p, v);
+}
+
+static void kp_unregister_broker_resp_defaults_any(void *p)
+{
+    kp_unregister_broker_resp_defaults(p);
+}
+
 static kp_err kp_describe_transactions_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_transactions_req_decode(r, a, p, v);
@@ -2205,6 +2235,9 @@ static const kp_api_info api_table[] = {
     {63, "BrokerHeartbeat", 0, 2, 0, false,
      {sizeof(kp_broker_heartbeat_req), kp_broker_heartbeat_req_decode_any, kp_broker_heartbeat_req_encode_any, kp_broker_heartbeat_req_defaults_any},
      {sizeof(kp_broker_heartbeat_resp), kp_broker_heartbeat_resp_decode_any, kp_broker_heartbeat_resp_encode_any, kp_broker_heartbeat_resp_defaults_any}},
+    {64, "UnregisterBroker", 0, 0, 0, false,
+     {sizeof(kp_unregister_broker_req), kp_unregister_broker_req_decode_any, kp_unregister_broker_req_encode_any, kp_unregister_broker_req_defaults_any},
+     {sizeof(kp_unregister_broker_resp), kp_unregister_broker_resp_decode_any, kp_unregister_broker_resp_encode_any, kp_unregister_broker_resp_defaults_any}},
     {65, "DescribeTransactions", 0, 0, 0, false,
      {sizeof(kp_describe_transactions_req), kp_describe_transactions_req_decode_any, kp_describe_transactions_req_encode_any, kp_describe_transactions_req_defaults_any},
      {sizeof(kp_describe_transactions_resp), kp_describe_transactions_resp_decode_any, kp_describe_transactions_resp_encode_any, kp_describe_transactions_resp_defaults_any}},
