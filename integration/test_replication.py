@@ -9,7 +9,10 @@ loses nothing that was acknowledged.
 Ports: 19720-19799.
 """
 
+import os
+import signal
 import struct
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -71,10 +74,24 @@ def start_brokers(quorum, tmp_path, ports, make=None, into=None):
     return brokers
 
 
-def stop_brokers(brokers):
-    for b in brokers.values():
-        if b.alive():
-            b.stop()
+def stop_brokers(brokers, patience=10.0):
+    """SIGTERM to every live broker at once, each beginning its controlled
+    shutdown. One the controller still holds after patience seconds (it
+    waits for every active broker's metadata offset, and a killed broker
+    counts as active until its session times out) gets a second SIGTERM,
+    which stops it at once. Each must exit cleanly."""
+    live = [b for b in brokers.values() if b.alive()]
+    for b in live:
+        b.expect_running = False
+        os.kill(b.proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + patience
+    for b in live:
+        try:
+            b.proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.kill(b.proc.pid, signal.SIGTERM)
+    for b in live:
+        b.stop()  # gone already, or stopping: asserts the clean exit
 
 
 @pytest.fixture
