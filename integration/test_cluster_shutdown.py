@@ -88,6 +88,7 @@ class Writer:
         self.halt.set()
         self.thread.join(30)
         assert self.p.flush(60) == 0
+        self.p = None  # the producer goes (it holds our callbacks, we held it)
 
     def longest_gap_after(self, t0):
         with self.lock:
