@@ -5,8 +5,8 @@ writes to every partition while a broker that leads some of them gets
 SIGTERM: the broker keeps serving and heartbeats WantShutDown until the
 controller has moved its leaderships and answers ShouldShutDown, then exits
 cleanly, well inside the session timeout (no fencing by timeout). The
-application sees no error, every record is read back once, in order per
-partition. For comparison, a kill -9 of a leader is measured too: its
+application sees no error (nor does a consumer reading throughout), every
+record is read back once, in order per partition. For comparison, a kill -9 of a leader is measured too: its
 partitions wait for the session timeout.
 
 Ports: ephemeral.
@@ -96,6 +96,41 @@ class Writer:
         return max((b - a for a, b in zip(ts, ts[1:])), default=0.0)
 
 
+class Reader:
+    """A consumer reading every partition from the start while the broker
+    stops; what it read and any error it was handed are kept."""
+
+    def __init__(self, brokers, topic):
+        import confluent_kafka
+        self.c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap(brokers),
+                                           "group.id": "live", "enable.auto.commit": False,
+                                           "error_cb": self.on_error})
+        self.c.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                       for p in range(PARTS)])
+        self.got, self.errors = [], []
+        self.halt = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def on_error(self, err):
+        if err.fatal():
+            self.errors.append(str(err))
+
+    def run(self):
+        while not self.halt.is_set():
+            m = self.c.poll(0.2)
+            if m is not None and m.error() is None:
+                self.got.append(m.value())
+            elif m is not None:
+                self.errors.append(str(m.error()))
+
+    def stop_when(self, n, timeout=60):
+        wait_for("the live reader has %d records" % n, lambda: len(self.got) >= n, timeout,
+                 interval=0.1)
+        self.halt.set()
+        self.thread.join(30)
+        self.c.close()
+
+
 def shutdowns_granted(quorum, node):
     return len(re.findall(r"The request from broker %d to shut down has been granted" % node,
                           controller_log(quorum)))
@@ -126,7 +161,9 @@ def test_sigterm_moves_leaderships_before_exit(cluster):
     assert led, describe(brokers, "cs")
     granted_before = shutdowns_granted(quorum, victim)
     w = Writer(brokers, "cs")
+    r = Reader(brokers, "cs")
     w.thread.start()
+    r.thread.start()
     wait_for("300 acknowledged", lambda: w.count() >= 300, 60, interval=0.05)
     b = brokers[victim]
     t0 = time.monotonic()
@@ -153,6 +190,13 @@ def test_sigterm_moves_leaderships_before_exit(cluster):
     assert len(md) == PARTS and all(l not in (-1, victim) for l, _ in md.values()), md
     assert all(victim not in isr for _, isr in md.values()), md
     check_everything_read(survivors, "cs", w)
+    # a consumer reading throughout was handed no error and read it all
+    r.stop_when(w.sent)
+    assert not r.errors, r.errors[:5]
+    assert sorted(r.got) == sorted(set(r.got)) and len(r.got) == w.sent
+    # meanwhile it followed the metadata: a follower of what it had led
+    tail = log[log.index("beginning the controlled shutdown"):]
+    assert tail.count('msg="following a leader" topic=cs') >= len(led), b.log_tail()
     # the controller let it go (and fenced it then), not a timed-out session
     assert shutdowns_granted(quorum, victim) == granted_before + 1
 
