@@ -4,7 +4,8 @@ min.insync.replicas=1. Follower B stops, leader A takes writes B never
 sees (B out of the ISR), A is killed, B comes back: with unclean election
 off the partition has no leader (LEADER_NOT_AVAILABLE). Once
 `unclean.leader.election.enable=true` is set on the topic (kafka-configs
-through a Runnel broker, forwarded to the controller), the controller
+through a Runnel broker, forwarded to the controller), or
+kafka-leader-election --election-type unclean asks for it, the controller
 elects B from outside the ISR (LeaderRecoveryState RECOVERING); B accepts,
 logs one WARN line naming the partition, and serves. When A comes back it
 truncates to B's log (the diverging-epoch path): both logs end
@@ -62,9 +63,10 @@ def partition_state(brokers):
     return p.leader, (p.error.code() if p.error is not None else 0)
 
 
-def test_unclean_election_then_old_leader_truncates(cluster):
+def offline_partition(brokers):
+    """uc-0 left with no leader: B stopped, writes only A took, A killed, B
+    back. Returns (a, b, the live brokers)."""
     confluent_kafka = pytest.importorskip("confluent_kafka")
-    quorum, brokers = cluster
     create_topic(brokers, "uc", rf=2, configs={"min.insync.replicas": "1"})
     wait_isr(brokers, "uc", 2)
     produce(brokers, [b"a-%d" % i for i in range(100)])
@@ -86,6 +88,12 @@ def test_unclean_election_then_old_leader_truncates(cluster):
         assert partition_state(live) == (-1, confluent_kafka.KafkaError.LEADER_NOT_AVAILABLE)
         time.sleep(1)
     assert WARN not in brokers[b].log_text()
+    return a, b, live
+
+
+def test_unclean_election_then_old_leader_truncates(cluster):
+    quorum, brokers = cluster
+    a, b, live = offline_partition(brokers)
     run_tool(bootstrap(live), "kafka.admin.ConfigCommand", "--alter", "--entity-type", "topics",
              "--entity-name", "uc", "--add-config", "unclean.leader.election.enable=true")
     t0 = time.monotonic()
@@ -108,3 +116,19 @@ def test_unclean_election_then_old_leader_truncates(cluster):
     assert "the controller accepted the ISR" in brokers[b].log_text()
     expect = [b"a-%d" % i for i in range(100)] + [b"c-%d" % i for i in range(50)]
     assert consume_all(brokers, "uc", len(expect)) == expect
+
+
+def test_unclean_election_by_kafka_leader_election(cluster):
+    """The same through ElectLeaders (kafka-leader-election --election-type
+    unclean, forwarded by Runnel to the controller)."""
+    quorum, brokers = cluster
+    a, b, live = offline_partition(brokers)
+    res = run_tool(bootstrap(live), "LeaderElectionCommand", "--election-type", "unclean",
+                   "--topic", "uc", "--partition", "0")
+    assert "Successfully completed leader election (UNCLEAN)" in res.stdout, res.stdout
+    wait_for("B elected", lambda: partition_state(live) == (b, 0), 10, interval=0.1)
+    wait_for("the WARN line", lambda: WARN in brokers[b].log_text(), 10)
+    assert brokers[b].log_text().count(WARN) == 1
+    produce(live, [b"c-%d" % i for i in range(50)])
+    expect = [b"a-%d" % i for i in range(100)] + [b"c-%d" % i for i in range(50)]
+    assert consume_all(live, "uc", len(expect)) == expect
