@@ -71,7 +71,7 @@ struct kb_cluster {
     int attempts;
     bool failed;
     bool refusing; /* asking the controllers' cluster id before stopping */
-    bool shutting_down;   /* SIGTERM: heartbeats ask to shut down (WantShutDown) */
+    bool shutting_down;      /* SIGTERM: heartbeats ask to shut down (WantShutDown) */
     bool sent_want_shutdown; /* the heartbeat in flight asked it */
     bool shutdown_answered;  /* the controller answered one such heartbeat */
     int64_t shutdown_began_ms;
