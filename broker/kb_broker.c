@@ -25,15 +25,19 @@
 #include "kb_topics.h"
 #include "kb_work.h"
 
+/* In cluster mode the first signal begins a controlled shutdown (the loop
+ * stops once the controller has moved this broker's leaderships); a second
+ * one, or a broker not serving in a cluster, stops at once. */
 static void on_signal(kb_loop *loop, int fd, unsigned events, void *arg)
 {
     (void)events;
-    (void)arg;
+    kb_broker *b = arg;
     struct signalfd_siginfo si;
     if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"shutting down\" signal=%s",
                si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
-        kb_loop_stop(loop);
+        if (!kb_cluster_begin_shutdown(b->cluster))
+            kb_loop_stop(loop);
     }
 }
 

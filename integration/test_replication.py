@@ -9,7 +9,10 @@ loses nothing that was acknowledged.
 Ports: 19720-19799.
 """
 
+import os
+import signal
 import struct
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -41,13 +44,14 @@ class NodeBroker(ClusterBroker):
         self.node = node
 
 
-def start_quorum(tmp_path, port, session_ms=SESSION_MS):
-    """One Kafka controller that fences a silent broker after session_ms."""
+def start_quorum(tmp_path, port, session_ms=SESSION_MS, extra=None):
+    """One Kafka controller that fences a silent broker after session_ms;
+    extra: more controller properties."""
     q = kraft.KraftQuorum(tmp_path / "kraft", [port])
     for c in q.controllers:
         c.properties = (lambda orig: lambda: dict(orig(), **{
             "broker.session.timeout.ms": str(session_ms),
-            "broker.heartbeat.interval.ms": "500"}))(c.properties)
+            "broker.heartbeat.interval.ms": "500"}, **(extra or {})))(c.properties)
     q.start()
     return q
 
@@ -70,10 +74,24 @@ def start_brokers(quorum, tmp_path, ports, make=None, into=None):
     return brokers
 
 
-def stop_brokers(brokers):
-    for b in brokers.values():
-        if b.alive():
-            b.stop()
+def stop_brokers(brokers, patience=10.0):
+    """SIGTERM to every live broker at once, each beginning its controlled
+    shutdown. One the controller still holds after patience seconds (it
+    waits for every active broker's metadata offset, and a killed broker
+    counts as active until its session times out) gets a second SIGTERM,
+    which stops it at once. Each must exit cleanly."""
+    live = [b for b in brokers.values() if b.alive()]
+    for b in live:
+        b.expect_running = False
+        os.kill(b.proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + patience
+    for b in live:
+        try:
+            b.proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.kill(b.proc.pid, signal.SIGTERM)
+    for b in live:
+        b.stop()  # gone already, or stopping: asserts the clean exit
 
 
 @pytest.fixture
@@ -142,23 +160,28 @@ def producer(brokers, **extra):
     return confluent_kafka.Producer(conf)
 
 
-def consume_all(brokers, topic, expect, timeout=60):
+def consume_all(brokers, topic, expect, timeout=60, partitions=(0,), errors=None):
+    """The values of partitions (in each partition's order, partitions read
+    together); errors, a list: consumer errors are appended to it."""
     import confluent_kafka
     c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap(brokers), "group.id": "check",
                                   "enable.auto.commit": False})
-    c.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+    c.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+              for p in partitions])
     got = []
-    deadline = time.monotonic() + timeout
-    while len(got) < expect and time.monotonic() < deadline:
-        m = c.poll(0.5)
+
+    def take(m):
         if m is not None and m.error() is None:
             got.append(m.value())
+        elif m is not None and errors is not None:
+            errors.append(m.error())
+    deadline = time.monotonic() + timeout
+    while len(got) < expect and time.monotonic() < deadline:
+        take(c.poll(0.5))
     # and nothing more after a pause
     end = time.monotonic() + 1.5
     while time.monotonic() < end:
-        m = c.poll(0.3)
-        if m is not None and m.error() is None:
-            got.append(m.value())
+        take(c.poll(0.3))
     c.close()
     return got
 

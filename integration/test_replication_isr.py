@@ -17,7 +17,7 @@ import pytest
 
 from test_cluster_join import ClusterBroker, need_jars, wait_for  # noqa: F401 (fixture)
 from test_replication import (batches, describe, note, producer, start_brokers, start_quorum,
-                              wait_isr)
+                              stop_brokers, wait_isr)
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -54,10 +54,9 @@ def isr_cluster(tmp_path, need_jars):
         yield start_brokers(q, tmp_path, BROKER_PORTS, make=IsrBroker, into=brokers)
     finally:
         for b in brokers.values():
-            if b.alive():
-                if b.paused:
-                    b.resume()
-                b.stop()
+            if b.alive() and b.paused:
+                b.resume()
+        stop_brokers(brokers)
         q.stop()
 
 

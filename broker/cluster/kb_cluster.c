@@ -22,6 +22,12 @@
 #define BACKOFF_MAX_MS 5000
 #define MAX_DIRS 64
 #define FENCED_HEARTBEAT_MS 100
+/* Controlled shutdown, as Kafka's BrokerLifecycleManager and BrokerServer:
+ * the first heartbeat the controller answers "not yet" is followed by the
+ * next one this soon, and the whole wait is bounded by Kafka's shutdown
+ * deadline (5 minutes). */
+#define SHUTDOWN_FIRST_RETRY_MS 50
+#define SHUTDOWN_TIMEOUT_MS 300000
 
 /* The feature ranges Runnel registers with: Kafka 4.4's levels, so a
  * controller formatted at 4.4's defaults accepts it. The records of these
@@ -65,7 +71,12 @@ struct kb_cluster {
     int attempts;
     bool failed;
     bool refusing; /* asking the controllers' cluster id before stopping */
+    bool shutting_down;      /* SIGTERM: heartbeats ask to shut down (WantShutDown) */
+    bool sent_want_shutdown; /* the heartbeat in flight asked it */
+    bool shutdown_answered;  /* the controller answered one such heartbeat */
+    int64_t shutdown_began_ms;
     kb_timer timer;
+    kb_timer shutdown_timer; /* the deadline of the controlled shutdown */
     kb_meta_image image;
     kb_cluster_act *act;
     kb_meta_record_fn *apply;
@@ -117,7 +128,7 @@ static const char *record_name(const kb_meta_record *rec)
 }
 
 /* Every record goes through the image; one it cannot apply stops the
- * broker (invariant 5): serving from an image that skipped a record would
+ * broker (invariant 6): serving from an image that skipped a record would
  * answer with a cluster that does not exist. */
 static void on_record(void *arg, const kb_meta_record *rec)
 {
@@ -300,10 +311,12 @@ static void send_heartbeat(kb_cluster *c)
     rq.broker_epoch = c->broker_epoch;
     rq.current_metadata_offset = kb_meta_fetch_next_offset(c->mf) - 1;
     rq.want_fence = !kb_meta_fetch_caught_up(c->mf);
-    rq.want_shut_down = false;
+    rq.want_shut_down = c->shutting_down;
     if (kb_ctrl_conn_send(c->conn, KP_API_BROKER_HEARTBEAT, HEARTBEAT_VERSION, encode_heartbeat,
-                          &rq, on_heartbeat, c) == KP_ERR_NONE)
+                          &rq, on_heartbeat, c) == KP_ERR_NONE) {
         c->in_flight = true;
+        c->sent_want_shutdown = rq.want_shut_down;
+    }
 }
 
 static void on_tick(kb_loop *loop, void *arg)
@@ -388,6 +401,76 @@ static void on_registration(void *arg, kp_reader *body)
     }
 }
 
+/* ---- controlled shutdown ------------------------------------------------- */
+
+/* The partitions the image has this broker lead. */
+static int count_leaderships(const kb_cluster *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->image.topics.n; i++) {
+        const kb_mi_topic *t = c->image.topics.v[i];
+        for (int32_t p = 0; p < t->n_parts; p++)
+            n += t->parts[p].present && t->parts[p].leader == c->cfg->node_id;
+    }
+    return n;
+}
+
+static void shutdown_done(kb_cluster *c, const char *msg, kb_log_level level)
+{
+    kb_timer_disarm(c->b->loop, &c->shutdown_timer);
+    KB_LOG(level, KB_SUB_MAIN, "msg=\"%s\" waited_ms=%lld leaderships=%d broker_epoch=%lld "
+           "metadata_offset=%lld", msg,
+           (long long)(kb_loop_now_ms(c->b->loop) - c->shutdown_began_ms), count_leaderships(c),
+           (long long)c->broker_epoch, (long long)kb_meta_fetch_next_offset(c->mf) - 1);
+    kb_loop_stop(c->b->loop);
+}
+
+static void on_shutdown_deadline(kb_loop *loop, void *arg)
+{
+    (void)loop;
+    shutdown_done(arg, "timed out waiting for the controller to approve the controlled shutdown",
+                  KB_LL_ERROR);
+}
+
+bool kb_cluster_begin_shutdown(kb_cluster *c)
+{
+    if (c == NULL || c->shutting_down || c->failed || !c->cfg->controlled_shutdown_enable)
+        return false;
+    if (c->broker_epoch < 0 || c->fenced) {
+        KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"skipping the controlled shutdown: not serving in "
+               "the cluster\" broker_epoch=%lld fenced=%d", (long long)c->broker_epoch, c->fenced);
+        return false;
+    }
+    c->shutting_down = true;
+    c->shutdown_began_ms = kb_loop_now_ms(c->b->loop);
+    KB_LOG(KB_LL_INFO, KB_SUB_MAIN, "msg=\"beginning the controlled shutdown: asking the "
+           "controller to move this broker's leaderships\" leaderships=%d broker_epoch=%lld "
+           "timeout_ms=%d", count_leaderships(c), (long long)c->broker_epoch, SHUTDOWN_TIMEOUT_MS);
+    (void)kb_timer_arm(c->b->loop, &c->shutdown_timer, SHUTDOWN_TIMEOUT_MS);
+    if (!c->in_flight)
+        arm(c, 0); /* the next heartbeat at once; one in flight is followed at once */
+    return true;
+}
+
+/* A heartbeat answered while shutting down: stop once the controller says
+ * so; after the first "not yet" ask again soon, then at the interval. */
+static bool shutdown_answered(kb_cluster *c, const kp_broker_heartbeat_resp *rs)
+{
+    if (!c->shutting_down)
+        return false;
+    if (!c->sent_want_shutdown) {
+        arm(c, 0);
+        return true;
+    }
+    if (rs->should_shut_down) {
+        shutdown_done(c, "the controller approved the controlled shutdown", KB_LL_INFO);
+        return true;
+    }
+    arm(c, c->shutdown_answered ? c->cfg->broker_heartbeat_interval_ms : SHUTDOWN_FIRST_RETRY_MS);
+    c->shutdown_answered = true;
+    return true;
+}
+
 static void heartbeat_answered(kb_cluster *c, const kp_broker_heartbeat_resp *rs)
 {
     if (rs->is_fenced != c->fenced)
@@ -404,6 +487,8 @@ static void heartbeat_answered(kb_cluster *c, const kp_broker_heartbeat_resp *rs
     c->fenced = rs->is_fenced;
     c->backoff_ms = BACKOFF_MIN_MS;
     c->attempts = 0;
+    if (shutdown_answered(c, rs))
+        return;
     /* Fenced while catching up with the registration record: ask again soon,
      * as Kafka's broker does while starting. */
     int next = c->cfg->broker_heartbeat_interval_ms;
@@ -420,6 +505,10 @@ static void on_heartbeat(void *arg, kp_reader *body)
     kp_err e = answer_of(body, KP_API_BROKER_HEARTBEAT, HEARTBEAT_VERSION, &rs, &rs.error_code);
     if (e == KP_ERR_NONE) {
         heartbeat_answered(c, &rs);
+    } else if (c->shutting_down &&
+               (e == KP_ERR_STALE_BROKER_EPOCH || e == KP_ERR_BROKER_ID_NOT_REGISTERED)) {
+        shutdown_done(c, "the controller ended the session during the controlled shutdown",
+                      KB_LL_WARN); /* fenced: it leads nothing any more */
     } else if (e == KP_ERR_STALE_BROKER_EPOCH || e == KP_ERR_BROKER_ID_NOT_REGISTERED) {
         KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"session lost; registering again\" error=%s",
                kp_err_name(e));
@@ -476,6 +565,7 @@ kp_err kb_cluster_start(kb_broker *b, kb_cluster **out, char *err, size_t errlen
         return KP_ERR__NOMEM;
     kb_cluster_set_apply(c, NULL, NULL);
     kb_timer_init(&c->timer, on_tick, c);
+    kb_timer_init(&c->shutdown_timer, on_shutdown_deadline, c);
     kb_uuid_random(&c->incarnation);
     kp_err e = kb_quorum_parse(c->cfg, &c->q, err, errlen);
     if (e == KP_ERR_NONE)
@@ -506,6 +596,7 @@ void kb_cluster_stop(kb_cluster *c)
     if (c == NULL)
         return;
     kb_timer_disarm(c->b->loop, &c->timer);
+    kb_timer_disarm(c->b->loop, &c->shutdown_timer);
     kb_meta_fetch_free(c->mf);
     kb_forward_free(c->fwd);
     kb_ib_free(c->ib);

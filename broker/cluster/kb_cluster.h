@@ -16,7 +16,14 @@
  *      (200 ms doubling to 5 s), one log line per attempt, never a crash.
  *   4. INCONSISTENT_CLUSTER_ID or features the controller refuses stop the
  *      broker with one ERROR line (kb_cluster_failed then says so).
- *   5. Every metadata record is applied to the image (kb_meta_image) before
+ *   5. Controlled shutdown (kb_cluster_begin_shutdown, on SIGTERM, as a
+ *      Kafka 4 broker): while registered and unfenced, the heartbeats ask
+ *      WantShutDown and the broker keeps serving and following the
+ *      metadata (the controller moves its leaderships away and takes it
+ *      out of the ISRs, and it becomes a follower of what it led) until a
+ *      heartbeat answers ShouldShutDown, the session ends, or 5 minutes
+ *      pass; then the loop stops.
+ *   6. Every metadata record is applied to the image (kb_meta_image) before
  *      the apply hook hears it; a record of an unknown type or a newer
  *      version, or one that does not decode or names a topic the image
  *      lacks, stops the broker with one ERROR line naming the record, its
@@ -59,6 +66,11 @@ const kb_meta_image *kb_cluster_image(const kb_cluster *c);
 kb_forward *kb_cluster_forwarder(kb_cluster *c);
 /* The inter-broker client (kb_interbroker.h); NULL for c NULL. */
 kb_ib *kb_cluster_interbroker(kb_cluster *c);
+/* SIGTERM in cluster mode: begins the controlled shutdown (invariant 5)
+ * and returns true, the loop stopping later; false when there is none to
+ * do (controlled.shutdown.enable=false, not registered or fenced, one
+ * under way already), the caller then stops at once. */
+bool kb_cluster_begin_shutdown(kb_cluster *c);
 /* True after a fatal condition stopped the loop. */
 bool kb_cluster_failed(const kb_cluster *c);
 

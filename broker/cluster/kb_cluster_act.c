@@ -72,6 +72,25 @@ static void move_coordinator(kb_cluster_act *a, const kb_mi_topic *t, int32_t p,
         kb_coord_parts_move(kb_txn_coord_parts(a->b), p, leads);
 }
 
+/* Made leader by an unclean election (LeaderRecoveryState RECOVERING, a
+ * leader from outside the ISR): one WARN line per election. Nothing is sent
+ * for it: as Kafka's Partition.makeLeader, the leader takes itself as
+ * recovered, and its next AlterPartition (the ISR growing back) carries
+ * LeaderRecoveryState RECOVERED, which the controller commits. */
+static void warn_unclean(const kb_topic *local, int32_t p, const kb_mi_partition *mp,
+                         int32_t node)
+{
+    const kb_replica *r = local->partitions[p].repl;
+    if (mp->leader != node || mp->leader_recovery_state != KB_MI_RECOVERING ||
+        (kb_replica_is_leader(r) && r->leader_epoch == mp->leader_epoch))
+        return;
+    ks_log *log = local->partitions[p].log;
+    KB_LOG(KB_LL_WARN, KB_SUB_MAIN, "msg=\"leader by an unclean election (from outside the "
+           "ISR): records the previous leaders had past this replica's log end may be lost\" "
+           "topic=%s partition=%d leader_epoch=%d log_end_offset=%lld", local->name, p,
+           mp->leader_epoch, log != NULL ? (long long)ks_log_end_offset(log) : -1LL);
+}
+
 /* The local copy follows the image: leader epochs, the replication state
  * (leader, ISR), a fetcher for each partition another broker leads, and
  * the coordinators of internal topics their partitions' leadership. */
@@ -83,6 +102,8 @@ static void sync_partitions(kb_cluster_act *a, kb_topic *local, const kb_mi_topi
             continue;
         local->partitions[p].leader_epoch = mp->leader_epoch;
         bool hosted = kb_cluster_act_hosts(t, p, a->node);
+        if (hosted)
+            warn_unclean(local, p, mp, a->node);
         kb_replica_assignment ra = {mp->leader,          mp->leader_epoch, mp->replicas.v,
                                     mp->replicas.n,      mp->isr.v,        mp->isr.n,
                                     mp->partition_epoch, a->on_isr,        a->on_isr_arg};

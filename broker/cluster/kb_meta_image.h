@@ -56,6 +56,9 @@ typedef struct kb_mi_ints {
     int32_t *v;
 } kb_mi_ints;
 
+#define KB_MI_RECOVERED 0  /* LeaderRecoveryState */
+#define KB_MI_RECOVERING 1
+
 typedef struct kb_mi_partition {
     kb_mi_ints replicas, isr, elr, last_known_elr;
     int32_t n_dirs;
@@ -63,7 +66,8 @@ typedef struct kb_mi_partition {
     int32_t leader;
     int32_t leader_epoch;
     int32_t partition_epoch;
-    int8_t leader_recovery_state;
+    int8_t leader_recovery_state; /* KB_MI_RECOVERED, or KB_MI_RECOVERING after an unclean
+                                   * election until the leader's AlterPartition */
     bool present; /* a PartitionRecord was applied */
 } kb_mi_partition;
 

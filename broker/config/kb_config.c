@@ -187,7 +187,7 @@ static const kb_keydef key_defs[] = {
        FENUM(compression_type), DYN),
     KI("compression.zstd.level", "3", -131072, 22, NOF, DYN),
     KL("connections.max.idle.ms", "600000", -1, I64MAX, FI64(connections_max_idle_ms), 0),
-    KB("controlled.shutdown.enable", "true", NOF, KB_KD_IGNORED),
+    KB("controlled.shutdown.enable", "true", FBOOL(controlled_shutdown_enable), CLU),
     KLS("controller.listener.names", "", NULL, FLIST(controller_listener_names), 0),
     KLS("controller.quorum.bootstrap.servers", "", NULL, FLIST(quorum_bootstrap_servers), CLU),
     KI("controller.quorum.election.timeout.ms", "1000", 0, I32MAX, NOF, KB_KD_IGNORED),

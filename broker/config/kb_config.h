@@ -190,6 +190,7 @@ typedef struct kb_config {
     char *metadata_log_dir;              /* NULL: the first log dir */
     int32_t broker_heartbeat_interval_ms;
     int32_t broker_session_timeout_ms;
+    bool controlled_shutdown_enable; /* SIGTERM asks the controller first */
     /* replication (cluster mode): the replica fetchers, Kafka's keys */
     int32_t num_replica_fetchers;
     int32_t replica_fetch_backoff_ms;

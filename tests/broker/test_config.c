@@ -380,6 +380,20 @@ START_TEST(test_config_unknown_and_ignored_once)
 }
 END_TEST
 
+/* controlled.shutdown.enable: read (true by default) for cluster mode, and
+ * reported as having no effect on a single node. */
+START_TEST(test_config_controlled_shutdown_enable)
+{
+    load_ok(NULL, NULL);
+    ck_assert(cfg->controlled_shutdown_enable);
+    const char *path = write_props("controlled.shutdown.enable=false\n");
+    const char *args[] = {path, NULL};
+    load_ok(args, NULL);
+    ck_assert(!cfg->controlled_shutdown_enable);
+    ck_assert(list_has(&cfg->ignored_keys, "controlled.shutdown.enable"));
+}
+END_TEST
+
 START_TEST(test_config_topic_defaults)
 {
     const char *args[] = {"--override", "log.retention.hours=1", "--override",
@@ -712,6 +726,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, test_config_listeners);
     tcase_add_test(tc, test_config_controller_listener_default_map);
     tcase_add_test(tc, test_config_unknown_and_ignored_once);
+    tcase_add_test(tc, test_config_controlled_shutdown_enable);
     tcase_add_test(tc, test_config_topic_defaults);
     tcase_add_test(tc, test_config_runnel_keys);
     tcase_add_test(tc, test_config_help_and_version);
