@@ -12,13 +12,16 @@ segments Runnel wrote, and deleting a group writes tombstones.
 
 import os
 import signal
+import struct
+import time
 
 import pytest
 
 import procs
+import wire
 from test_share_groups import BROKER_PROPS as SHARE_PROPS
 from test_share_groups import JARS44, fresh, got, share_tool  # noqa: F401
-from test_share_group_offsets import sgc
+from test_share_group_offsets import sgc, authz  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -153,3 +156,112 @@ def test_deleting_the_group_writes_tombstones(broker, share_tool):
     share_tool.run("earliest", broker.bootstrap, group)
     recs = got(share_tool.run("consume", broker.bootstrap, topic, group, "implicit", 3, 60))
     assert sorted(r[0] for r in recs) == [0, 1, 2]
+
+
+# ---- the persister APIs on the wire ------------------------------------------------
+
+INIT, READ, WRITE, DELETE_STATE, SUMMARY = 83, 84, 85, 86, 87
+FENCED_STATE_EPOCH, INVALID_GROUP_ID, UNKNOWN_TOPIC_OR_PARTITION = 124, 24, 3
+ACKED, ARCHIVED, AVAILABLE = 2, 4, 0
+
+
+def persister(sock, api, version, group, tid, part_body, cid, result):
+    """One topic, one partition (part_body after the partition index); the
+    partition's result parsed by result(reader) after its error code."""
+    part = struct.pack(">i", 0) + part_body + b"\x00"
+    body = (wire.compact_string(group)
+            + wire.compact_array([tid + wire.compact_array([part]) + b"\x00"]) + b"\x00")
+    r = wire.flex_call(sock, api, version, body, cid)
+    out = []
+
+    def partition(r):
+        r.take(">i")
+        err = r.take(">h")
+        r.string()
+        out.append((err,) + tuple(result(r)))
+        r.skip_tags()
+
+    r.array(lambda r: (r.uuid(), r.array(partition), r.skip_tags()))
+    return out[0]
+
+
+def read_state(sock, group, tid, cid):
+    def result(r):
+        epoch, start = r.take(">i"), r.take(">q")
+        batches = r.array(lambda r: (r.take(">q"), r.take(">q"), r.take(">b"), r.take(">h"),
+                                     r.skip_tags())[:4])
+        return epoch, start, batches
+    return persister(sock, READ, 0, group, tid, struct.pack(">i", 0), cid, result)
+
+
+def write_state(sock, group, tid, epoch, start, batches, cid):
+    enc = [struct.pack(">qqbh", *b) + b"\x00" for b in batches]
+    body = struct.pack(">iiq", epoch, 0, start) + wire.compact_array(enc)
+    return persister(sock, WRITE, 0, group, tid, body, cid, lambda r: ())[0]
+
+
+def test_persister_apis_read_write_initialize_delete(broker, share_tool):
+    from test_share_groups import topic_id
+    topic, group = fresh("sgs"), fresh("sgs")
+    share_tool.run("produce", broker.bootstrap, topic, "p", 10)
+    sock = wire.connect(broker.host, broker.port)
+    try:
+        tid = topic_id(sock, topic, 1)
+        assert read_state(sock, group, tid, 2) == (0, 0, -1, [])  # uninitialized
+        init = persister(sock, INIT, 0, group, tid, struct.pack(">iq", 1, 2), 3, lambda r: ())
+        assert init == (0,)
+        assert read_state(sock, group, tid, 4) == (0, 1, 2, [])
+        assert write_state(sock, group, tid, 1, 2, [(2, 3, ACKED, 1), (5, 5, ARCHIVED, 2),
+                                                    (6, 6, AVAILABLE, 1)], 5) == 0
+        want = (0, 1, 4, [(5, 5, ARCHIVED, 2), (6, 6, AVAILABLE, 1)])  # 2-3 done: start 4
+        assert read_state(sock, group, tid, 6) == want
+        assert write_state(sock, group, tid, 0, -1, [], 7) == FENCED_STATE_EPOCH
+        assert write_state(sock, "", tid, 1, -1, [], 8) == INVALID_GROUP_ID
+        assert write_state(sock, group, b"\x07" * 16, 1, -1, [], 9) == UNKNOWN_TOPIC_OR_PARTITION
+        summary = persister(sock, SUMMARY, 1, group, tid, struct.pack(">i", 0), 10,
+                            lambda r: r.take(">iiqi"))
+        assert summary == (0, 1, 0, 4, 1)  # epochs 1 and 0, start 4, one offset done
+    finally:
+        sock.close()
+    broker.restart()
+    sock = wire.connect(broker.host, broker.port)
+    try:
+        assert read_state(sock, group, tid, 11) == want  # what the RPCs wrote was persisted
+    finally:
+        sock.close()
+    # a share consumer of the group reads from that state: 5 archived, 6 a redelivery
+    recs = got(share_tool.run("consume", broker.bootstrap, topic, group, "implicit", 5, 60))
+    assert sorted(r[0] for r in recs) == [4, 6, 7, 8, 9]
+    assert {r[0]: r[2] for r in recs}[6] == 2
+    sock = wire.connect(broker.host, broker.port)
+    try:
+        assert persister(sock, DELETE_STATE, 0, group, tid, b"", 12, lambda r: ()) == (0,)
+        assert read_state(sock, group, tid, 13) == (0, 0, -1, [])
+    finally:
+        sock.close()
+
+
+def test_persister_apis_need_cluster_action(authz, share_tool):
+    from security import plain_login
+    from test_acls import USERS, create_acls
+    from test_share_groups import topic_id
+    CLUSTER_RES, LITERAL, ALLOW, OP_CLUSTER_ACTION, CLUSTER_AUTHORIZATION_FAILED = 4, 3, 3, 9, 31
+    topic, group = fresh("sgs-acl"), fresh("sgs-acl")
+    share_tool.run("produce", authz.bootstrap, topic, "a", 3)  # PLAINTEXT: a super user
+    admin = wire.connect(authz.host, authz.port)
+    tid = topic_id(admin, topic, 1)
+    alice = plain_login(authz, "alice", USERS["alice"])
+    try:
+        assert read_state(alice, group, tid, 2)[0] == CLUSTER_AUTHORIZATION_FAILED
+        assert write_state(alice, group, tid, 0, 0, [], 3) == CLUSTER_AUTHORIZATION_FAILED
+        create_acls(admin, 1, [(CLUSTER_RES, "kafka-cluster", LITERAL, "User:alice", "*",
+                                OP_CLUSTER_ACTION, ALLOW)])
+        wait = 50
+        while read_state(alice, group, tid, 5)[0] != 0 and wait > 0:
+            time.sleep(0.1)
+            wait -= 1
+        assert write_state(alice, group, tid, 0, 1, [], 6) == 0
+        assert read_state(alice, group, tid, 7) == (0, 0, 1, [])
+    finally:
+        alice.close()
+        admin.close()

@@ -143,6 +143,96 @@ kp_err kb_share_coord_delete_topic(kb_broker *b, kb_group *g, const kp_uuid *top
     return KP_ERR_NONE;
 }
 
+/* ---- the persister's operations ------------------------------------------ */
+
+kb_share_part *kb_share_coord_find(kb_broker *b, kp_str group, const kp_uuid *topic,
+                                   int32_t partition)
+{
+    kb_group *g = kb_groups_find(kb_group_coord_groups(b), group);
+    return g != NULL && g->sg != NULL ? kb_share_parts_find(g->sg->parts, topic, partition)
+                                      : NULL;
+}
+
+static kp_err load_group(kb_broker *b, kp_str id, kb_group **out);
+
+/* The group and share-partition to change (made at start when new). */
+static kp_err persister_part(kb_broker *b, kp_str group, const kp_uuid *topic, int32_t partition,
+                             int32_t state_epoch, int64_t start, kb_group **g,
+                             kb_share_part **sp)
+{
+    kp_err e = load_group(b, group, g);
+    if (e == KP_ERR__CORRUPT)
+        return KP_ERR_INVALID_GROUP_ID;
+    if (e != KP_ERR_NONE)
+        return e;
+    *sp = kb_share_parts_find((*g)->sg->parts, topic, partition);
+    if (*sp != NULL && state_epoch < (*sp)->persist.state_epoch)
+        return KP_ERR_FENCED_STATE_EPOCH;
+    if (*sp == NULL)
+        e = kb_share_parts_get((*g)->sg->parts, topic, partition, start >= 0 ? start : 0, sp);
+    return e;
+}
+
+/* Writes what changed; the wire error. */
+static kp_err persister_flush(kb_broker *b, kb_group *g, kb_share_part *sp)
+{
+    kp_err e = write_part(b, g, sp);
+    kb_group_coord_touch(b, g);
+    return e == KP_ERR_NONE ? KP_ERR_NONE : KP_ERR_COORDINATOR_NOT_AVAILABLE;
+}
+
+kp_err kb_share_coord_initialize(kb_broker *b, kp_str group, const kp_uuid *topic,
+                                 int32_t partition, int32_t state_epoch, int64_t start)
+{
+    kb_group *g;
+    kb_share_part *sp;
+    if (start < 0 || start > INT64_MAX - KB_SHARE_PART_MAX_WINDOW)
+        return KP_ERR_INVALID_REQUEST;
+    kp_err e = persister_part(b, group, topic, partition, state_epoch, start, &g, &sp);
+    if (e != KP_ERR_NONE)
+        return e;
+    kb_share_part_reset(sp, start);
+    sp->persist.state_epoch = state_epoch;
+    return persister_flush(b, g, sp);
+}
+
+kp_err kb_share_coord_write(kb_broker *b, kp_str group, const kp_uuid *topic, int32_t partition,
+                            int32_t state_epoch, int64_t start, const kb_share_state_batch *bs,
+                            int32_t n)
+{
+    kb_group *g;
+    kb_share_part *sp;
+    kp_err e = persister_part(b, group, topic, partition, state_epoch, start, &g, &sp);
+    if (e != KP_ERR_NONE)
+        return e;
+    bool fresh = sp->persist.snapshot_due;
+    e = kb_share_part_restore(sp, fresh, start, bs, n);
+    if (e == KP_ERR__CORRUPT)
+        return KP_ERR_INVALID_REQUEST;
+    if (e != KP_ERR_NONE)
+        return e;
+    sp->persist.state_epoch = state_epoch;
+    sp->persist.start_moved = start >= 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (bs[i].first < sp->persist.dirty_first || sp->persist.dirty_first > sp->persist.dirty_last)
+            sp->persist.dirty_first = bs[i].first;
+        if (bs[i].last > sp->persist.dirty_last)
+            sp->persist.dirty_last = bs[i].last;
+    }
+    return persister_flush(b, g, sp);
+}
+
+kp_err kb_share_coord_remove(kb_broker *b, kp_str group, const kp_uuid *topic, int32_t partition)
+{
+    kb_group *g = kb_groups_find(kb_group_coord_groups(b), group);
+    kb_share_part *sp = kb_share_coord_find(b, group, topic, partition);
+    if (sp == NULL)
+        return KP_ERR_NONE;
+    kp_err e = kb_share_coord_delete(b, g, sp);
+    kb_group_coord_touch(b, g);
+    return e == KP_ERR_NONE ? KP_ERR_NONE : KP_ERR_COORDINATOR_NOT_AVAILABLE;
+}
+
 /* ---- loading ------------------------------------------------------------- */
 
 /* The share group a record names, made when new; NULL when the id belongs

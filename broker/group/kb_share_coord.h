@@ -57,4 +57,25 @@ kp_err kb_share_coord_delete(kb_broker *b, kb_group *g, kb_share_part *sp);
 /* The same for each of g's share-partitions of topic (NULL: all). */
 kp_err kb_share_coord_delete_topic(kb_broker *b, kb_group *g, const kp_uuid *topic);
 
+/* ---- the persister's operations (InitializeShareGroupState and the rest,
+ * served to CLUSTER_ACTION principals as Kafka's share coordinator serves
+ * them). Each returns the Kafka error for the share-partition; a group id
+ * held by a group of another type gives INVALID_GROUP_ID. ---- */
+
+/* The share-partition's state, NULL when it has none. */
+kb_share_part *kb_share_coord_find(kb_broker *b, kp_str group, const kp_uuid *topic,
+                                   int32_t partition);
+/* A new state at start (the window emptied) and state_epoch, written as
+ * a ShareSnapshot; FENCED_STATE_EPOCH below the recorded epoch. */
+kp_err kb_share_coord_initialize(kb_broker *b, kp_str group, const kp_uuid *topic,
+                                 int32_t partition, int32_t state_epoch, int64_t start);
+/* The batches (and start, when >= 0) applied and written as a
+ * ShareUpdate (a ShareSnapshot for a new state); FENCED_STATE_EPOCH,
+ * INVALID_REQUEST for a bad batch. */
+kp_err kb_share_coord_write(kb_broker *b, kp_str group, const kp_uuid *topic, int32_t partition,
+                            int32_t state_epoch, int64_t start, const kb_share_state_batch *bs,
+                            int32_t n);
+/* The tombstone, when there is a state. */
+kp_err kb_share_coord_remove(kb_broker *b, kp_str group, const kp_uuid *topic, int32_t partition);
+
 #endif

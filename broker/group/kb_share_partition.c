@@ -427,6 +427,8 @@ kp_err kb_share_part_restore(kb_share_part *sp, bool snapshot, int64_t start,
     for (int32_t i = 0; i < n; i++)
         if (!batch_ok(&b[i]))
             return KP_ERR__CORRUPT;
+    if (start > INT64_MAX - KB_SHARE_PART_MAX_WINDOW) /* the window must fit in an int64 */
+        return KP_ERR__CORRUPT;
     if (snapshot || (start >= 0 && start < sp->start))
         sp->start = sp->end = start >= 0 ? start : sp->start;
     else if (start >= 0)

@@ -183,7 +183,7 @@ int32_t kb_share_part_done_count(const kb_share_part *sp);
  * overwrites the offsets its batches name. Offsets beyond
  * KB_SHARE_PART_MAX_WINDOW past the start are ignored. KP_ERR__CORRUPT
  * (nothing applied) for a batch with an unknown state, a negative count
- * or first > last; KP_ERR__NOMEM. */
+ * or first > last, or a start too close to INT64_MAX; KP_ERR__NOMEM. */
 kp_err kb_share_part_restore(kb_share_part *sp, bool snapshot, int64_t start,
                              const kb_share_state_batch *b, int32_t n);
 

@@ -148,6 +148,11 @@ START_TEST(test_share_state_part_view_and_restore)
     kb_share_state_batch bad = {8, 9, 1, 0};
     ck_assert_int_eq(kb_share_part_restore(copy, false, -1, &bad, 1), KP_ERR__CORRUPT);
     ck_assert_int_eq(copy->start, 7);
+    /* a start whose window would overflow, nor a batch near INT64_MAX */
+    ck_assert_int_eq(kb_share_part_restore(copy, true, INT64_MAX - 5, NULL, 0), KP_ERR__CORRUPT);
+    kb_share_state_batch far = {INT64_MAX - 1, INT64_MAX, KB_SR_ARCHIVED, 1};
+    ck_assert_int_eq(kb_share_part_restore(copy, false, -1, &far, 1), KP_ERR_NONE);
+    ck_assert(copy->start == 7 && copy->end <= 7 + KB_SHARE_PART_MAX_WINDOW);
     /* a reset starts a new state epoch with a snapshot */
     copy->persist.snapshot_due = false;
     kb_share_part_reset(copy, 100);
