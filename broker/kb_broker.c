@@ -21,6 +21,7 @@
 #include "kb_scram_store.h"
 #include "kb_observe.h"
 #include "kb_server.h"
+#include "kb_share_coord.h"
 #include "kb_txn_coord.h"
 #include "kb_topics.h"
 #include "kb_work.h"
@@ -91,6 +92,8 @@ kp_err kb_broker_start(kb_broker *b, const kb_config *cfg, char *err, size_t err
     }
     kb_partition_dirs_resume(b); /* topics a crash left half created or half deleted */
     if ((e = kb_group_coord_start(b, err, errlen)) != KP_ERR_NONE)
+        return e;
+    if ((e = kb_share_coord_load(b, err, errlen)) != KP_ERR_NONE)
         return e;
     if ((e = kb_txn_coord_start(b, err, errlen)) != KP_ERR_NONE)
         return e;

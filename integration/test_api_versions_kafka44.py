@@ -29,8 +29,6 @@ DELIBERATE = {}
 NOT_SERVED_YET = {
     34: "AlterReplicaLogDirs",
     80: "AddRaftVoter", 81: "RemoveRaftVoter",
-    83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
-    86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
     88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",
     93: "StreamsGroupTopologyDescriptionUpdate",
     94: "UnregisterController",

@@ -187,7 +187,8 @@ int16_t kb_cv_check_coordinator(const kb_req *req, const char *topic, kp_str key
 bool kb_cv_internal(const kb_mi_topic *t)
 {
     return strcmp(t->name, "__consumer_offsets") == 0 ||
-           strcmp(t->name, "__transaction_state") == 0;
+           strcmp(t->name, "__transaction_state") == 0 ||
+           strcmp(t->name, "__share_group_state") == 0;
 }
 
 kp_err kb_cv_metadata_topic(kb_req *req, const kb_meta_image *img, const kb_mi_topic *t,

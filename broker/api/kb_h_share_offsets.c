@@ -28,6 +28,7 @@
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
 #include "kb_partition_log.h"
+#include "kb_share_coord.h"
 #include "kb_share_group.h"
 #include "kb_share_partition.h"
 #include "kb_topics.h"
@@ -362,7 +363,10 @@ kp_err kb_h_delete_share_group_offsets(kb_req *req, const kp_delete_share_group_
         } else {
             ot->topic_id = t->id;
             ot->error_message = KP_STR_NULL;
-            kb_share_parts_drop_topic(g->sg->parts, &t->id);
+            if (kb_share_coord_delete_topic(req->broker, g, &t->id) != KP_ERR_NONE) {
+                ot->error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
+                ot->error_message = err_text(req, ot->error_code);
+            }
         }
     }
     kb_group_coord_touch(req->broker, g);

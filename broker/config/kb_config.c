@@ -343,8 +343,14 @@ static const kb_keydef key_defs[] = {
     KDI("sasl.login.refresh.window.factor", "0.8", DYN_NODE),
     KDI("sasl.login.refresh.window.jitter", "0.05", DYN_NODE),
     KE("security.inter.broker.protocol", "PLAINTEXT", KBC_PROTOCOLS, NOF, 0),
+    KI("share.coordinator.snapshot.update.records.per.snapshot", "500", 0, 500,
+       FI32(share_coordinator_snapshot_update_records_per_snapshot), 0),
     KI("share.coordinator.state.topic.min.isr", "2", 1, I32MAX, NOF, KB_KD_IGNORED),
+    KI("share.coordinator.state.topic.num.partitions", "50", 1, I32MAX,
+       FI32(share_coordinator_state_topic_num_partitions), 0),
     KI("share.coordinator.state.topic.replication.factor", "3", 1, 32767, NOF, KB_KD_IGNORED),
+    KI("share.coordinator.state.topic.segment.bytes", "104857600", 14, I32MAX,
+       FI32(share_coordinator_state_topic_segment_bytes), 0),
     /* -1 (OS autotuning) where Kafka has 102400: the one loop thread reads a
      * request only between others, and a fixed 100 KiB window stalls the
      * producer meanwhile (docs/operations.md, "Socket buffers"). */

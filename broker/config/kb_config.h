@@ -258,6 +258,9 @@ typedef struct kb_config {
     int32_t transaction_max_timeout_ms;
     int32_t transaction_abort_timed_out_transaction_cleanup_interval_ms;
     int64_t transactional_id_expiration_ms;
+    int32_t share_coordinator_state_topic_num_partitions; /* __share_group_state */
+    int32_t share_coordinator_state_topic_segment_bytes;
+    int32_t share_coordinator_snapshot_update_records_per_snapshot;
     int32_t group_initial_rebalance_delay_ms;
     int32_t group_min_session_timeout_ms;
     int32_t group_max_session_timeout_ms;

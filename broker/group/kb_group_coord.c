@@ -9,6 +9,7 @@
 #include "kb_consumer_group.h"
 #include "kb_coord_load.h"
 #include "kb_consumer_group_rec.h"
+#include "kb_share_coord.h"
 #include "kb_share_group.h"
 #include "kb_share_partition.h"
 #include "kb_group_conf.h"
@@ -393,6 +394,9 @@ kp_err kb_group_coord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset 
 
 kp_err kb_group_coord_delete_group(kb_broker *b, kb_group *g)
 {
+    kp_err e = g->sg != NULL ? kb_share_coord_delete_topic(b, g, NULL) : KP_ERR_NONE;
+    if (e != KP_ERR_NONE)
+        return e;
     gbatch gb;
     gbatch_init(&gb, kb_group_coord_wall(b), -1, -1);
     size_t cur = 0;
@@ -401,7 +405,7 @@ kp_err kb_group_coord_delete_group(kb_broker *b, kb_group *g)
     add_group(&gb, g, true);
     if (g->cg != NULL)
         kb_consumer_group_rec_delete(g->cg, kp_str_from(g->id), cg_emit, &gb);
-    kp_err e = gbatch_append(b, g, &gb);
+    e = gbatch_append(b, g, &gb);
     if (e != KP_ERR_NONE)
         return e;
     kb_timer_disarm(b->loop, &g->timer);
@@ -601,6 +605,8 @@ void kb_group_coord_touch(kb_broker *b, kb_group *g)
 {
     if (g->cg != NULL)
         store_cgroup(b, g);
+    else if (g->sg != NULL)
+        kb_share_coord_flush(b, g);
     g->host = b->group_coord;
     g->timer.cb = on_group_timer;
     g->timer.arg = g;
@@ -630,8 +636,9 @@ static bool offset_expired(const kb_group *g, const kb_offset *o, int64_t now, i
 
 static void expire_group(kb_group_coord *c, kb_group *g, int64_t now, int64_t retention)
 {
+    /* a share group's state stays until deleted, as Kafka keeps it */
     if (g->state != KB_GS_EMPTY || g->npending > 0 || (g->cg != NULL && g->cg->nmembers > 0) ||
-        (g->sg != NULL && g->sg->nmembers > 0))
+        (g->sg != NULL && (g->sg->nmembers > 0 || kb_share_parts_count(g->sg->parts) > 0)))
         return;
     kb_offset *dead = calloc(kb_offset_map_count(&g->offsets) + 1, sizeof(*dead));
     if (dead == NULL)

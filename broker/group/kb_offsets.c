@@ -209,7 +209,7 @@ void kb_offsets_write_cgroup_value(kp_writer *w, int32_t epoch)
 }
 
 /* A reader over the struct after the version; false if too short. */
-static bool read_version(kp_slice s, kp_reader *r, int16_t *version)
+bool kb_offsets_read_version(kp_slice s, kp_reader *r, int16_t *version)
 {
     if (s.len < 2)
         return false;
@@ -249,7 +249,7 @@ kp_err kb_offsets_read_key(kp_slice key, kp_arena *a, kb_offsets_key *out)
     kp_reader r;
     int16_t version;
     memset(out, 0, sizeof(*out));
-    if (!read_version(key, &r, &version))
+    if (!kb_offsets_read_version(key, &r, &version))
         return KP_ERR__CORRUPT;
     if (version == 0 || version == 1) {
         kp_offset_commit_key k;
@@ -281,7 +281,7 @@ kp_err kb_offsets_read_cgroup_value(kp_slice value, kp_arena *a, int32_t *epoch)
     int16_t version;
     kp_consumer_group_metadata_value v;
     kp_consumer_group_metadata_value_defaults(&v);
-    if (!read_version(value, &r, &version) || version != 0 ||
+    if (!kb_offsets_read_version(value, &r, &version) || version != 0 ||
         kp_consumer_group_metadata_value_decode(&r, a, &v, version) != KP_ERR_NONE)
         return KP_ERR__CORRUPT;
     *epoch = v.epoch;
@@ -292,7 +292,7 @@ kp_err kb_offsets_read_commit_value(kp_slice value, kp_arena *a, kb_offset *o)
 {
     kp_reader r;
     int16_t version;
-    if (!read_version(value, &r, &version) || version < 0 || version > 4)
+    if (!kb_offsets_read_version(value, &r, &version) || version < 0 || version > 4)
         return KP_ERR__CORRUPT;
     kp_offset_commit_value v;
     kp_offset_commit_value_defaults(&v);
@@ -313,7 +313,7 @@ kp_err kb_offsets_read_group_value(kp_slice value, kp_arena *a, kp_group_metadat
 {
     kp_reader r;
     int16_t version;
-    if (!read_version(value, &r, &version) || version < 0 || version > 4)
+    if (!kb_offsets_read_version(value, &r, &version) || version < 0 || version > 4)
         return KP_ERR__CORRUPT;
     kp_group_metadata_value_defaults(out);
     if (kp_group_metadata_value_decode(&r, a, out, version) != KP_ERR_NONE)

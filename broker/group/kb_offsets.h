@@ -106,6 +106,9 @@ const kb_offset *kb_offset_map_next(const kb_offset_map *m, size_t *cursor);
 /* The partition of __consumer_offsets holding group_id: Java's
  * String.hashCode over its UTF-16 units, Utils.abs, modulo partitions. */
 int32_t kb_offsets_partition_for(kp_str group_id, int32_t partitions);
+/* A coordinator record's leading int16 (key type or value version); r then
+ * reads the rest. False when s holds less than two bytes. */
+bool kb_offsets_read_version(kp_slice s, kp_reader *r, int16_t *version);
 
 /* ---- record bytes (each writer appends version + struct to w) ---------- */
 

@@ -83,6 +83,8 @@ kp_err kb_share_parts_get(kb_share_parts *ps, const kp_uuid *topic, int32_t part
     sp->topic = *topic;
     sp->partition = part;
     sp->start = sp->end = start_offset;
+    sp->persist = (kb_share_persist){.dirty_first = 0, .dirty_last = -1, .snapshot_due = true,
+                                     .snapshot_epoch = -1};
     ps->v[ps->n++] = sp;
     *out = sp;
     return KP_ERR_NONE;
@@ -107,21 +109,20 @@ static void session_forget_part(kb_share_session *s, const kb_share_part *sp)
         }
 }
 
-void kb_share_parts_drop_topic(kb_share_parts *ps, const kp_uuid *topic)
+/* ---- the window ---------------------------------------------------------- */
+
+/* Offset o's persisted state changed. */
+static void touch(kb_share_part *sp, int64_t o)
 {
-    for (int32_t i = ps->n - 1; i >= 0; i--) {
-        kb_share_part *sp = ps->v[i];
-        if (memcmp(&sp->topic, topic, sizeof(*topic)) != 0)
-            continue;
-        for (int32_t j = 0; j < ps->nsessions; j++)
-            session_forget_part(ps->sessions[j], sp);
-        ps->v[i] = ps->v[--ps->n];
-        free(sp->rec);
-        free(sp);
+    kb_share_persist *p = &sp->persist;
+    if (p->dirty_first > p->dirty_last) {
+        p->dirty_first = p->dirty_last = o;
+    } else if (o < p->dirty_first) {
+        p->dirty_first = o;
+    } else if (o > p->dirty_last) {
+        p->dirty_last = o;
     }
 }
-
-/* ---- the window ---------------------------------------------------------- */
 
 static int32_t window(const kb_share_part *sp)
 {
@@ -143,11 +144,16 @@ static void advance_start(kb_share_part *sp)
         return;
     memmove(sp->rec, sp->rec + k, (size_t)(n - k) * sizeof(*sp->rec));
     sp->start += k;
+    sp->persist.start_moved = true;
 }
 
 void kb_share_part_reset(kb_share_part *sp, int64_t offset)
 {
     sp->start = sp->end = offset;
+    sp->persist.state_epoch++;
+    sp->persist.snapshot_due = true;
+    sp->persist.dirty_first = 0;
+    sp->persist.dirty_last = -1;
 }
 
 int64_t kb_share_part_lag(const kb_share_part *sp, int64_t hwm)
@@ -186,6 +192,7 @@ static void skip_to(kb_share_part *sp, int64_t log_start)
         return;
     if (log_start >= sp->end) {
         sp->start = sp->end = log_start;
+        sp->persist.start_moved = true;
         return;
     }
     for (int64_t o = sp->start; o < log_start; o++)
@@ -299,6 +306,8 @@ void kb_share_part_ack(kb_share_part *sp, int64_t first, int64_t last, const int
     for (int64_t o = first; o <= last; o++) {
         kb_share_rec *r = &sp->rec[o - sp->start];
         int8_t t = ntypes == 1 ? types[0] : types[o - first];
+        if (t != KB_ACK_RENEW)
+            touch(sp, o);
         if (t == KB_ACK_RELEASE) {
             give_back(r, lim);
         } else if (t == KB_ACK_RENEW) {
@@ -320,8 +329,10 @@ void kb_share_parts_release(kb_share_parts *ps, uint64_t owner, const kb_share_l
         for (int32_t i = 0; i < window(sp); i++) {
             kb_share_rec *r = &sp->rec[i];
             if (r->state == KB_SR_ACQUIRED &&
-                (owner != 0 ? r->owner == owner : r->lock_deadline <= now))
+                (owner != 0 ? r->owner == owner : r->lock_deadline <= now)) {
                 give_back(r, lim);
+                touch(sp, sp->start + i);
+            }
         }
         advance_start(sp);
     }
@@ -335,6 +346,109 @@ int64_t kb_share_parts_next_deadline(const kb_share_parts *ps)
             if (ps->v[p]->rec[i].lock_deadline < d)
                 d = ps->v[p]->rec[i].lock_deadline;
     return d;
+}
+
+/* ---- persistence ---------------------------------------------------------- */
+
+bool kb_share_part_dirty(const kb_share_part *sp)
+{
+    const kb_share_persist *p = &sp->persist;
+    return p->snapshot_due || p->start_moved || p->dirty_first <= p->dirty_last;
+}
+
+bool kb_share_parts_dirty(const kb_share_parts *ps)
+{
+    for (int32_t i = 0; ps != NULL && i < ps->n; i++)
+        if (kb_share_part_dirty(ps->v[i]))
+            return true;
+    return false;
+}
+
+void kb_share_parts_drop(kb_share_parts *ps, kb_share_part *sp)
+{
+    for (int32_t i = 0; i < ps->n; i++) {
+        if (ps->v[i] != sp)
+            continue;
+        for (int32_t j = 0; j < ps->nsessions; j++)
+            session_forget_part(ps->sessions[j], sp);
+        ps->v[i] = ps->v[--ps->n];
+        free(sp->rec);
+        free(sp);
+        return;
+    }
+}
+
+int32_t kb_share_part_batches(const kb_share_part *sp, int64_t first, int64_t last,
+                              kb_share_state_batch *out, int32_t max)
+{
+    int64_t lo = first > sp->start ? first : sp->start;
+    int64_t hi = last < sp->end - 1 ? last : sp->end - 1;
+    int32_t n = 0;
+    for (int64_t o = lo; o <= hi; o++) {
+        const kb_share_rec *r = &sp->rec[o - sp->start];
+        int8_t st = (int8_t)r->state;
+        int16_t dc = r->delivery_count;
+        if (st == KB_SR_ACQUIRED) { /* not persisted as acquired */
+            st = KB_SR_AVAILABLE;
+            dc = dc > 0 ? (int16_t)(dc - 1) : 0;
+        }
+        if (st == KB_SR_AVAILABLE && dc == 0)
+            continue;
+        if (n > 0 && out[n - 1].last == o - 1 && out[n - 1].state == st &&
+            out[n - 1].delivery_count == dc) {
+            out[n - 1].last = o;
+            continue;
+        }
+        if (n >= max)
+            return -1;
+        out[n++] = (kb_share_state_batch){o, o, st, dc};
+    }
+    return n;
+}
+
+int32_t kb_share_part_done_count(const kb_share_part *sp)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < window(sp); i++)
+        n += done(&sp->rec[i]);
+    return n;
+}
+
+static bool batch_ok(const kb_share_state_batch *b)
+{
+    return b->first >= 0 && b->first <= b->last && b->delivery_count >= 0 &&
+           (b->state == KB_SR_AVAILABLE || b->state == KB_SR_ACKNOWLEDGED ||
+            b->state == KB_SR_ARCHIVED);
+}
+
+kp_err kb_share_part_restore(kb_share_part *sp, bool snapshot, int64_t start,
+                             const kb_share_state_batch *b, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (!batch_ok(&b[i]))
+            return KP_ERR__CORRUPT;
+    if (start > INT64_MAX - KB_SHARE_PART_MAX_WINDOW) /* the window must fit in an int64 */
+        return KP_ERR__CORRUPT;
+    if (snapshot || (start >= 0 && start < sp->start))
+        sp->start = sp->end = start >= 0 ? start : sp->start;
+    else if (start >= 0)
+        skip_to(sp, start);
+    for (int32_t i = 0; i < n; i++) {
+        int64_t lo = b[i].first > sp->start ? b[i].first : sp->start;
+        int64_t hi = b[i].last < sp->start + KB_SHARE_PART_MAX_WINDOW - 1
+                         ? b[i].last
+                         : sp->start + KB_SHARE_PART_MAX_WINDOW - 1;
+        if (lo > hi)
+            continue;
+        (void)extend(sp, hi, KB_SHARE_PART_MAX_WINDOW);
+        if (sp->end <= hi)
+            return KP_ERR__NOMEM;
+        for (int64_t o = lo; o <= hi; o++)
+            sp->rec[o - sp->start] =
+                (kb_share_rec){(uint8_t)b[i].state, b[i].delivery_count, 0, KB_SHARE_NO_DEADLINE};
+    }
+    advance_start(sp);
+    return KP_ERR_NONE;
 }
 
 /* ---- sessions ------------------------------------------------------------ */

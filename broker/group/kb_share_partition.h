@@ -66,6 +66,18 @@ typedef struct kb_share_rec {
     int64_t lock_deadline;  /* KB_SHARE_NO_DEADLINE when not acquired */
 } kb_share_rec;
 
+/* What __share_group_state still has to learn of a share-partition
+ * (kb_share_coord writes it): offsets whose persisted state changed, a
+ * moved start, or a whole snapshot. */
+typedef struct kb_share_persist {
+    int64_t dirty_first, dirty_last; /* changed offsets; first > last: none */
+    bool start_moved;
+    bool snapshot_due;               /* new, reset or restored: a ShareSnapshot */
+    int32_t state_epoch;             /* grows when the start is reset */
+    int32_t snapshot_epoch;          /* of the last ShareSnapshot written */
+    int32_t updates;                 /* ShareUpdates written since it */
+} kb_share_persist;
+
 typedef struct kb_share_part {
     kp_uuid topic;
     int32_t partition;
@@ -73,7 +85,17 @@ typedef struct kb_share_part {
     int64_t end;
     kb_share_rec *rec; /* rec[i] is offset start + i, i < end - start */
     int32_t cap;
+    kb_share_persist persist;
 } kb_share_part;
+
+/* One persisted state batch: Kafka's (FirstOffset, LastOffset,
+ * DeliveryState 0/2/4, DeliveryCount). */
+typedef struct kb_share_state_batch {
+    int64_t first;
+    int64_t last;
+    int8_t state;
+    int16_t delivery_count;
+} kb_share_state_batch;
 
 typedef struct kb_share_session {
     char *member_id;
@@ -111,8 +133,6 @@ kp_err kb_share_parts_get(kb_share_parts *ps, const kp_uuid *topic, int32_t part
                           int64_t start_offset, kb_share_part **out);
 size_t kb_share_parts_count(const kb_share_parts *ps);
 kb_share_part *kb_share_parts_at(const kb_share_parts *ps, size_t i);
-/* Forgets every share-partition of topic. */
-void kb_share_parts_drop_topic(kb_share_parts *ps, const kp_uuid *topic);
 
 /* The first offset a fetch for member would read (the first AVAILABLE
  * record, else end), or -1 when the window is full and nothing is free. */
@@ -140,6 +160,32 @@ int64_t kb_share_parts_next_deadline(const kb_share_parts *ps);
 /* Moves the partition's start to offset (AlterShareGroupOffsets, a topic
  * truncated): the window is emptied. */
 void kb_share_part_reset(kb_share_part *sp, int64_t offset);
+
+/* ---- persistence (kb_share_coord) ---------------------------------------- */
+
+/* Whether the share-partition (any of them) has something
+ * __share_group_state lacks. */
+bool kb_share_part_dirty(const kb_share_part *sp);
+bool kb_share_parts_dirty(const kb_share_parts *ps);
+/* Removes one share-partition (its state was deleted). */
+void kb_share_parts_drop(kb_share_parts *ps, kb_share_part *sp);
+/* The persisted view of offsets [first, last] of the window, as batches
+ * of equal (state, delivery count), into out (room for max); an ACQUIRED
+ * record is what it was before this acquisition (AVAILABLE, one delivery
+ * fewer), and never-delivered AVAILABLE records are left out. The count
+ * of batches, or -1 when max is too small. */
+int32_t kb_share_part_batches(const kb_share_part *sp, int64_t first, int64_t last,
+                              kb_share_state_batch *out, int32_t max);
+/* The records from start that are acknowledged or archived. */
+int32_t kb_share_part_done_count(const kb_share_part *sp);
+/* Replay: a snapshot replaces the window (start, then the batches);
+ * an update moves the start forward (start < 0: unchanged) and
+ * overwrites the offsets its batches name. Offsets beyond
+ * KB_SHARE_PART_MAX_WINDOW past the start are ignored. KP_ERR__CORRUPT
+ * (nothing applied) for a batch with an unknown state, a negative count
+ * or first > last, or a start too close to INT64_MAX; KP_ERR__NOMEM. */
+kp_err kb_share_part_restore(kb_share_part *sp, bool snapshot, int64_t start,
+                             const kb_share_state_batch *b, int32_t n);
 
 /* Kafka's share-partition lag: the records from start to hwm (the log's
  * high watermark) not yet acknowledged or archived; 0 when hwm <= start. */

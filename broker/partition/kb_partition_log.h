@@ -48,6 +48,7 @@
 
 #include "kb_config.h"
 #include "kb_context.h"
+#include "kb_logscan.h"
 #include "kb_topics.h"
 #include "ks_log.h"
 
@@ -89,6 +90,27 @@ const ks_io *kb_partition_log_io(const kb_broker *b);
  * read_committed fetch would read past a transaction not yet known open). */
 kp_err kb_partition_log_append(kb_broker *b, kb_topic *t, int32_t partition, uint8_t *batches, size_t len,
                       ks_append_result *res);
+/* A coordinator's record (key, value; value.len -1: a tombstone) appended
+ * as one uncompressed batch of its own at timestamp ts, then
+ * kb_partition_log_appended. */
+kp_err kb_partition_log_append_record(kb_broker *b, kb_topic *t, int32_t partition, int64_t ts,
+                                      kp_slice key, kp_slice value);
+/* A coordinator's start-up replay: every partition of t in order, each
+ * batch through cb (kb_log_scan_batches, batches above max_batch passed
+ * as NULL); on a failure *failed is the partition that failed. */
+kp_err kb_partition_log_replay(kb_broker *b, kb_topic *t, size_t max_batch,
+                               kb_scan_batch_cb *cb, void *arg, int32_t *failed);
+/* The same for coordinators that read only data records: each record of
+ * an uncompressed, non-control batch goes to cb; a record cb refuses (any
+ * error but KP_ERR__NOMEM, which stops the replay) is counted skipped, and
+ * so is every record of a batch that cannot be read as records. */
+typedef struct kb_replay_counts {
+    int64_t records;
+    int64_t skipped;
+} kb_replay_counts;
+kp_err kb_partition_log_replay_records(kb_broker *b, kb_topic *t, size_t max_batch,
+                                       kb_record_cb *cb, void *arg, kb_replay_counts *counts,
+                                       int32_t *failed);
 /* A follower's append of the leader's batches as they are (ks_log_append_replica);
  * the producers' state is rebuilt from them. */
 kp_err kb_partition_log_append_replica(kb_broker *b, kb_topic *t, int32_t partition,

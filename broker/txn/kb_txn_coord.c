@@ -195,23 +195,9 @@ static kp_err append_record(kb_broker *b, kb_topic *t, int32_t p, const kp_write
 {
     if (key->err != KP_ERR_NONE || (value != NULL && value->err != KP_ERR_NONE))
         return KP_ERR__NOMEM;
-    kp_batch_builder bb;
-    kp_batch_builder_init(&bb, 0, 0, -1, -1, -1);
-    kp_batch_builder_add(&bb, wall_ms(), (kp_slice){key->buf, (int32_t)key->len},
-                         value != NULL ? (kp_slice){value->buf, (int32_t)value->len}
-                                       : (kp_slice){NULL, -1},
-                         NULL, 0);
-    size_t len;
-    uint8_t *buf = kp_batch_builder_finish(&bb, &len);
-    kp_batch_builder_fini(&bb);
-    if (buf == NULL)
-        return KP_ERR__NOMEM;
-    ks_append_result res;
-    kp_err e = kb_partition_log_append(b, t, p, buf, len, &res);
-    free(buf);
-    if (e == KP_ERR_NONE)
-        kb_partition_log_appended(b, t, p);
-    return e;
+    return kb_partition_log_append_record(
+        b, t, p, wall_ms(), (kp_slice){key->buf, (int32_t)key->len},
+        value != NULL ? (kp_slice){value->buf, (int32_t)value->len} : (kp_slice){NULL, -1});
 }
 
 /* Writes the record of id (meta NULL: its tombstone). */
@@ -699,37 +685,17 @@ static void on_logs_loaded(void *arg)
 
 /* ---- loading ------------------------------------------------------------ */
 
-typedef struct loader {
-    kb_txn_coord *c;
-    int64_t records;
-    int64_t skipped;
-} loader;
-
 static kp_err load_record(void *arg, const kp_record *rec, kp_arena *a)
 {
-    loader *ld = arg;
+    kb_txn_coord *c = arg;
     kp_str id;
     kp_transaction_log_value v;
     kp_err e = kb_txn_read_key(rec->key, a, &id);
     if (e == KP_ERR_NONE && rec->value.len >= 0)
         e = kb_txn_read_value(rec->value, a, &v);
     if (e == KP_ERR_NONE)
-        e = kb_txns_load(ld->c->txns, id, rec->value.len >= 0 ? &v : NULL, a);
-    ld->records++;
-    if (e == KP_ERR__NOMEM)
-        return e;
-    ld->skipped += e != KP_ERR_NONE;
-    return KP_ERR_NONE;
-}
-
-static kp_err load_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch, size_t len)
-{
-    loader *ld = arg;
-    if (batch == NULL || (h->attributes & (KP_BATCH_ATTR_CODEC_MASK | KP_BATCH_ATTR_CONTROL))) {
-        ld->skipped += batch == NULL ? h->records_count : 0;
-        return KP_ERR_NONE;
-    }
-    return kb_batch_each_record(h, batch, len, load_record, ld);
+        e = kb_txns_load(c->txns, id, rec->value.len >= 0 ? &v : NULL, a);
+    return e;
 }
 
 static kp_err load_all(kb_txn_coord *c, char *err, size_t errlen)
@@ -738,17 +704,13 @@ static kp_err load_all(kb_txn_coord *c, char *err, size_t errlen)
     kb_topic *t = kb_topics_find(b->topics, KP_STR_LIT(KB_TXN_COORD_STATE_TOPIC));
     if (t == NULL)
         return KP_ERR_NONE;
-    loader ld = {.c = c};
-    for (int32_t p = 0; p < t->npartitions; p++) {
-        ks_log *log;
-        kp_err e = kb_partition_log_get(b, t, p, &log);
-        if (e == KP_ERR_NONE)
-            e = kb_log_scan_batches(kb_partition_log_io(b), log, LOAD_BATCH_MAX, load_batch, &ld);
-        if (e != KP_ERR_NONE) {
-            snprintf(err, errlen, "cannot load %s-%d: %s", KB_TXN_COORD_STATE_TOPIC, p,
-                     kp_err_name(e));
-            return KP_ERR__IO;
-        }
+    kb_replay_counts ld = {0, 0};
+    int32_t p = 0;
+    kp_err e = kb_partition_log_replay_records(b, t, LOAD_BATCH_MAX, load_record, c, &ld, &p);
+    if (e != KP_ERR_NONE) {
+        snprintf(err, errlen, "cannot load %s-%d: %s", KB_TXN_COORD_STATE_TOPIC, p,
+                 kp_err_name(e));
+        return KP_ERR__IO;
     }
     kb_txns_load_done(c->txns);
     KB_LOG(KB_LL_INFO, KB_SUB_GROUP,

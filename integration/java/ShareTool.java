@@ -15,6 +15,11 @@
 //       polls (explicit mode) until it holds WANT records, prints
 //       "held OFFSET" for each and "holding", then sleeps (never acknowledges)
 //       until killed.
+//   ShareTool partial BOOTSTRAP TOPIC GROUP MAXPOLL
+//       polls (explicit mode) until one poll returns records, acknowledges
+//       them as consume does except values starting "keep", which stay
+//       acquired; prints "got OFFSET VALUE DELIVERY ACK" (ACK KEEP for
+//       those), commits, prints "holding", then sleeps until killed.
 //   ShareTool multi BOOTSTRAP TOPIC GROUP CONSUMERS TOTAL SECONDS
 //       CONSUMERS share consumers (threads, max.poll.records 10) until TOTAL
 //       distinct records are consumed; prints "consumer I COUNT" and
@@ -139,6 +144,30 @@ public class ShareTool {
         Thread.sleep(600_000);
     }
 
+    static void partial(String bootstrap, String topic, String group, int maxPoll)
+        throws Exception {
+        KafkaShareConsumer<String, String> c =
+            new KafkaShareConsumer<>(shareProps(bootstrap, group, "explicit", maxPoll));
+        c.subscribe(List.of(topic));
+        long end = System.currentTimeMillis() + 60_000;
+        ConsumerRecords<String, String> rs = ConsumerRecords.empty();
+        while (rs.isEmpty() && System.currentTimeMillis() < end)
+            rs = c.poll(Duration.ofMillis(200));
+        for (ConsumerRecord<String, String> r : rs) {
+            boolean keep = r.value().startsWith("keep");
+            AcknowledgeType t = keep ? null : decide(r);
+            if (!keep)
+                c.acknowledge(r, t);
+            System.out.println("got " + r.offset() + " " + r.value() + " " +
+                               r.deliveryCount().orElse((short) -1) + " " +
+                               (keep ? "KEEP" : t.name()));
+        }
+        c.commitSync();
+        System.out.println("holding");
+        System.out.flush();
+        Thread.sleep(600_000);
+    }
+
     static void multi(String bootstrap, String topic, String group, int n, int total, int seconds)
         throws Exception {
         Set<Long> seen = ConcurrentHashMap.newKeySet();
@@ -184,6 +213,7 @@ public class ShareTool {
             consume(a[1], a[2], a[3], a[4], Integer.parseInt(a[5]), Integer.parseInt(a[6]));
             break;
         case "hold": hold(a[1], a[2], a[3], Integer.parseInt(a[4])); break;
+        case "partial": partial(a[1], a[2], a[3], Integer.parseInt(a[4])); break;
         case "multi":
             multi(a[1], a[2], a[3], Integer.parseInt(a[4]), Integer.parseInt(a[5]),
                   Integer.parseInt(a[6]));

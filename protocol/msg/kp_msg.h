@@ -82,6 +82,11 @@ enum kp_api_key {
     KP_API_SHARE_GROUP_DESCRIBE = 77,
     KP_API_SHARE_FETCH = 78,
     KP_API_SHARE_ACKNOWLEDGE = 79,
+    KP_API_INITIALIZE_SHARE_GROUP_STATE = 83,
+    KP_API_READ_SHARE_GROUP_STATE = 84,
+    KP_API_WRITE_SHARE_GROUP_STATE = 85,
+    KP_API_DELETE_SHARE_GROUP_STATE = 86,
+    KP_API_READ_SHARE_GROUP_STATE_SUMMARY = 87,
     KP_API_DESCRIBE_SHARE_GROUP_OFFSETS = 90,
     KP_API_ALTER_SHARE_GROUP_OFFSETS = 91,
     KP_API_DELETE_SHARE_GROUP_OFFSETS = 92,
@@ -1224,6 +1229,55 @@ kp_err kp_delete_share_group_offsets_resp_decode(kp_reader *r, kp_arena *a, kp_d
 void kp_delete_share_group_offsets_resp_encode(kp_writer *w, const kp_delete_share_group_offsets_resp *p, int16_t v);
 size_t kp_delete_share_group_offsets_resp_size(const kp_delete_share_group_offsets_resp *p, int16_t v);
 
+typedef struct kp_delete_share_group_state_req_partition_data kp_delete_share_group_state_req_partition_data;
+typedef struct kp_delete_share_group_state_req_delete_state_data kp_delete_share_group_state_req_delete_state_data;
+typedef struct kp_delete_share_group_state_req kp_delete_share_group_state_req;
+struct kp_delete_share_group_state_req_partition_data {
+    int32_t partition;
+};
+
+struct kp_delete_share_group_state_req_delete_state_data {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_delete_share_group_state_req_partition_data *v; } partitions;
+};
+
+struct kp_delete_share_group_state_req {
+    kp_str group_id;
+    struct { int32_t n; kp_delete_share_group_state_req_delete_state_data *v; } topics;
+};
+
+void kp_delete_share_group_state_req_partition_data_defaults(kp_delete_share_group_state_req_partition_data *p);
+void kp_delete_share_group_state_req_delete_state_data_defaults(kp_delete_share_group_state_req_delete_state_data *p);
+void kp_delete_share_group_state_req_defaults(kp_delete_share_group_state_req *p);
+kp_err kp_delete_share_group_state_req_decode(kp_reader *r, kp_arena *a, kp_delete_share_group_state_req *p, int16_t v);
+void kp_delete_share_group_state_req_encode(kp_writer *w, const kp_delete_share_group_state_req *p, int16_t v);
+size_t kp_delete_share_group_state_req_size(const kp_delete_share_group_state_req *p, int16_t v);
+
+typedef struct kp_delete_share_group_state_resp_partition_result kp_delete_share_group_state_resp_partition_result;
+typedef struct kp_delete_share_group_state_resp_delete_state_result kp_delete_share_group_state_resp_delete_state_result;
+typedef struct kp_delete_share_group_state_resp kp_delete_share_group_state_resp;
+struct kp_delete_share_group_state_resp_partition_result {
+    int32_t partition;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+struct kp_delete_share_group_state_resp_delete_state_result {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_delete_share_group_state_resp_partition_result *v; } partitions;
+};
+
+struct kp_delete_share_group_state_resp {
+    struct { int32_t n; kp_delete_share_group_state_resp_delete_state_result *v; } results;
+};
+
+void kp_delete_share_group_state_resp_partition_result_defaults(kp_delete_share_group_state_resp_partition_result *p);
+void kp_delete_share_group_state_resp_delete_state_result_defaults(kp_delete_share_group_state_resp_delete_state_result *p);
+void kp_delete_share_group_state_resp_defaults(kp_delete_share_group_state_resp *p);
+kp_err kp_delete_share_group_state_resp_decode(kp_reader *r, kp_arena *a, kp_delete_share_group_state_resp *p, int16_t v);
+void kp_delete_share_group_state_resp_encode(kp_writer *w, const kp_delete_share_group_state_resp *p, int16_t v);
+size_t kp_delete_share_group_state_resp_size(const kp_delete_share_group_state_resp *p, int16_t v);
+
 typedef struct kp_delete_topics_req_delete_topic_state kp_delete_topics_req_delete_topic_state;
 typedef struct kp_delete_topics_req kp_delete_topics_req;
 struct kp_delete_topics_req_delete_topic_state {
@@ -2348,6 +2402,57 @@ kp_err kp_init_producer_id_resp_decode(kp_reader *r, kp_arena *a, kp_init_produc
 void kp_init_producer_id_resp_encode(kp_writer *w, const kp_init_producer_id_resp *p, int16_t v);
 size_t kp_init_producer_id_resp_size(const kp_init_producer_id_resp *p, int16_t v);
 
+typedef struct kp_initialize_share_group_state_req_partition_data kp_initialize_share_group_state_req_partition_data;
+typedef struct kp_initialize_share_group_state_req_initialize_state_data kp_initialize_share_group_state_req_initialize_state_data;
+typedef struct kp_initialize_share_group_state_req kp_initialize_share_group_state_req;
+struct kp_initialize_share_group_state_req_partition_data {
+    int32_t partition;
+    int32_t state_epoch;
+    int64_t start_offset;
+};
+
+struct kp_initialize_share_group_state_req_initialize_state_data {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_initialize_share_group_state_req_partition_data *v; } partitions;
+};
+
+struct kp_initialize_share_group_state_req {
+    kp_str group_id;
+    struct { int32_t n; kp_initialize_share_group_state_req_initialize_state_data *v; } topics;
+};
+
+void kp_initialize_share_group_state_req_partition_data_defaults(kp_initialize_share_group_state_req_partition_data *p);
+void kp_initialize_share_group_state_req_initialize_state_data_defaults(kp_initialize_share_group_state_req_initialize_state_data *p);
+void kp_initialize_share_group_state_req_defaults(kp_initialize_share_group_state_req *p);
+kp_err kp_initialize_share_group_state_req_decode(kp_reader *r, kp_arena *a, kp_initialize_share_group_state_req *p, int16_t v);
+void kp_initialize_share_group_state_req_encode(kp_writer *w, const kp_initialize_share_group_state_req *p, int16_t v);
+size_t kp_initialize_share_group_state_req_size(const kp_initialize_share_group_state_req *p, int16_t v);
+
+typedef struct kp_initialize_share_group_state_resp_partition_result kp_initialize_share_group_state_resp_partition_result;
+typedef struct kp_initialize_share_group_state_resp_initialize_state_result kp_initialize_share_group_state_resp_initialize_state_result;
+typedef struct kp_initialize_share_group_state_resp kp_initialize_share_group_state_resp;
+struct kp_initialize_share_group_state_resp_partition_result {
+    int32_t partition;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+struct kp_initialize_share_group_state_resp_initialize_state_result {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_initialize_share_group_state_resp_partition_result *v; } partitions;
+};
+
+struct kp_initialize_share_group_state_resp {
+    struct { int32_t n; kp_initialize_share_group_state_resp_initialize_state_result *v; } results;
+};
+
+void kp_initialize_share_group_state_resp_partition_result_defaults(kp_initialize_share_group_state_resp_partition_result *p);
+void kp_initialize_share_group_state_resp_initialize_state_result_defaults(kp_initialize_share_group_state_resp_initialize_state_result *p);
+void kp_initialize_share_group_state_resp_defaults(kp_initialize_share_group_state_resp *p);
+kp_err kp_initialize_share_group_state_resp_decode(kp_reader *r, kp_arena *a, kp_initialize_share_group_state_resp *p, int16_t v);
+void kp_initialize_share_group_state_resp_encode(kp_writer *w, const kp_initialize_share_group_state_resp *p, int16_t v);
+size_t kp_initialize_share_group_state_resp_size(const kp_initialize_share_group_state_resp *p, int16_t v);
+
 typedef struct kp_join_group_req_join_group_request_protocol kp_join_group_req_join_group_request_protocol;
 typedef struct kp_join_group_req kp_join_group_req;
 struct kp_join_group_req_join_group_request_protocol {
@@ -3073,6 +3178,122 @@ kp_err kp_produce_resp_decode(kp_reader *r, kp_arena *a, kp_produce_resp *p, int
 void kp_produce_resp_encode(kp_writer *w, const kp_produce_resp *p, int16_t v);
 size_t kp_produce_resp_size(const kp_produce_resp *p, int16_t v);
 
+typedef struct kp_read_share_group_state_req_partition_data kp_read_share_group_state_req_partition_data;
+typedef struct kp_read_share_group_state_req_read_state_data kp_read_share_group_state_req_read_state_data;
+typedef struct kp_read_share_group_state_req kp_read_share_group_state_req;
+struct kp_read_share_group_state_req_partition_data {
+    int32_t partition;
+    int32_t leader_epoch;
+};
+
+struct kp_read_share_group_state_req_read_state_data {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_read_share_group_state_req_partition_data *v; } partitions;
+};
+
+struct kp_read_share_group_state_req {
+    kp_str group_id;
+    struct { int32_t n; kp_read_share_group_state_req_read_state_data *v; } topics;
+};
+
+void kp_read_share_group_state_req_partition_data_defaults(kp_read_share_group_state_req_partition_data *p);
+void kp_read_share_group_state_req_read_state_data_defaults(kp_read_share_group_state_req_read_state_data *p);
+void kp_read_share_group_state_req_defaults(kp_read_share_group_state_req *p);
+kp_err kp_read_share_group_state_req_decode(kp_reader *r, kp_arena *a, kp_read_share_group_state_req *p, int16_t v);
+void kp_read_share_group_state_req_encode(kp_writer *w, const kp_read_share_group_state_req *p, int16_t v);
+size_t kp_read_share_group_state_req_size(const kp_read_share_group_state_req *p, int16_t v);
+
+typedef struct kp_read_share_group_state_resp_state_batch kp_read_share_group_state_resp_state_batch;
+typedef struct kp_read_share_group_state_resp_partition_result kp_read_share_group_state_resp_partition_result;
+typedef struct kp_read_share_group_state_resp_read_state_result kp_read_share_group_state_resp_read_state_result;
+typedef struct kp_read_share_group_state_resp kp_read_share_group_state_resp;
+struct kp_read_share_group_state_resp_state_batch {
+    int64_t first_offset;
+    int64_t last_offset;
+    int8_t delivery_state;
+    int16_t delivery_count;
+};
+
+struct kp_read_share_group_state_resp_partition_result {
+    int32_t partition;
+    int16_t error_code;
+    kp_str error_message;
+    int32_t state_epoch;
+    int64_t start_offset;
+    struct { int32_t n; kp_read_share_group_state_resp_state_batch *v; } state_batches;
+};
+
+struct kp_read_share_group_state_resp_read_state_result {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_read_share_group_state_resp_partition_result *v; } partitions;
+};
+
+struct kp_read_share_group_state_resp {
+    struct { int32_t n; kp_read_share_group_state_resp_read_state_result *v; } results;
+};
+
+void kp_read_share_group_state_resp_state_batch_defaults(kp_read_share_group_state_resp_state_batch *p);
+void kp_read_share_group_state_resp_partition_result_defaults(kp_read_share_group_state_resp_partition_result *p);
+void kp_read_share_group_state_resp_read_state_result_defaults(kp_read_share_group_state_resp_read_state_result *p);
+void kp_read_share_group_state_resp_defaults(kp_read_share_group_state_resp *p);
+kp_err kp_read_share_group_state_resp_decode(kp_reader *r, kp_arena *a, kp_read_share_group_state_resp *p, int16_t v);
+void kp_read_share_group_state_resp_encode(kp_writer *w, const kp_read_share_group_state_resp *p, int16_t v);
+size_t kp_read_share_group_state_resp_size(const kp_read_share_group_state_resp *p, int16_t v);
+
+typedef struct kp_read_share_group_state_summary_req_partition_data kp_read_share_group_state_summary_req_partition_data;
+typedef struct kp_read_share_group_state_summary_req_read_state_summary_data kp_read_share_group_state_summary_req_read_state_summary_data;
+typedef struct kp_read_share_group_state_summary_req kp_read_share_group_state_summary_req;
+struct kp_read_share_group_state_summary_req_partition_data {
+    int32_t partition;
+    int32_t leader_epoch;
+};
+
+struct kp_read_share_group_state_summary_req_read_state_summary_data {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_read_share_group_state_summary_req_partition_data *v; } partitions;
+};
+
+struct kp_read_share_group_state_summary_req {
+    kp_str group_id;
+    struct { int32_t n; kp_read_share_group_state_summary_req_read_state_summary_data *v; } topics;
+};
+
+void kp_read_share_group_state_summary_req_partition_data_defaults(kp_read_share_group_state_summary_req_partition_data *p);
+void kp_read_share_group_state_summary_req_read_state_summary_data_defaults(kp_read_share_group_state_summary_req_read_state_summary_data *p);
+void kp_read_share_group_state_summary_req_defaults(kp_read_share_group_state_summary_req *p);
+kp_err kp_read_share_group_state_summary_req_decode(kp_reader *r, kp_arena *a, kp_read_share_group_state_summary_req *p, int16_t v);
+void kp_read_share_group_state_summary_req_encode(kp_writer *w, const kp_read_share_group_state_summary_req *p, int16_t v);
+size_t kp_read_share_group_state_summary_req_size(const kp_read_share_group_state_summary_req *p, int16_t v);
+
+typedef struct kp_read_share_group_state_summary_resp_partition_result kp_read_share_group_state_summary_resp_partition_result;
+typedef struct kp_read_share_group_state_summary_resp_read_state_summary_result kp_read_share_group_state_summary_resp_read_state_summary_result;
+typedef struct kp_read_share_group_state_summary_resp kp_read_share_group_state_summary_resp;
+struct kp_read_share_group_state_summary_resp_partition_result {
+    int32_t partition;
+    int16_t error_code;
+    kp_str error_message;
+    int32_t state_epoch;
+    int32_t leader_epoch;
+    int64_t start_offset;
+    int32_t delivery_complete_count;
+};
+
+struct kp_read_share_group_state_summary_resp_read_state_summary_result {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_read_share_group_state_summary_resp_partition_result *v; } partitions;
+};
+
+struct kp_read_share_group_state_summary_resp {
+    struct { int32_t n; kp_read_share_group_state_summary_resp_read_state_summary_result *v; } results;
+};
+
+void kp_read_share_group_state_summary_resp_partition_result_defaults(kp_read_share_group_state_summary_resp_partition_result *p);
+void kp_read_share_group_state_summary_resp_read_state_summary_result_defaults(kp_read_share_group_state_summary_resp_read_state_summary_result *p);
+void kp_read_share_group_state_summary_resp_defaults(kp_read_share_group_state_summary_resp *p);
+kp_err kp_read_share_group_state_summary_resp_decode(kp_reader *r, kp_arena *a, kp_read_share_group_state_summary_resp *p, int16_t v);
+void kp_read_share_group_state_summary_resp_encode(kp_writer *w, const kp_read_share_group_state_summary_resp *p, int16_t v);
+size_t kp_read_share_group_state_summary_resp_size(const kp_read_share_group_state_summary_resp *p, int16_t v);
+
 typedef struct kp_renew_delegation_token_req kp_renew_delegation_token_req;
 struct kp_renew_delegation_token_req {
     kp_slice hmac;
@@ -3677,6 +3898,69 @@ void kp_voters_record_defaults(kp_voters_record *p);
 kp_err kp_voters_record_decode(kp_reader *r, kp_arena *a, kp_voters_record *p, int16_t v);
 void kp_voters_record_encode(kp_writer *w, const kp_voters_record *p, int16_t v);
 size_t kp_voters_record_size(const kp_voters_record *p, int16_t v);
+
+typedef struct kp_write_share_group_state_req_state_batch kp_write_share_group_state_req_state_batch;
+typedef struct kp_write_share_group_state_req_partition_data kp_write_share_group_state_req_partition_data;
+typedef struct kp_write_share_group_state_req_write_state_data kp_write_share_group_state_req_write_state_data;
+typedef struct kp_write_share_group_state_req kp_write_share_group_state_req;
+struct kp_write_share_group_state_req_state_batch {
+    int64_t first_offset;
+    int64_t last_offset;
+    int8_t delivery_state;
+    int16_t delivery_count;
+};
+
+struct kp_write_share_group_state_req_partition_data {
+    int32_t partition;
+    int32_t state_epoch;
+    int32_t leader_epoch;
+    int64_t start_offset;
+    int32_t delivery_complete_count;
+    struct { int32_t n; kp_write_share_group_state_req_state_batch *v; } state_batches;
+};
+
+struct kp_write_share_group_state_req_write_state_data {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_write_share_group_state_req_partition_data *v; } partitions;
+};
+
+struct kp_write_share_group_state_req {
+    kp_str group_id;
+    struct { int32_t n; kp_write_share_group_state_req_write_state_data *v; } topics;
+};
+
+void kp_write_share_group_state_req_state_batch_defaults(kp_write_share_group_state_req_state_batch *p);
+void kp_write_share_group_state_req_partition_data_defaults(kp_write_share_group_state_req_partition_data *p);
+void kp_write_share_group_state_req_write_state_data_defaults(kp_write_share_group_state_req_write_state_data *p);
+void kp_write_share_group_state_req_defaults(kp_write_share_group_state_req *p);
+kp_err kp_write_share_group_state_req_decode(kp_reader *r, kp_arena *a, kp_write_share_group_state_req *p, int16_t v);
+void kp_write_share_group_state_req_encode(kp_writer *w, const kp_write_share_group_state_req *p, int16_t v);
+size_t kp_write_share_group_state_req_size(const kp_write_share_group_state_req *p, int16_t v);
+
+typedef struct kp_write_share_group_state_resp_partition_result kp_write_share_group_state_resp_partition_result;
+typedef struct kp_write_share_group_state_resp_write_state_result kp_write_share_group_state_resp_write_state_result;
+typedef struct kp_write_share_group_state_resp kp_write_share_group_state_resp;
+struct kp_write_share_group_state_resp_partition_result {
+    int32_t partition;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+struct kp_write_share_group_state_resp_write_state_result {
+    kp_uuid topic_id;
+    struct { int32_t n; kp_write_share_group_state_resp_partition_result *v; } partitions;
+};
+
+struct kp_write_share_group_state_resp {
+    struct { int32_t n; kp_write_share_group_state_resp_write_state_result *v; } results;
+};
+
+void kp_write_share_group_state_resp_partition_result_defaults(kp_write_share_group_state_resp_partition_result *p);
+void kp_write_share_group_state_resp_write_state_result_defaults(kp_write_share_group_state_resp_write_state_result *p);
+void kp_write_share_group_state_resp_defaults(kp_write_share_group_state_resp *p);
+kp_err kp_write_share_group_state_resp_decode(kp_reader *r, kp_arena *a, kp_write_share_group_state_resp *p, int16_t v);
+void kp_write_share_group_state_resp_encode(kp_writer *w, const kp_write_share_group_state_resp *p, int16_t v);
+size_t kp_write_share_group_state_resp_size(const kp_write_share_group_state_resp *p, int16_t v);
 
 typedef struct kp_write_txn_markers_req_writable_txn_marker_topic kp_write_txn_markers_req_writable_txn_marker_topic;
 typedef struct kp_write_txn_markers_req_writable_txn_marker kp_write_txn_markers_req_writable_txn_marker;

@@ -1977,6 +1977,89 @@ void kp_delete_share_group_offsets_resp_fill(kp_delete_share_group_offsets_resp 
     }
 }
 
+void kp_delete_share_group_state_req_partition_data_fill(kp_delete_share_group_state_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_state_req_partition_data_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+}
+
+void kp_delete_share_group_state_req_delete_state_data_fill(kp_delete_share_group_state_req_delete_state_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_state_req_delete_state_data_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_delete_share_group_state_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_delete_share_group_state_req_fill(kp_delete_share_group_state_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_state_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_delete_share_group_state_req_delete_state_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_delete_share_group_state_resp_partition_result_fill(kp_delete_share_group_state_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_state_resp_partition_result_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
+void kp_delete_share_group_state_resp_delete_state_result_fill(kp_delete_share_group_state_resp_delete_state_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_state_resp_delete_state_result_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_delete_share_group_state_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_delete_share_group_state_resp_fill(kp_delete_share_group_state_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_delete_share_group_state_resp_defaults(p);
+    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
+    for (int32_t i = 0; i < p->results.n; i++) {
+        kp_delete_share_group_state_resp_delete_state_result_fill(&p->results.v[i], a, v, seed, depth + 1);
+    }
+}
+
 void kp_delete_topics_req_delete_topic_state_fill(kp_delete_topics_req_delete_topic_state *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -3976,6 +4059,91 @@ void kp_init_producer_id_resp_fill(kp_init_producer_id_resp *p, kp_arena *a, int
     }
 }
 
+void kp_initialize_share_group_state_req_partition_data_fill(kp_initialize_share_group_state_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_initialize_share_group_state_req_partition_data_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->state_epoch = (int32_t)kp_fill_next(seed);
+    p->start_offset = (int64_t)kp_fill_next(seed);
+}
+
+void kp_initialize_share_group_state_req_initialize_state_data_fill(kp_initialize_share_group_state_req_initialize_state_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_initialize_share_group_state_req_initialize_state_data_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_initialize_share_group_state_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_initialize_share_group_state_req_fill(kp_initialize_share_group_state_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_initialize_share_group_state_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_initialize_share_group_state_req_initialize_state_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_initialize_share_group_state_resp_partition_result_fill(kp_initialize_share_group_state_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_initialize_share_group_state_resp_partition_result_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
+void kp_initialize_share_group_state_resp_initialize_state_result_fill(kp_initialize_share_group_state_resp_initialize_state_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_initialize_share_group_state_resp_initialize_state_result_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_initialize_share_group_state_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_initialize_share_group_state_resp_fill(kp_initialize_share_group_state_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_initialize_share_group_state_resp_defaults(p);
+    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
+    for (int32_t i = 0; i < p->results.n; i++) {
+        kp_initialize_share_group_state_resp_initialize_state_result_fill(&p->results.v[i], a, v, seed, depth + 1);
+    }
+}
+
 void kp_join_group_req_join_group_request_protocol_fill(kp_join_group_req_join_group_request_protocol *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -5410,6 +5578,200 @@ void kp_produce_resp_fill(kp_produce_resp *p, kp_arena *a, int16_t v, uint32_t *
     }
 }
 
+void kp_read_share_group_state_req_partition_data_fill(kp_read_share_group_state_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_req_partition_data_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
+}
+
+void kp_read_share_group_state_req_read_state_data_fill(kp_read_share_group_state_req_read_state_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_req_read_state_data_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_read_share_group_state_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_read_share_group_state_req_fill(kp_read_share_group_state_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_read_share_group_state_req_read_state_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_read_share_group_state_resp_state_batch_fill(kp_read_share_group_state_resp_state_batch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_resp_state_batch_defaults(p);
+    p->first_offset = (int64_t)kp_fill_next(seed);
+    p->last_offset = (int64_t)kp_fill_next(seed);
+    p->delivery_state = (int8_t)kp_fill_next(seed);
+    p->delivery_count = (int16_t)kp_fill_next(seed);
+}
+
+void kp_read_share_group_state_resp_partition_result_fill(kp_read_share_group_state_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_resp_partition_result_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->state_epoch = (int32_t)kp_fill_next(seed);
+    p->start_offset = (int64_t)kp_fill_next(seed);
+    p->state_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->state_batches.v = kp_arena_calloc(a, (size_t)p->state_batches.n + 1, sizeof(*p->state_batches.v));
+    for (int32_t i = 0; i < p->state_batches.n; i++) {
+        kp_read_share_group_state_resp_state_batch_fill(&p->state_batches.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_read_share_group_state_resp_read_state_result_fill(kp_read_share_group_state_resp_read_state_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_resp_read_state_result_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_read_share_group_state_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_read_share_group_state_resp_fill(kp_read_share_group_state_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_resp_defaults(p);
+    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
+    for (int32_t i = 0; i < p->results.n; i++) {
+        kp_read_share_group_state_resp_read_state_result_fill(&p->results.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_read_share_group_state_summary_req_partition_data_fill(kp_read_share_group_state_summary_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_summary_req_partition_data_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
+}
+
+void kp_read_share_group_state_summary_req_read_state_summary_data_fill(kp_read_share_group_state_summary_req_read_state_summary_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_summary_req_read_state_summary_data_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_read_share_group_state_summary_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_read_share_group_state_summary_req_fill(kp_read_share_group_state_summary_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_summary_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_read_share_group_state_summary_req_read_state_summary_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_read_share_group_state_summary_resp_partition_result_fill(kp_read_share_group_state_summary_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_summary_resp_partition_result_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->state_epoch = (int32_t)kp_fill_next(seed);
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
+    p->start_offset = (int64_t)kp_fill_next(seed);
+    if (v >= 1) {
+        p->delivery_complete_count = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_read_share_group_state_summary_resp_read_state_summary_result_fill(kp_read_share_group_state_summary_resp_read_state_summary_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_summary_resp_read_state_summary_result_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_read_share_group_state_summary_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_read_share_group_state_summary_resp_fill(kp_read_share_group_state_summary_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_read_share_group_state_summary_resp_defaults(p);
+    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
+    for (int32_t i = 0; i < p->results.n; i++) {
+        kp_read_share_group_state_summary_resp_read_state_summary_result_fill(&p->results.v[i], a, v, seed, depth + 1);
+    }
+}
+
 void kp_renew_delegation_token_req_fill(kp_renew_delegation_token_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -6393,6 +6755,113 @@ void kp_voters_record_fill(kp_voters_record *p, kp_arena *a, int16_t v, uint32_t
     p->voters.v = kp_arena_calloc(a, (size_t)p->voters.n + 1, sizeof(*p->voters.v));
     for (int32_t i = 0; i < p->voters.n; i++) {
         kp_voters_record_voter_fill(&p->voters.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_write_share_group_state_req_state_batch_fill(kp_write_share_group_state_req_state_batch *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_share_group_state_req_state_batch_defaults(p);
+    p->first_offset = (int64_t)kp_fill_next(seed);
+    p->last_offset = (int64_t)kp_fill_next(seed);
+    p->delivery_state = (int8_t)kp_fill_next(seed);
+    p->delivery_count = (int16_t)kp_fill_next(seed);
+}
+
+void kp_write_share_group_state_req_partition_data_fill(kp_write_share_group_state_req_partition_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_share_group_state_req_partition_data_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->state_epoch = (int32_t)kp_fill_next(seed);
+    p->leader_epoch = (int32_t)kp_fill_next(seed);
+    p->start_offset = (int64_t)kp_fill_next(seed);
+    if (v >= 1) {
+        p->delivery_complete_count = (int32_t)kp_fill_next(seed);
+    }
+    p->state_batches.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->state_batches.v = kp_arena_calloc(a, (size_t)p->state_batches.n + 1, sizeof(*p->state_batches.v));
+    for (int32_t i = 0; i < p->state_batches.n; i++) {
+        kp_write_share_group_state_req_state_batch_fill(&p->state_batches.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_write_share_group_state_req_write_state_data_fill(kp_write_share_group_state_req_write_state_data *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_share_group_state_req_write_state_data_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_write_share_group_state_req_partition_data_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_write_share_group_state_req_fill(kp_write_share_group_state_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_share_group_state_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topics.v = kp_arena_calloc(a, (size_t)p->topics.n + 1, sizeof(*p->topics.v));
+    for (int32_t i = 0; i < p->topics.n; i++) {
+        kp_write_share_group_state_req_write_state_data_fill(&p->topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_write_share_group_state_resp_partition_result_fill(kp_write_share_group_state_resp_partition_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_share_group_state_resp_partition_result_defaults(p);
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
+void kp_write_share_group_state_resp_write_state_result_fill(kp_write_share_group_state_resp_write_state_result *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_share_group_state_resp_write_state_result_defaults(p);
+    p->topic_id = kp_fill_uuid(seed);
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        kp_write_share_group_state_resp_partition_result_fill(&p->partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_write_share_group_state_resp_fill(kp_write_share_group_state_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_write_share_group_state_resp_defaults(p);
+    p->results.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->results.v = kp_arena_calloc(a, (size_t)p->results.n + 1, sizeof(*p->results.v));
+    for (int32_t i = 0; i < p->results.n; i++) {
+        kp_write_share_group_state_resp_write_state_result_fill(&p->results.v[i], a, v, seed, depth + 1);
     }
 }
 
@@ -7999,6 +8468,31 @@ static void kp_share_acknowledge_req_fill_any(void *p, kp_arena *a, int16_t v, u
     kp_share_acknowledge_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_initialize_share_group_state_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_initialize_share_group_state_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_read_share_group_state_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_read_share_group_state_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_write_share_group_state_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_write_share_group_state_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_delete_share_group_state_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_delete_share_group_state_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_read_share_group_state_summary_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_read_share_group_state_summary_req_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_share_group_offsets_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_share_group_offsets_req_fill(p, a, v, seed, 0);
@@ -8149,6 +8643,16 @@ kp_fill_fn kp_fill_request(int key)
         return kp_share_fetch_req_fill_any;
     case 79:
         return kp_share_acknowledge_req_fill_any;
+    case 83:
+        return kp_initialize_share_group_state_req_fill_any;
+    case 84:
+        return kp_read_share_group_state_req_fill_any;
+    case 85:
+        return kp_write_share_group_state_req_fill_any;
+    case 86:
+        return kp_delete_share_group_state_req_fill_any;
+    case 87:
+        return kp_read_share_group_state_summary_req_fill_any;
     case 90:
         return kp_describe_share_group_offsets_req_fill_any;
     case 91:
@@ -8490,6 +8994,31 @@ static void kp_share_acknowledge_resp_fill_any(void *p, kp_arena *a, int16_t v, 
     kp_share_acknowledge_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_initialize_share_group_state_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_initialize_share_group_state_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_read_share_group_state_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_read_share_group_state_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_write_share_group_state_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_write_share_group_state_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_delete_share_group_state_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_delete_share_group_state_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_read_share_group_state_summary_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_read_share_group_state_summary_resp_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_share_group_offsets_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_share_group_offsets_resp_fill(p, a, v, seed, 0);
@@ -8640,6 +9169,16 @@ kp_fill_fn kp_fill_response(int key)
         return kp_share_fetch_resp_fill_any;
     case 79:
         return kp_share_acknowledge_resp_fill_any;
+    case 83:
+        return kp_initialize_share_group_state_resp_fill_any;
+    case 84:
+        return kp_read_share_group_state_resp_fill_any;
+    case 85:
+        return kp_write_share_group_state_resp_fill_any;
+    case 86:
+        return kp_delete_share_group_state_resp_fill_any;
+    case 87:
+        return kp_read_share_group_state_summary_resp_fill_any;
     case 90:
         return kp_describe_share_group_offsets_resp_fill_any;
     case 91:

@@ -1982,6 +1982,156 @@ static void kp_share_acknowledge_resp_defaults_any(void *p)
     kp_share_acknowledge_resp_defaults(p);
 }
 
+static kp_err kp_initialize_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_initialize_share_group_state_req_decode(r, a, p, v);
+}
+
+static void kp_initialize_share_group_state_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_initialize_share_group_state_req_encode(w, p, v);
+}
+
+static void kp_initialize_share_group_state_req_defaults_any(void *p)
+{
+    kp_initialize_share_group_state_req_defaults(p);
+}
+
+static kp_err kp_initialize_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_initialize_share_group_state_resp_decode(r, a, p, v);
+}
+
+static void kp_initialize_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_initialize_share_group_state_resp_encode(w, p, v);
+}
+
+static void kp_initialize_share_group_state_resp_defaults_any(void *p)
+{
+    kp_initialize_share_group_state_resp_defaults(p);
+}
+
+static kp_err kp_read_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_read_share_group_state_req_decode(r, a, p, v);
+}
+
+static void kp_read_share_group_state_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_read_share_group_state_req_encode(w, p, v);
+}
+
+static void kp_read_share_group_state_req_defaults_any(void *p)
+{
+    kp_read_share_group_state_req_defaults(p);
+}
+
+static kp_err kp_read_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_read_share_group_state_resp_decode(r, a, p, v);
+}
+
+static void kp_read_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_read_share_group_state_resp_encode(w, p, v);
+}
+
+static void kp_read_share_group_state_resp_defaults_any(void *p)
+{
+    kp_read_share_group_state_resp_defaults(p);
+}
+
+static kp_err kp_write_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_write_share_group_state_req_decode(r, a, p, v);
+}
+
+static void kp_write_share_group_state_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_write_share_group_state_req_encode(w, p, v);
+}
+
+static void kp_write_share_group_state_req_defaults_any(void *p)
+{
+    kp_write_share_group_state_req_defaults(p);
+}
+
+static kp_err kp_write_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_write_share_group_state_resp_decode(r, a, p, v);
+}
+
+static void kp_write_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_write_share_group_state_resp_encode(w, p, v);
+}
+
+static void kp_write_share_group_state_resp_defaults_any(void *p)
+{
+    kp_write_share_group_state_resp_defaults(p);
+}
+
+static kp_err kp_delete_share_group_state_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_delete_share_group_state_req_decode(r, a, p, v);
+}
+
+static void kp_delete_share_group_state_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_delete_share_group_state_req_encode(w, p, v);
+}
+
+static void kp_delete_share_group_state_req_defaults_any(void *p)
+{
+    kp_delete_share_group_state_req_defaults(p);
+}
+
+static kp_err kp_delete_share_group_state_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_delete_share_group_state_resp_decode(r, a, p, v);
+}
+
+static void kp_delete_share_group_state_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_delete_share_group_state_resp_encode(w, p, v);
+}
+
+static void kp_delete_share_group_state_resp_defaults_any(void *p)
+{
+    kp_delete_share_group_state_resp_defaults(p);
+}
+
+static kp_err kp_read_share_group_state_summary_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_read_share_group_state_summary_req_decode(r, a, p, v);
+}
+
+static void kp_read_share_group_state_summary_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_read_share_group_state_summary_req_encode(w, p, v);
+}
+
+static void kp_read_share_group_state_summary_req_defaults_any(void *p)
+{
+    kp_read_share_group_state_summary_req_defaults(p);
+}
+
+static kp_err kp_read_share_group_state_summary_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_read_share_group_state_summary_resp_decode(r, a, p, v);
+}
+
+static void kp_read_share_group_state_summary_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_read_share_group_state_summary_resp_encode(w, p, v);
+}
+
+static void kp_read_share_group_state_summary_resp_defaults_any(void *p)
+{
+    kp_read_share_group_state_summary_resp_defaults(p);
+}
+
 static kp_err kp_describe_share_group_offsets_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_share_group_offsets_req_decode(r, a, p, v);
@@ -2271,6 +2421,21 @@ static const kp_api_info api_table[] = {
     {79, "ShareAcknowledge", 1, 2, 0, false,
      {sizeof(kp_share_acknowledge_req), kp_share_acknowledge_req_decode_any, kp_share_acknowledge_req_encode_any, kp_share_acknowledge_req_defaults_any},
      {sizeof(kp_share_acknowledge_resp), kp_share_acknowledge_resp_decode_any, kp_share_acknowledge_resp_encode_any, kp_share_acknowledge_resp_defaults_any}},
+    {83, "InitializeShareGroupState", 0, 0, 0, false,
+     {sizeof(kp_initialize_share_group_state_req), kp_initialize_share_group_state_req_decode_any, kp_initialize_share_group_state_req_encode_any, kp_initialize_share_group_state_req_defaults_any},
+     {sizeof(kp_initialize_share_group_state_resp), kp_initialize_share_group_state_resp_decode_any, kp_initialize_share_group_state_resp_encode_any, kp_initialize_share_group_state_resp_defaults_any}},
+    {84, "ReadShareGroupState", 0, 0, 0, false,
+     {sizeof(kp_read_share_group_state_req), kp_read_share_group_state_req_decode_any, kp_read_share_group_state_req_encode_any, kp_read_share_group_state_req_defaults_any},
+     {sizeof(kp_read_share_group_state_resp), kp_read_share_group_state_resp_decode_any, kp_read_share_group_state_resp_encode_any, kp_read_share_group_state_resp_defaults_any}},
+    {85, "WriteShareGroupState", 0, 1, 0, false,
+     {sizeof(kp_write_share_group_state_req), kp_write_share_group_state_req_decode_any, kp_write_share_group_state_req_encode_any, kp_write_share_group_state_req_defaults_any},
+     {sizeof(kp_write_share_group_state_resp), kp_write_share_group_state_resp_decode_any, kp_write_share_group_state_resp_encode_any, kp_write_share_group_state_resp_defaults_any}},
+    {86, "DeleteShareGroupState", 0, 0, 0, false,
+     {sizeof(kp_delete_share_group_state_req), kp_delete_share_group_state_req_decode_any, kp_delete_share_group_state_req_encode_any, kp_delete_share_group_state_req_defaults_any},
+     {sizeof(kp_delete_share_group_state_resp), kp_delete_share_group_state_resp_decode_any, kp_delete_share_group_state_resp_encode_any, kp_delete_share_group_state_resp_defaults_any}},
+    {87, "ReadShareGroupStateSummary", 0, 1, 0, false,
+     {sizeof(kp_read_share_group_state_summary_req), kp_read_share_group_state_summary_req_decode_any, kp_read_share_group_state_summary_req_encode_any, kp_read_share_group_state_summary_req_defaults_any},
+     {sizeof(kp_read_share_group_state_summary_resp), kp_read_share_group_state_summary_resp_decode_any, kp_read_share_group_state_summary_resp_encode_any, kp_read_share_group_state_summary_resp_defaults_any}},
     {90, "DescribeShareGroupOffsets", 0, 1, 0, false,
      {sizeof(kp_describe_share_group_offsets_req), kp_describe_share_group_offsets_req_decode_any, kp_describe_share_group_offsets_req_encode_any, kp_describe_share_group_offsets_req_defaults_any},
      {sizeof(kp_describe_share_group_offsets_resp), kp_describe_share_group_offsets_resp_decode_any, kp_describe_share_group_offsets_resp_encode_any, kp_describe_share_group_offsets_resp_defaults_any}},
