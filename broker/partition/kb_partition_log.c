@@ -281,28 +281,23 @@ kp_err kb_partition_log_replay(kb_broker *b, kb_topic *t, size_t max_batch,
     return KP_ERR_NONE;
 }
 
-typedef struct record_replay {
-    kb_record_cb *cb;
-    void *arg;
-    kb_replay_counts *counts;
-} record_replay;
-
 static kp_err replay_record(void *arg, const kp_record *rec, kp_arena *a)
 {
-    record_replay *rr = arg;
+    kb_record_replay *rr = arg;
     kp_err e = rr->cb(rr->arg, rec, a);
-    rr->counts->records++;
+    rr->counts.records++;
     if (e == KP_ERR__NOMEM)
         return e;
-    rr->counts->skipped += e != KP_ERR_NONE;
+    rr->counts.skipped += e != KP_ERR_NONE;
     return KP_ERR_NONE;
 }
 
-static kp_err replay_batch(void *arg, const kp_batch_hdr *h, const uint8_t *batch, size_t len)
+kp_err kb_partition_log_replay_batch(void *replay, const kp_batch_hdr *h, const uint8_t *batch,
+                                     size_t len)
 {
-    record_replay *rr = arg;
+    kb_record_replay *rr = replay;
     if (batch == NULL || (h->attributes & (KP_BATCH_ATTR_CODEC_MASK | KP_BATCH_ATTR_CONTROL))) {
-        rr->counts->skipped += batch == NULL ? h->records_count : 0;
+        rr->counts.skipped += batch == NULL ? h->records_count : 0;
         return KP_ERR_NONE;
     }
     return kb_batch_each_record(h, batch, len, replay_record, rr);
@@ -312,8 +307,10 @@ kp_err kb_partition_log_replay_records(kb_broker *b, kb_topic *t, size_t max_bat
                                        kb_record_cb *cb, void *arg, kb_replay_counts *counts,
                                        int32_t *failed)
 {
-    record_replay rr = {cb, arg, counts};
-    return kb_partition_log_replay(b, t, max_batch, replay_batch, &rr, failed);
+    kb_record_replay rr = {cb, arg, *counts};
+    kp_err e = kb_partition_log_replay(b, t, max_batch, kb_partition_log_replay_batch, &rr, failed);
+    *counts = rr.counts;
+    return e;
 }
 
 kp_err kb_partition_log_append_record(kb_broker *b, kb_topic *t, int32_t partition, int64_t ts,

@@ -111,6 +111,15 @@ typedef struct kb_replay_counts {
 kp_err kb_partition_log_replay_records(kb_broker *b, kb_topic *t, size_t max_batch,
                                        kb_record_cb *cb, void *arg, kb_replay_counts *counts,
                                        int32_t *failed);
+/* One batch of such a replay, for a coordinator that loads one partition at
+ * a time (kb_coord_load): a kb_scan_batch_cb whose arg is a kb_record_replay. */
+typedef struct kb_record_replay {
+    kb_record_cb *cb;
+    void *arg;
+    kb_replay_counts counts;
+} kb_record_replay;
+kp_err kb_partition_log_replay_batch(void *replay, const kp_batch_hdr *h, const uint8_t *batch,
+                                     size_t len);
 /* A follower's append of the leader's batches as they are (ks_log_append_replica);
  * the producers' state is rebuilt from them. */
 kp_err kb_partition_log_append_replica(kb_broker *b, kb_topic *t, int32_t partition,

@@ -753,10 +753,10 @@ static void unload_partition(void *arg, int32_t p)
 static void *load_begin(void *arg, int32_t p)
 {
     (void)p;
-    loader *ld = calloc(1, sizeof(*ld));
-    if (ld != NULL)
-        ld->c = arg;
-    return ld;
+    kb_record_replay *rr = calloc(1, sizeof(*rr));
+    if (rr != NULL)
+        *rr = (kb_record_replay){.cb = load_record, .arg = arg};
+    return rr;
 }
 
 /* A partition loaded: what it left in Prepare* is completed (its markers
@@ -817,7 +817,7 @@ kp_err kb_txn_coord_start(kb_broker *b, char *err, size_t errlen)
     c->cluster = true;
     c->parts = (kb_coord_parts){.b = b, .topic = KB_TXN_COORD_STATE_TOPIC,
                                 .max_batch = LOAD_BATCH_MAX, .begin = load_begin,
-                                .batch = load_batch, .loaded = load_end,
+                                .batch = kb_partition_log_replay_batch, .loaded = load_end,
                                 .unload = unload_partition, .arg = c};
     return KP_ERR_NONE;
 }
