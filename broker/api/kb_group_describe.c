@@ -1,0 +1,28 @@
+#include "kb_group_describe.h"
+
+#include "kb_authz.h"
+#include "kb_context.h"
+
+const kb_group *kb_group_describe_find(kb_req *req, kp_str id, bool ops, const kb_group_kind *k,
+                                       int16_t *err, kp_str *msg, int32_t *ops_out)
+{
+    if (id.len <= 0) {
+        *err = KP_ERR_INVALID_GROUP_ID;
+        return NULL;
+    }
+    if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, id)) {
+        *err = KP_ERR_GROUP_AUTHORIZATION_FAILED;
+        return NULL;
+    }
+    if (ops)
+        *ops_out = kb_authz_ops(req, KB_RES_GROUP, id);
+    const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), id);
+    if (g != NULL && k->is(g))
+        return g;
+    *err = KP_ERR_GROUP_ID_NOT_FOUND;
+    *msg = kp_str_from(g == NULL ? kp_arena_printf(&req->arena, "Group %.*s not found.", id.len,
+                                                   id.p)
+                                 : kp_arena_printf(&req->arena, "Group %.*s is not a %s group.",
+                                                   id.len, id.p, k->name));
+    return NULL;
+}

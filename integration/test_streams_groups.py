@@ -1,0 +1,251 @@
+"""KIP-1071 streams groups (group.protocol=streams) with Kafka Streams 4.4.0.
+
+integration/java/StreamsApp.java (the word count of test_kafka_streams.py),
+compiled against integration/.deps/jars-4.4 and run with
+-Dstreams.props=group.protocol=streams: one instance counts words end to end
+with the broker's assignment; two instances share the tasks (each holds
+some, together all, none twice); when one leaves the other takes every task
+over; Kafka's kafka-streams-groups.sh (StreamsGroupCommand) describes the
+group, its members and their tasks; ListGroups shows it as a streams group
+and DeleteGroups deletes it once empty.
+
+The raw-wire tests (sgwire.py) run against Runnel and against a real Kafka
+4.4.0 node (combined mode, from jars-4.4) and compare error codes: an
+unknown member, a member epoch ahead of the group's, an invalid topology, a
+join without a topology, and the MISSING_SOURCE_TOPICS status.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import kraft
+import procs
+import sgwire
+import test_kafka_streams as tks
+import wire
+from kafka_real import KafkaReal
+from roundtrip import admin, create_topic
+from test_kafka_streams import reap_apps  # noqa: F401 (autouse: kills what a test leaves)
+
+pytestmark = pytest.mark.usefixtures("runnel_only")
+
+BROKER_PROPS = {
+    "group.streams.session.timeout.ms": "8000",
+    "group.streams.heartbeat.interval.ms": "500",
+}
+STREAMS_PROPS = "group.protocol=streams"
+JARS44 = procs.DEPS / "jars-4.4"
+KAFKA44_PORT = 19730
+KAFKA44_CONTROLLER_PORT = 19731
+
+UNKNOWN_MEMBER_ID, INVALID_REQUEST, GROUP_ID_NOT_FOUND = 25, 42, 69
+FENCED_MEMBER_EPOCH, STREAMS_INVALID_TOPOLOGY = 110, 130
+MISSING_SOURCE_TOPICS = 1
+
+
+def fresh(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:8])
+
+
+# ---- the applications -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def classes44(tmp_path_factory):
+    """StreamsApp compiled against the Kafka Streams 4.4.0 jars."""
+    if not any(JARS44.glob("kafka-streams-4.4*.jar")):
+        pytest.skip("no kafka-streams 4.4 jar in %s (bash .ci/install-deps --test)" % JARS44)
+    classes = tmp_path_factory.mktemp("streams44")
+    src = procs.REPO / "integration" / "java" / "StreamsApp.java"
+    procs.run(["javac", "-nowarn", "-encoding", "UTF-8", "-cp", str(JARS44 / "*"), "-d", classes,
+               src], timeout=180, check=True)
+    return classes
+
+
+class Run44(tks.Run):
+    """test_kafka_streams' word count, its instances on the 4.4 jars with the
+    streams protocol; each prints "tasks ..." when its active tasks change."""
+
+    def start(self, instance=""):
+        state_dir = self.state_dir.with_name(self.state_dir.name + instance)
+        args = [self.broker.bootstrap, self.app_id, self.input, self.output,
+                self.window_output, self.guarantee, state_dir]
+        return tks.App(self.classes, self.tmp_path / ("streams-app%s.log" % instance), args,
+                       classpath="%s%s%s" % (self.classes, os.pathsep, JARS44 / "*"),
+                       jvm_opts=["-Dstreams.props=" + STREAMS_PROPS])
+
+
+def tasks_of(app):
+    """The app's latest active tasks ("0_1" ...), or None before any."""
+    got = None
+    for line in app.lines():
+        if line.startswith("tasks"):
+            got = set(line.split()[1:])
+    return got
+
+
+def all_tasks(run):
+    """Every task of the word count: 3 subtopologies x tks.PARTITIONS."""
+    return {"%d_%d" % (s, p) for s in range(3) for p in range(tks.PARTITIONS)}
+
+
+def wait_for(what, cond, timeout=90, apps=()):
+    deadline = time.monotonic() + timeout
+    while True:
+        for a in apps:
+            a.check_alive()
+        v = cond()
+        if v:
+            return v
+        assert time.monotonic() < deadline, "%s not reached in %ss\n%s" % (
+            what, timeout, "\n".join(a.output() for a in apps))
+        time.sleep(0.3)
+
+
+def streams_groups_tool(broker, *args, timeout=120):
+    cls = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+    res = subprocess.run(["java", "-cp", str(JARS44 / "*"), cls, "--bootstrap-server",
+                          broker.bootstrap] + list(args), capture_output=True, text=True,
+                         timeout=timeout)
+    return res
+
+
+def test_word_count_one_instance(broker, classes44, tmp_path, topic_name):
+    run = Run44(broker, classes44, tmp_path, topic_name, "at_least_once")
+    app = run.start()
+    run.feed(tks.ck(), 60)
+    run.wait_counts(tks.ck(), app)
+    assert wait_for("all tasks", lambda: tasks_of(app) == all_tasks(run), apps=[app])
+    with wire.connect(broker.host, broker.port) as s:
+        (g,) = sgwire.describe(s, [run.app_id])
+    assert g["error"] == 0 and g["state"] == "Stable", g
+    assert len(g["members"]) == 1
+    # the internal topics the broker made, with the partitions the topology asks
+    for t in ("%s-by-word-repartition" % run.app_id, "%s-counts-changelog" % run.app_id):
+        md = admin(broker.bootstrap).list_topics(t, timeout=10).topics[t]
+        assert md.error is None and len(md.partitions) == tks.PARTITIONS, t
+    app.stop()
+
+
+def test_two_instances_share_then_one_takes_over(broker, classes44, tmp_path, topic_name):
+    run = Run44(broker, classes44, tmp_path, topic_name, "at_least_once")
+    a = run.start()
+    wait_for("a running", lambda: tasks_of(a) == all_tasks(run), apps=[a])
+    b = run.start("b")
+
+    def shared():
+        ta, tb = tasks_of(a), tasks_of(b)
+        return ta and tb and not (ta & tb) and ta | tb == all_tasks(run)
+
+    wait_for("tasks shared", shared, apps=[a, b])
+    run.feed(tks.ck(), 40)
+    run.wait_counts(tks.ck(), a)
+
+    tool = streams_groups_tool(broker, "--describe", "--group", run.app_id, "--members",
+                               "--verbose")
+    assert tool.returncode == 0, tool.stdout + tool.stderr
+    assert run.app_id in tool.stdout, tool.stdout
+    with wire.connect(broker.host, broker.port) as s:
+        (g,) = sgwire.describe(s, [run.app_id])
+    assert len(g["members"]) == 2
+    for m in g["members"]:
+        assert m["member_id"] in tool.stdout, tool.stdout
+        for sub, parts in m["assignment"]["active"].items():
+            for p in parts:
+                assert re.search(r"\b%s:\[?[0-9, ]*\b%d\b" % (sub, p), tool.stdout) or \
+                    ("%s_%d" % (sub, p)) in tool.stdout or sub in tool.stdout, tool.stdout
+
+    b.stop()
+    wait_for("a takes over", lambda: tasks_of(a) == all_tasks(run), apps=[a])
+    run.feed(tks.ck(), 20)
+    run.wait_counts(tks.ck(), a)
+    a.stop()
+
+
+def test_list_and_delete_groups(broker, classes44, tmp_path, topic_name):
+    run = Run44(broker, classes44, tmp_path, topic_name, "at_least_once")
+    app = run.start()
+    wait_for("running", lambda: tasks_of(app) == all_tasks(run), apps=[app])
+    a = admin(broker.bootstrap)
+    from confluent_kafka import GroupType
+    listed = a.list_consumer_groups(types=[GroupType.STREAMS] if hasattr(GroupType, "STREAMS")
+                                    else None).result(30)
+    found = [g for g in listed.valid if g.group_id == run.app_id]
+    assert found, listed.valid
+    res = a.delete_consumer_groups([run.app_id])[run.app_id]
+    with pytest.raises(Exception, match="NON_EMPTY_GROUP"):
+        res.result(30)
+    app.stop()
+    # a closing Streams client leaves the group; else its session expires
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            a.delete_consumer_groups([run.app_id])[run.app_id].result(30)
+            break
+        except Exception as e:  # NON_EMPTY_GROUP until the member is gone
+            assert "NON_EMPTY_GROUP" in str(e) and time.monotonic() < deadline, e
+            time.sleep(0.5)
+    with wire.connect(broker.host, broker.port) as s:
+        (g,) = sgwire.describe(s, [run.app_id])
+    assert g["error"] == GROUP_ID_NOT_FOUND
+
+
+# ---- raw wire, compared with Kafka 4.4.0 ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kafka44(tmp_path_factory):
+    if not kraft.jars_present():
+        pytest.skip("Kafka 4.4.0 jars not in %s" % kraft.JARS_44)
+    base = tmp_path_factory.mktemp("kafka44")
+    k = KafkaReal(base / "data", port=KAFKA44_PORT, controller_port=KAFKA44_CONTROLLER_PORT,
+                  classpath=kraft.classpath(), log_path=base / "kafka.log")
+    k.start()
+    try:
+        yield k
+    finally:
+        k.stop()
+
+
+def wire_story(host, port, bootstrap):
+    """The same requests on one node; returns what each answered."""
+    src = fresh("sg-src")
+    create_topic(bootstrap, src, 2)
+    group = fresh("sg-wire")
+    topo = sgwire.topology(1, [sgwire.subtopology("0", sources=[src])])
+    got = {}
+    with wire.connect(host, port) as s:
+        r = sgwire.heartbeat(s, group, "m1", 0, topo)
+        got["join"] = (r["error"], r["epoch"] > 0, r["active"])
+        epoch = r["epoch"]
+        got["unknown member"] = sgwire.heartbeat(s, group, "nobody", epoch)["error"]
+        got["epoch ahead"] = sgwire.heartbeat(s, group, "m1", epoch + 5, active={})["error"]
+        got["no group"] = sgwire.heartbeat(s, fresh("sg-none"), "m1", 3)["error"]
+        bad = sgwire.topology(1, [sgwire.subtopology("0", sources=[src]),
+                                  sgwire.subtopology("0", sources=[src])])
+        got["duplicate subtopology"] = sgwire.heartbeat(s, fresh("sg-bad"), "m1", 0, bad)["error"]
+        got["join without topology"] = sgwire.heartbeat(s, fresh("sg-bad"), "m1", 0)["error"]
+        got["empty member id"] = sgwire.heartbeat(s, fresh("sg-bad"), "", 0, topo)["error"]
+        missing = sgwire.topology(1, [sgwire.subtopology("0", sources=[fresh("sg-absent")])])
+        r = sgwire.heartbeat(s, fresh("sg-miss"), "m1", 0, missing)
+        got["missing source"] = (r["error"], [c for c, _ in r["status"]], r["active"])
+        got["leave"] = sgwire.heartbeat(s, group, "m1", -1)["error"]
+    return got
+
+
+def test_wire_errors_as_kafka_44(broker, kafka44):
+    ours = wire_story(broker.host, broker.port, broker.bootstrap)
+    theirs = wire_story(kafka44.host, kafka44.port, "%s:%d" % (kafka44.host, kafka44.port))
+    assert ours == theirs
+    assert ours["join"] == (0, True, {"0": [0, 1]})
+    assert ours["unknown member"] == UNKNOWN_MEMBER_ID
+    assert ours["epoch ahead"] == FENCED_MEMBER_EPOCH
+    assert ours["duplicate subtopology"] == STREAMS_INVALID_TOPOLOGY
+    assert ours["join without topology"] == INVALID_REQUEST
+    assert ours["missing source"][1] == [MISSING_SOURCE_TOPICS]
