@@ -51,12 +51,17 @@ def _tasks(tasks):
         kv[1], lambda p: struct.pack(">i", p)) + b"\x00")
 
 
-def heartbeat(sock, group, member_id, epoch=0, topo=None, active=None, standby=None,
-              warmup=None, process_id="p1", rebalance=-1, instance=None, shutdown=False,
+JOIN = object()  # the default task lists: empty when joining, else null
+
+
+def heartbeat(sock, group, member_id, epoch=0, topo=None, active=JOIN, standby=JOIN,
+              warmup=JOIN, process_id="p1", rebalance=-1, instance=None, shutdown=False,
               version=1):
     """topo: bytes from topology(), or None. Returns the response as a dict."""
     if epoch == 0 and rebalance == -1:
         rebalance = 30000
+    active, standby, warmup = [({} if epoch == 0 else None) if t is JOIN else t
+                               for t in (active, standby, warmup)]
     body = (_cstr(group) + _cstr(member_id) + struct.pack(">ii", epoch, -1) + _cstr(instance)
             + _cstr(None) + struct.pack(">i", rebalance) + (topo if topo is not None else b"\xff")
             + _tasks(active) + _tasks(standby) + _tasks(warmup) + _cstr(process_id)

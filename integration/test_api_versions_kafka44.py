@@ -37,8 +37,6 @@ NOT_SERVED_YET = {
     64: "UnregisterBroker", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
     86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary",
-    88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",
-    93: "StreamsGroupTopologyDescriptionUpdate",
     94: "UnregisterController",
 }
 
@@ -126,9 +124,7 @@ def test_apis_runnel_does_not_serve_are_the_listed_ones(kafka44, runnel):
 
 
 # feature: (Runnel's supported range, Runnel's finalized level or None, why).
-DELIBERATE_FEATURES = {
-    "streams.version": ((0, 0), None, "streams groups (KIP-1071) not served yet"),
-}
+DELIBERATE_FEATURES = {}
 
 
 def test_features_as_a_single_kafka_44_node(kafka44, runnel):

@@ -105,9 +105,12 @@ static kp_err fill_statuses(kb_req *req, const kb_streams_group *sg,
                             kp_streams_group_heartbeat_resp *rs)
 {
     const kb_streams_topology *t = sg->topology;
-    if (!KB_ARRAY_ALLOC(req, rs->status, KB_ST_MAX_STATUS + 2))
+    if (!KB_ARRAY_ALLOC(req, rs->status, KB_ST_MAX_STATUS + 3))
         return KP_ERR__NOMEM;
     rs->status.n = 0;
+    if (res->delayed)
+        add_status(req, rs, KB_ST_ASSIGNMENT_DELAYED,
+                   "Assignment delayed due to the configured initial rebalance delay.");
     for (int32_t i = 0; t != NULL && i < t->nstatus; i++)
         add_status(req, rs, t->status[i].code, t->status[i].detail);
     if (res->stale_topology)
@@ -126,14 +129,13 @@ static kp_err fill_heartbeat(kb_req *req, const kb_group *g, const kb_streams_gr
     const kb_streams_group *sg = g->stg;
     rs->member_id = res->member_id != NULL ? kb_req_str(req, res->member_id) : rq->member_id;
     rs->member_epoch = res->epoch;
-    rs->heartbeat_interval_ms = rq->member_epoch < 0 ? 0
-                                                     : kb_streams_coord_heartbeat_ms(req->broker, g);
+    if (rq->member_epoch < 0)
+        return KP_ERR_NONE; /* a leave: only who and the epoch, as Kafka answers */
+    rs->heartbeat_interval_ms = kb_streams_coord_heartbeat_ms(req->broker, g);
     rs->acceptable_recovery_lag_legacy = ACCEPTABLE_RECOVERY_LAG;
     rs->acceptable_recovery_lag = ACCEPTABLE_RECOVERY_LAG;
     rs->task_offset_interval_ms = TASK_OFFSET_INTERVAL_MS;
     rs->endpoint_information_epoch = rq->endpoint_information_epoch;
-    if (rq->member_epoch < 0)
-        return KP_ERR_NONE;
     kp_err e = fill_statuses(req, sg, res, rs);
     if (e != KP_ERR_NONE || !res->with_tasks || res->member == NULL)
         return e;

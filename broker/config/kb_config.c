@@ -227,6 +227,8 @@ static const kb_keydef key_defs[] = {
        FI32(group_share_session_timeout_ms), 0),
     KI("group.streams.heartbeat.interval.ms", "5000", 1, I32MAX,
        FI32(group_streams_heartbeat_interval_ms), 0),
+    KI("group.streams.initial.rebalance.delay.ms", "3000", 0, I32MAX,
+       FI32(group_streams_initial_rebalance_delay_ms), 0),
     KI("group.streams.num.standby.replicas", "0", 0, I32MAX,
        FI32(group_streams_num_standby_replicas), 0),
     KI("group.streams.session.timeout.ms", "45000", 1, I32MAX,

@@ -92,4 +92,5 @@ void kb_streams_coord_env_for(kb_broker *b, const kb_group *g, kb_streams_group_
     out->num_standby = kb_group_conf_int(b->gconf, id, "streams.num.standby.replicas",
                                          b->cfg->group_streams_num_standby_replicas);
     out->max_size = b->cfg->group_max_size;
+    out->initial_delay_ms = b->cfg->group_streams_initial_rebalance_delay_ms;
 }

@@ -141,6 +141,18 @@ static kp_err update_group(kb_streams_group *sg, const kb_streams_group_env *env
     sg->dirty = false;
     if (sg->group_epoch == sg->assignment_epoch)
         return KP_ERR_NONE;
+    if (!sg->delay_started && env->initial_delay_ms > 0) {
+        sg->delay_started = true;
+        sg->delay_until = now + env->initial_delay_ms;
+    }
+    if (sg->delay_until > now) { /* empty targets meanwhile */
+        for (int32_t i = 0; i < sg->nmembers; i++) {
+            kb_cg_set_free(&sg->members[i]->target_active);
+            kb_cg_set_free(&sg->members[i]->target_standby);
+        }
+        sg->assignment_epoch = sg->group_epoch;
+        return KP_ERR_NONE;
+    }
     kp_err e = kb_streams_assign(sg->members, sg->nmembers, sg->topology, env->num_standby);
     if (e == KP_ERR_NONE)
         sg->assignment_epoch = sg->group_epoch;
@@ -238,34 +250,36 @@ static kp_err fail(kb_streams_group_result *res, kp_err err, const char *msg)
     return KP_ERR_NONE;
 }
 
-static bool tasks_empty(int32_t n)
-{
-    return n <= 0;
-}
-
-/* Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid. */
+/* Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid, in its order (a
+ * joining member's task lists must be present and empty). */
 static const char *invalid_request(const kp_streams_group_heartbeat_req *rq)
 {
-    bool join = rq->member_epoch == 0;
     if (rq->member_id.len <= 0)
         return "MemberId can't be empty.";
     if (rq->instance_id.len == 0)
         return "InstanceId can't be empty.";
     if (rq->rack_id.len == 0)
         return "RackId can't be empty.";
-    if (rq->member_epoch < KB_STREAMS_GROUP_STATIC_LEAVE_EPOCH)
+    if (rq->member_epoch == 0) {
+        if (rq->rebalance_timeout_ms == -1)
+            return "RebalanceTimeoutMs must be provided in first request.";
+        if (rq->active_tasks.n != 0)
+            return "ActiveTasks must be empty when (re-)joining.";
+        if (rq->standby_tasks.n != 0)
+            return "StandbyTasks must be empty when (re-)joining.";
+        if (rq->warmup_tasks.n != 0)
+            return "WarmupTasks must be empty when (re-)joining.";
+        if (rq->topology == NULL)
+            return "Topology must be non-null when (re-)joining.";
+    } else if (rq->member_epoch == KB_STREAMS_GROUP_STATIC_LEAVE_EPOCH) {
+        if (rq->instance_id.len < 0)
+            return "InstanceId can't be null.";
+    } else if (rq->member_epoch < KB_STREAMS_GROUP_STATIC_LEAVE_EPOCH) {
         return "MemberEpoch is invalid.";
-    if (rq->member_epoch == KB_STREAMS_GROUP_STATIC_LEAVE_EPOCH && rq->instance_id.len < 0)
-        return "InstanceId can't be null.";
-    if (join && rq->rebalance_timeout_ms == -1)
-        return "RebalanceTimeoutMs must be provided in first request.";
-    if (join && (!tasks_empty(rq->active_tasks.n) || !tasks_empty(rq->standby_tasks.n) ||
-                 !tasks_empty(rq->warmup_tasks.n)))
-        return "ActiveTasks, StandbyTasks and WarmupTasks must be empty when (re-)joining.";
-    if (join && rq->topology == NULL)
-        return "Topology must be non-null when (re-)joining.";
-    if (!join && rq->member_epoch > 0 && rq->topology != NULL)
-        return "Topology can only be provided when (re-)joining.";
+    }
+    bool any = rq->active_tasks.n >= 0 || rq->standby_tasks.n >= 0 || rq->warmup_tasks.n >= 0;
+    if (any && (rq->active_tasks.n < 0 || rq->standby_tasks.n < 0 || rq->warmup_tasks.n < 0))
+        return "If one task-type is non-null, all must be non-null.";
     return NULL;
 }
 
@@ -421,6 +435,10 @@ static kp_err heartbeat_member(kb_streams_group *sg, const kb_streams_group_env 
     if ((e = update_member(sg, m, rq, cl)) != KP_ERR_NONE)
         return e;
     m->session_deadline = now + env->session_timeout_ms;
+    if (sg->delay_until != 0 && sg->delay_until <= now) {
+        sg->delay_until = 0;
+        sg->dirty = true;
+    }
     kb_cg_set act = {0}, stb = {0};
     if (!set_copy(&m->active, &act) || !set_copy(&m->standby, &stb)) {
         kb_cg_set_free(&act);
@@ -435,6 +453,7 @@ static kp_err heartbeat_member(kb_streams_group *sg, const kb_streams_group_env 
     res->epoch = m->epoch;
     res->member = m;
     res->stale_topology = sg->topology != NULL && m->topology_epoch < sg->topology->epoch;
+    res->delayed = sg->delay_until > now;
     return e;
 }
 
@@ -477,13 +496,17 @@ void kb_streams_group_tick(kb_streams_group *sg, const kb_streams_group_env *env
             i++;
         }
     }
-    if (removed)
+    if (sg->delay_until != 0 && sg->delay_until <= now) {
+        sg->delay_until = 0; /* the first real assignment, at a new group epoch */
+        sg->dirty = true;
+    }
+    if (removed || sg->dirty)
         (void)update_group(sg, env, now);
 }
 
 int64_t kb_streams_group_next_deadline(const kb_streams_group *sg)
 {
-    int64_t d = KB_STREAMS_GROUP_NO_DEADLINE;
+    int64_t d = sg->delay_until != 0 ? sg->delay_until : KB_STREAMS_GROUP_NO_DEADLINE;
     for (int32_t i = 0; i < sg->nmembers; i++) {
         const kb_st_member *m = sg->members[i];
         d = m->session_deadline < d ? m->session_deadline : d;

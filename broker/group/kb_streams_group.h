@@ -8,7 +8,10 @@
  * member's next epoch, its tasks and statuses, and the error Kafka gives.
  * The group epoch grows on every change of membership, of a member's
  * process or endpoint, of the topology, or of the topics the topology
- * reads; the target assignment is then recomputed (kb_streams_assign).
+ * reads; the target assignment is then recomputed (kb_streams_assign),
+ * but for the group's first one, which waits env.initial_delay_ms (as
+ * Kafka's group.streams.initial.rebalance.delay.ms) with empty targets and
+ * the ASSIGNMENT_DELAYED status, then comes with a new group epoch.
  * Reconciliation works as KIP-848's (and reuses its sets and epoch check,
  * kb_consumer_partitions): a member first gives up the active tasks it
  * must revoke (its epoch held), and an active task goes to a new owner only
@@ -91,6 +94,7 @@ typedef struct kb_streams_group_env {
     int32_t session_timeout_ms;
     int32_t num_standby;
     int32_t max_size;
+    int32_t initial_delay_ms; /* group.streams.initial.rebalance.delay.ms */
 } kb_streams_group_env;
 
 typedef struct kb_streams_group {
@@ -104,6 +108,8 @@ typedef struct kb_streams_group {
     int64_t meta_deadline;
     bool dirty;
     bool shutdown; /* a member asked the application to shut down */
+    bool delay_started; /* the initial rebalance delay ran (once a group) */
+    int64_t delay_until; /* its end while it runs, else 0 */
 } kb_streams_group;
 
 typedef struct kb_streams_group_result {
@@ -114,6 +120,7 @@ typedef struct kb_streams_group_result {
     bool with_tasks;
     const kb_st_member *member; /* its tasks, when with_tasks */
     bool stale_topology;
+    bool delayed; /* the initial rebalance delay holds the assignment back */
 } kb_streams_group_result;
 
 typedef struct kb_streams_group_client {

@@ -43,17 +43,9 @@ static bool idx_ok(const int16_t *v, int32_t n, int32_t bound)
     return true;
 }
 
-/* Whether some subtopology reads repartition topic name. */
-static bool read_somewhere(const kp_streams_group_heartbeat_req_topology *rq, kp_str name)
-{
-    for (int32_t i = 0; i < rq->subtopologies.n; i++)
-        for (int32_t j = 0; j < rq->subtopologies.v[i].repartition_source_topics.n; j++)
-            if (kp_str_eq(rq->subtopologies.v[i].repartition_source_topics.v[j].name, name))
-                return true;
-    return false;
-}
-
-/* Kafka's topology validation (StreamsTopology checks on join). */
+/* What Runnel refuses of a joining topology. Kafka 4.4.0 accepts the
+ * same and then fails the heartbeat with UNKNOWN_SERVER_ERROR; a repartition
+ * sink no subtopology reads is accepted as Kafka accepts it. */
 static const char *check_semantics(const kp_streams_group_heartbeat_req_topology *rq)
 {
     for (int32_t i = 0; i < rq->subtopologies.n; i++) {
@@ -61,10 +53,6 @@ static const char *check_semantics(const kp_streams_group_heartbeat_req_topology
         for (int32_t j = 0; j < i; j++)
             if (kp_str_eq(s->subtopology_id, rq->subtopologies.v[j].subtopology_id))
                 return "Duplicate subtopology id.";
-        for (int32_t j = 0; j < s->repartition_sink_topics.n; j++)
-            if (!read_somewhere(rq, s->repartition_sink_topics.v[j]))
-                return "Repartition sink topic is not a repartition source topic of any "
-                       "subtopology.";
         for (int32_t j = 0; j < s->copartition_groups.n; j++) {
             const kp_streams_group_heartbeat_req_copartition_group *c = &s->copartition_groups.v[j];
             if (!idx_ok(c->source_topics.v, c->source_topics.n, s->source_topics.n) ||
@@ -326,15 +314,17 @@ static void resolve_counts(const kb_streams_topology *t, const kb_consumer_group
     }
 }
 
-static kp_err add_status(kb_streams_topology *t, int8_t code, const char *what, const char *names)
+/* A status whose detail reads "<what> <names> <tail>" (Kafka's wording). */
+static kp_err add_status(kb_streams_topology *t, int8_t code, const char *what, const char *names,
+                         const char *tail)
 {
     if (t->nstatus >= KB_ST_MAX_STATUS)
         return KP_ERR_NONE;
-    size_t len = strlen(what) + strlen(names) + 4;
+    size_t len = strlen(what) + strlen(names) + strlen(tail) + 4;
     char *d = malloc(len);
     if (d == NULL)
         return KP_ERR__NOMEM;
-    snprintf(d, len, "%s%s", what, names);
+    snprintf(d, len, "%s %s %s", what, names, tail);
     t->status[t->nstatus].code = code;
     t->status[t->nstatus++].detail = d;
     return KP_ERR_NONE;
@@ -397,13 +387,14 @@ kp_err kb_streams_topology_configure(kb_streams_topology *t, const kb_consumer_g
     }
     kp_err e = KP_ERR_NONE;
     if (absent.n > 0)
-        e = add_status(t, KB_ST_MISSING_SOURCE_TOPICS, "Source topics are missing: ", absent.buf);
+        e = add_status(t, KB_ST_MISSING_SOURCE_TOPICS, "Source topics", absent.buf,
+                       "are missing.");
     if (e == KP_ERR_NONE && missing.n > 0)
-        e = add_status(t, KB_ST_MISSING_INTERNAL_TOPICS, "Internal topics are missing: ",
-                       missing.buf);
+        e = add_status(t, KB_ST_MISSING_INTERNAL_TOPICS, "Internal topics", missing.buf,
+                       "are missing.");
     if (e == KP_ERR_NONE && wrong.n > 0)
-        e = add_status(t, KB_ST_INCORRECTLY_PARTITIONED_TOPICS,
-                       "Internal topics have the wrong number of partitions: ", wrong.buf);
+        e = add_status(t, KB_ST_INCORRECTLY_PARTITIONED_TOPICS, "Internal topics", wrong.buf,
+                       "have the wrong number of partitions.");
     bool ok = t->nstatus == 0;
     for (int32_t i = 0; i < t->nsubs; i++)
         t->subs[i].ntasks = ok ? counts[i] : 0;

@@ -5,7 +5,9 @@
  * the topics that exist.
  *
  * Job: copy a heartbeat's topology in, check it as Kafka's coordinator does
- * (STREAMS_INVALID_TOPOLOGY), and "configure" it: each subtopology's task
+ * (STREAMS_INVALID_TOPOLOGY for repeated subtopology ids and copartition
+ * indexes out of range, where Kafka 4.4.0 fails with UNKNOWN_SERVER_ERROR),
+ * and "configure" it: each subtopology's task
  * count is the largest partition count of its source topics; a repartition
  * topic without a partition count takes that of the subtopology writing to
  * it (to a fixed point); changelog topics have their subtopology's count.
@@ -46,6 +48,7 @@
 #define KB_ST_INCORRECTLY_PARTITIONED_TOPICS 2
 #define KB_ST_MISSING_INTERNAL_TOPICS        3
 #define KB_ST_SHUTDOWN_APPLICATION           4
+#define KB_ST_ASSIGNMENT_DELAYED             5
 #define KB_ST_MAX_STATUS                     3 /* group-level ones at once */
 
 typedef struct kb_st_topic {
@@ -87,9 +90,8 @@ typedef struct kb_streams_topology {
 typedef kp_err (*kb_st_create_fn)(void *ctx, const char *name, int32_t partitions,
                                   char *const *configs, int32_t nconfigs);
 
-/* Kafka's checks of a heartbeat's topology: INVALID_REQUEST for sizes
- * beyond the bounds, STREAMS_INVALID_TOPOLOGY for repeated subtopology ids,
- * internal topics named twice, a repartition sink no subtopology reads, or
+/* The checks of a heartbeat's topology: INVALID_REQUEST for sizes beyond
+ * the bounds, STREAMS_INVALID_TOPOLOGY for repeated subtopology ids or
  * copartition indexes out of range; *msg says which. */
 kp_err kb_streams_topology_check(const kp_streams_group_heartbeat_req_topology *rq,
                                  const char **msg);
