@@ -14,7 +14,6 @@ import pytest
 
 import kraft
 import wire
-from kafka_real import KafkaReal
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -85,14 +84,9 @@ def api_versions_v4(host, port):
 def kafka44(tmp_path_factory):
     if not kraft.jars_present():
         pytest.skip("Kafka 4.4.0 jars not in %s" % kraft.JARS_44)
-    base = tmp_path_factory.mktemp("kafka44")
-    k = KafkaReal(base / "data", port=KAFKA44_PORT, controller_port=KAFKA44_CONTROLLER_PORT,
-                  classpath=kraft.classpath(), log_path=base / "kafka.log")
-    k.start()
-    try:
+    with kraft.single_node(tmp_path_factory.mktemp("kafka44"), KAFKA44_PORT,
+                           KAFKA44_CONTROLLER_PORT) as k:
         yield api_versions_v4(k.host, k.port)
-    finally:
-        k.stop()
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,6 @@ import procs
 import sgwire
 import test_kafka_streams as tks
 import wire
-from kafka_real import KafkaReal
 from roundtrip import admin, create_topic
 from test_kafka_streams import ck, reap_apps  # noqa: F401 (fixtures; reap_apps kills leftovers)
 
@@ -211,14 +210,9 @@ def test_list_and_delete_groups(broker, classes44, tmp_path, topic_name):
 def kafka44(tmp_path_factory):
     if not kraft.jars_present():
         pytest.skip("Kafka 4.4.0 jars not in %s" % kraft.JARS_44)
-    base = tmp_path_factory.mktemp("kafka44")
-    k = KafkaReal(base / "data", port=KAFKA44_PORT, controller_port=KAFKA44_CONTROLLER_PORT,
-                  classpath=kraft.classpath(), log_path=base / "kafka.log")
-    k.start()
-    try:
+    with kraft.single_node(tmp_path_factory.mktemp("kafka44"), KAFKA44_PORT,
+                           KAFKA44_CONTROLLER_PORT) as k:
         yield k
-    finally:
-        k.stop()
 
 
 def wire_story(host, port, bootstrap):

@@ -1,6 +1,7 @@
 #include "kb_group_describe.h"
 
 #include "kb_authz.h"
+#include "kb_cluster_view.h"
 #include "kb_context.h"
 
 const kb_group *kb_group_describe_find(kb_req *req, kp_str id, bool ops, const kb_group_kind *k,
@@ -25,4 +26,14 @@ const kb_group *kb_group_describe_find(kb_req *req, kp_str id, bool ops, const k
                                  : kp_arena_printf(&req->arena, "Group %.*s is not a %s group.",
                                                    id.len, id.p, k->name));
     return NULL;
+}
+
+int16_t kb_group_describe_error(kb_req *req, bool feature_on, bool ready, int16_t err, kp_str id)
+{
+    if (!feature_on)
+        return KP_ERR_UNSUPPORTED_VERSION;
+    if (!ready)
+        return KP_ERR_COORDINATOR_NOT_AVAILABLE;
+    return err != KP_ERR_NONE ? err
+                              : kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, id);
 }

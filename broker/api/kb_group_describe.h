@@ -22,4 +22,10 @@
 const kb_group *kb_group_describe_find(kb_req *req, kp_str id, bool ops, const kb_group_kind *k,
                                        int16_t *err, kp_str *msg, int32_t *ops_out);
 
+/* A described group's final error code, in Kafka's order: the protocol's
+ * feature off (UNSUPPORTED_VERSION), no __consumer_offsets yet
+ * (COORDINATOR_NOT_AVAILABLE), the error found so far, else whether this
+ * broker coordinates id. */
+int16_t kb_group_describe_error(kb_req *req, bool feature_on, bool ready, int16_t err, kp_str id);
+
 #endif

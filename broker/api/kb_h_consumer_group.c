@@ -234,13 +234,9 @@ kp_err kb_h_consumer_group_describe(kb_req *req, const kp_consumer_group_describ
                                   &rs->groups.v[i]);
         if (e != KP_ERR_NONE)
             return e;
-        if (!kb_cv_consumer_groups_on(req))
-            rs->groups.v[i].error_code = KP_ERR_UNSUPPORTED_VERSION;
-        else if (!ready)
-            rs->groups.v[i].error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
-        else if (rs->groups.v[i].error_code == KP_ERR_NONE)
-            rs->groups.v[i].error_code = kb_cv_check_coordinator(
-                req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_ids.v[i]);
+        rs->groups.v[i].error_code =
+            kb_group_describe_error(req, kb_cv_consumer_groups_on(req), ready,
+                                    rs->groups.v[i].error_code, rq->group_ids.v[i]);
     }
     return KP_ERR_NONE;
 }

@@ -354,13 +354,8 @@ kp_err kb_h_streams_group_describe(kb_req *req, const kp_streams_group_describe_
         kp_err e = describe_group(req, rq->group_ids.v[i], rq, d);
         if (e != KP_ERR_NONE)
             return e;
-        if (!kb_cv_streams_groups_on(req))
-            d->error_code = KP_ERR_UNSUPPORTED_VERSION;
-        else if (!ready)
-            d->error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
-        else if (d->error_code == KP_ERR_NONE)
-            d->error_code = kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC,
-                                                    rq->group_ids.v[i]);
+        d->error_code = kb_group_describe_error(req, kb_cv_streams_groups_on(req), ready,
+                                                d->error_code, rq->group_ids.v[i]);
     }
     return KP_ERR_NONE;
 }
