@@ -9,16 +9,22 @@ over; Kafka's kafka-streams-groups.sh (StreamsGroupCommand) describes the
 group, its members and their tasks; ListGroups shows it as a streams group
 and DeleteGroups deletes it once empty.
 
-The raw-wire tests (sgwire.py) run against Runnel and against a real Kafka
-4.4.0 node (combined mode, from jars-4.4) and compare error codes: an
-unknown member, a member epoch ahead of the group's, an invalid topology, a
-join without a topology, and the MISSING_SOURCE_TOPICS status.
+The raw-wire story (sgwire.py) runs against Runnel and against a real Kafka
+4.4.0 node (combined mode, from jars-4.4) and the answers must be equal: the
+join delayed by the initial rebalance delay and the tasks after it, the
+describe, DescribeGroups v6, an unknown member, a member epoch ahead, task
+lists half sent, joins without a topology or with tasks, an empty member id,
+MISSING_SOURCE_TOPICS, offset commits at the member's, a stale and an
+unknown member's epoch, and the leave. One deliberate difference: a
+repeated subtopology id (Runnel STREAMS_INVALID_TOPOLOGY, Kafka
+UNKNOWN_SERVER_ERROR).
 """
 
 import os
 import re
 import subprocess
 import time
+import types
 import uuid
 
 import pytest
@@ -30,6 +36,7 @@ import sgwire
 import test_kafka_streams as tks
 import wire
 from roundtrip import admin, create_topic
+from test_kafka44_admin_wire import describe_groups
 from test_kafka_streams import ck, reap_apps  # noqa: F401 (fixtures; reap_apps kills leftovers)
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
@@ -238,6 +245,14 @@ def wire_story(host, port, bootstrap):
         r = sgwire.heartbeat(s, group, "m1", epoch, active={}, standby={}, warmup={})
         got["after the delay"] = (r["error"], r["epoch"], r["status"], r["active"])
         epoch = r["epoch"]
+        (d,) = sgwire.describe(s, [group])
+        got["describe"] = (d["error"], d["state"], d["epoch"], d["assignment_epoch"],
+                           repr(d["topology"]).replace(src, "SRC"),
+                           [(m["member_id"], m["epoch"], m["assignment"], m["target"])
+                            for m in d["members"]])
+        node = types.SimpleNamespace(host=host, port=port)
+        got["describe groups v6"] = [(e, m.replace(group, "G"), state, ptype)
+                                     for e, m, _, state, ptype in describe_groups(node, [group], 6)]
         got["unknown member"] = sgwire.heartbeat(s, group, "nobody", epoch)["error"]
         got["one task list"] = sgwire.heartbeat(s, group, "m1", epoch, active={})["error"]
         got["epoch ahead"] = sgwire.heartbeat(s, group, "m1", epoch + 5, active={}, standby={},
@@ -274,6 +289,9 @@ def test_wire_errors_as_kafka_44(broker, kafka44):
                 "Assignment delayed due to the configured initial rebalance delay.")]
     assert ours["join"] == (0, 1, delayed, {})
     assert ours["after the delay"] == (0, 2, [], {"0": [0, 1]})
+    assert ours["describe"][:4] == (0, "Stable", 2, 2)
+    assert ours["describe groups v6"] == [(GROUP_ID_NOT_FOUND, "Group G is not a classic group.",
+                                           "Dead", "")]
     assert ours["unknown member"] == UNKNOWN_MEMBER_ID
     assert ours["one task list"] == INVALID_REQUEST
     assert ours["epoch ahead"] == FENCED_MEMBER_EPOCH
