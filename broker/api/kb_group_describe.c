@@ -28,11 +28,12 @@ const kb_group *kb_group_describe_find(kb_req *req, kp_str id, bool ops, const k
     return NULL;
 }
 
-int16_t kb_group_describe_error(kb_req *req, bool feature_on, bool ready, int16_t err, kp_str id)
+int16_t kb_group_describe_error(kb_req *req, bool feature_on, int16_t err, kp_str id)
 {
+    kb_topic *t;
     if (!feature_on)
         return KP_ERR_UNSUPPORTED_VERSION;
-    if (!ready)
+    if (kb_group_coord_offsets_topic(req->broker, &t) != KP_ERR_NONE)
         return KP_ERR_COORDINATOR_NOT_AVAILABLE;
     return err != KP_ERR_NONE ? err
                               : kb_cv_check_coordinator(req, KB_GROUP_COORD_OFFSETS_TOPIC, id);

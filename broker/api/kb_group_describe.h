@@ -26,6 +26,6 @@ const kb_group *kb_group_describe_find(kb_req *req, kp_str id, bool ops, const k
  * feature off (UNSUPPORTED_VERSION), no __consumer_offsets yet
  * (COORDINATOR_NOT_AVAILABLE), the error found so far, else whether this
  * broker coordinates id. */
-int16_t kb_group_describe_error(kb_req *req, bool feature_on, bool ready, int16_t err, kp_str id);
+int16_t kb_group_describe_error(kb_req *req, bool feature_on, int16_t err, kp_str id);
 
 #endif

@@ -225,8 +225,6 @@ kp_err kb_h_consumer_group_describe(kb_req *req, const kp_consumer_group_describ
                                     kp_consumer_group_describe_resp *rs)
 {
     int32_t n = rq->group_ids.n > 0 ? rq->group_ids.n : 0;
-    kb_topic *t;
-    bool ready = kb_group_coord_offsets_topic(req->broker, &t) == KP_ERR_NONE;
     if (!KB_ARRAY_ALLOC(req, rs->groups, n))
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < n; i++) {
@@ -235,7 +233,7 @@ kp_err kb_h_consumer_group_describe(kb_req *req, const kp_consumer_group_describ
         if (e != KP_ERR_NONE)
             return e;
         rs->groups.v[i].error_code =
-            kb_group_describe_error(req, kb_cv_consumer_groups_on(req), ready,
+            kb_group_describe_error(req, kb_cv_consumer_groups_on(req),
                                     rs->groups.v[i].error_code, rq->group_ids.v[i]);
     }
     return KP_ERR_NONE;

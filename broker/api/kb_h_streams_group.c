@@ -72,6 +72,17 @@ static kp_err tasks_fill(kb_req *req, const kb_streams_topology *t, const kb_cg_
 
 /* ---- StreamsGroupHeartbeat ---------------------------------------------- */
 
+/* Internal topics are made for a principal that may CREATE them, as Kafka
+ * (else the group reports them missing). */
+static kp_err create_authorized(void *ctx, const char *name, int32_t partitions,
+                                char *const *configs, int32_t nconfigs)
+{
+    kb_req *req = ctx;
+    if (!kb_authz_create_topic(req, kp_str_from(name)))
+        return KP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    return kb_streams_coord_create_topic(req->broker, name, partitions, configs, nconfigs);
+}
+
 static void hb_error(kb_req *req, kp_streams_group_heartbeat_resp *rs, kp_err err,
                      const char *msg)
 {
@@ -192,6 +203,8 @@ kp_err kb_h_streams_group_heartbeat(kb_req *req, const kp_streams_group_heartbea
     kb_streams_group_client cl = {req->client_id, kb_req_client_host(req)};
     kb_streams_group_env env;
     kb_streams_coord_env_for(req->broker, g, &env);
+    env.create_topic = create_authorized;
+    env.create_ctx = req;
     kb_streams_group_result res;
     err = kb_streams_group_heartbeat(g->stg, &env, rq, &cl, kb_group_coord_now(req->broker), &res);
     if (err == KP_ERR_NONE && res.err == KP_ERR_NONE)
@@ -345,8 +358,6 @@ kp_err kb_h_streams_group_describe(kb_req *req, const kp_streams_group_describe_
                                    kp_streams_group_describe_resp *rs)
 {
     int32_t n = rq->group_ids.n > 0 ? rq->group_ids.n : 0;
-    kb_topic *t;
-    bool ready = kb_group_coord_offsets_topic(req->broker, &t) == KP_ERR_NONE;
     if (!KB_ARRAY_ALLOC(req, rs->groups, n))
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < n; i++) {
@@ -354,7 +365,7 @@ kp_err kb_h_streams_group_describe(kb_req *req, const kp_streams_group_describe_
         kp_err e = describe_group(req, rq->group_ids.v[i], rq, d);
         if (e != KP_ERR_NONE)
             return e;
-        d->error_code = kb_group_describe_error(req, kb_cv_streams_groups_on(req), ready,
+        d->error_code = kb_group_describe_error(req, kb_cv_streams_groups_on(req),
                                                 d->error_code, rq->group_ids.v[i]);
     }
     return KP_ERR_NONE;

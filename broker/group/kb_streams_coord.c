@@ -41,10 +41,9 @@ static int32_t known_configs(char *const *kv, int32_t n, kb_topic_config *out, c
     return k;
 }
 
-static kp_err create_topic(void *ctx, const char *name, int32_t partitions, char *const *configs,
-                           int32_t nconfigs)
+kp_err kb_streams_coord_create_topic(kb_broker *b, const char *name, int32_t partitions,
+                                     char *const *configs, int32_t nconfigs)
 {
-    kb_broker *b = ctx;
     if (b->cluster != NULL)
         return KP_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     kp_str n = kp_str_from(name);
@@ -84,8 +83,8 @@ void kb_streams_coord_env_for(kb_broker *b, const kb_group *g, kb_streams_group_
 {
     kp_str id = kp_str_from(g->id);
     out->topics = kb_group_coord_cgroup_env(b);
-    out->create_topic = create_topic;
-    out->create_ctx = b;
+    out->create_topic = NULL; /* the heartbeat's handler sets its authorized creator */
+    out->create_ctx = NULL;
     out->heartbeat_interval_ms = kb_streams_coord_heartbeat_ms(b, g);
     out->session_timeout_ms = kb_group_conf_int(b->gconf, id, "streams.session.timeout.ms",
                                                 b->cfg->group_streams_session_timeout_ms);

@@ -10,7 +10,9 @@
  * the partition count the topology resolves and the configs the client sent
  * (a config Runnel does not know is left out, logged once per topic). On a
  * single node they are made here, like an auto-created topic; in cluster
- * mode they are not (the group reports MISSING_INTERNAL_TOPICS).
+ * mode they are not (the group reports MISSING_INTERNAL_TOPICS). Only a
+ * heartbeat creates them (its handler checks the principal may CREATE the
+ * topic); the group's timer does not.
  *
  * Threading: loop thread only. Ownership: nothing kept.
  */
@@ -22,6 +24,10 @@
 #include "kb_streams_group.h"
 
 void kb_streams_coord_env_for(kb_broker *b, const kb_group *g, kb_streams_group_env *out);
+/* Creates internal topic name (partitions, configs as key/value pairs)
+ * here and now, or starts it on the helper threads; KP_ERR_NONE then. */
+kp_err kb_streams_coord_create_topic(kb_broker *b, const char *name, int32_t partitions,
+                                     char *const *configs, int32_t nconfigs);
 /* The group's heartbeat interval (what a response carries). */
 int32_t kb_streams_coord_heartbeat_ms(kb_broker *b, const kb_group *g);
 

@@ -121,23 +121,37 @@ static kp_err member_add(kb_streams_group *sg, kp_str member_id, kb_st_member **
 
 /* ---- group epoch and target assignment ---------------------------------- */
 
+static bool missing_internal(const kb_streams_topology *t)
+{
+    for (int32_t i = 0; t != NULL && i < t->nstatus; i++)
+        if (t->status[i].code == KB_ST_MISSING_INTERNAL_TOPICS)
+            return true;
+    return false;
+}
+
 static kp_err update_group(kb_streams_group *sg, const kb_streams_group_env *env, int64_t now)
 {
     if (!sg->dirty && now < sg->meta_deadline && sg->assignment_epoch == sg->group_epoch)
         return KP_ERR_NONE;
     uint64_t sig = kb_streams_topology_sig(sg->topology, env->topics);
     sg->meta_deadline = now + KB_CONSUMER_GROUP_REFRESH_MS;
-    if (sg->dirty || sig != sg->meta_sig) {
-        sg->group_epoch++;
-        if (sg->topology != NULL) {
-            kp_err e = kb_streams_topology_configure(sg->topology, env->topics,
-                                                     env->create_topic, env->create_ctx);
-            if (e != KP_ERR_NONE)
-                return e;
-        }
+    bool changed = sg->dirty || sig != sg->meta_sig;
+    /* Internal topics the timer could not make are tried again by a
+     * heartbeat, which may create them. */
+    bool retry = env->create_topic != NULL && missing_internal(sg->topology);
+    if ((changed || retry) && sg->topology != NULL) {
+        kp_err e = kb_streams_topology_configure(sg->topology, env->topics, env->create_topic,
+                                                 env->create_ctx);
+        if (e != KP_ERR_NONE)
+            return e;
         /* Creating internal topics changes what the signature reads. */
-        sg->meta_sig = kb_streams_topology_sig(sg->topology, env->topics);
+        uint64_t after = kb_streams_topology_sig(sg->topology, env->topics);
+        changed |= after != sg->meta_sig;
+        sig = after;
     }
+    if (changed)
+        sg->group_epoch++;
+    sg->meta_sig = sig;
     sg->dirty = false;
     if (sg->group_epoch == sg->assignment_epoch)
         return KP_ERR_NONE;
