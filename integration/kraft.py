@@ -11,12 +11,13 @@ port, its storage formatted with Kafka's storage tool first.
     q.controllers[0].kill9(); q.stop()
 """
 
+import contextlib
 import os
 import re
 import subprocess
 from pathlib import Path
 
-from kafka_real import random_cluster_id
+from kafka_real import KafkaReal, random_cluster_id
 from procs import DEPS, BrokerProcess, run
 
 JARS_44 = Path(os.environ.get("RUNNEL_KAFKA44_JARS") or DEPS / "jars-4.4")
@@ -43,6 +44,19 @@ def jars_present():
 
 def classpath():
     return str(JARS_44 / "*")
+
+
+@contextlib.contextmanager
+def single_node(base, port, controller_port):
+    """A Kafka 4.4.0 node in combined mode (broker and controller) with its
+    data and log under base, stopped when the block ends."""
+    k = KafkaReal(base / "data", port=port, controller_port=controller_port,
+                  classpath=classpath(), log_path=base / "kafka.log")
+    k.start()
+    try:
+        yield k
+    finally:
+        k.stop()
 
 
 def run_tool(main_class, args, timeout=120):

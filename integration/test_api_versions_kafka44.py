@@ -14,7 +14,6 @@ import pytest
 
 import kraft
 import wire
-from kafka_real import KafkaReal
 
 pytestmark = pytest.mark.usefixtures("runnel_only")
 
@@ -29,8 +28,6 @@ DELIBERATE = {}
 NOT_SERVED_YET = {
     34: "AlterReplicaLogDirs",
     80: "AddRaftVoter", 81: "RemoveRaftVoter",
-    88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",
-    93: "StreamsGroupTopologyDescriptionUpdate",
     94: "UnregisterController",
 }
 
@@ -79,14 +76,9 @@ def api_versions_v4(host, port):
 def kafka44(tmp_path_factory):
     if not kraft.jars_present():
         pytest.skip("Kafka 4.4.0 jars not in %s" % kraft.JARS_44)
-    base = tmp_path_factory.mktemp("kafka44")
-    k = KafkaReal(base / "data", port=KAFKA44_PORT, controller_port=KAFKA44_CONTROLLER_PORT,
-                  classpath=kraft.classpath(), log_path=base / "kafka.log")
-    k.start()
-    try:
+    with kraft.single_node(tmp_path_factory.mktemp("kafka44"), KAFKA44_PORT,
+                           KAFKA44_CONTROLLER_PORT) as k:
         yield api_versions_v4(k.host, k.port)
-    finally:
-        k.stop()
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +110,7 @@ def test_apis_runnel_does_not_serve_are_the_listed_ones(kafka44, runnel):
 
 
 # feature: (Runnel's supported range, Runnel's finalized level or None, why).
-DELIBERATE_FEATURES = {
-    "streams.version": ((0, 0), None, "streams groups (KIP-1071) not served yet"),
-}
+DELIBERATE_FEATURES = {}
 
 
 def test_features_as_a_single_kafka_44_node(kafka44, runnel):

@@ -8,8 +8,8 @@ and any metadata.version downgrade are refused with INVALID_UPDATE_VERSION
 and Kafka's text, all updates of a request or none; validate_only changes
 nothing (v0, which has no upgrade type, downgrades nothing); a change raises the finalized-features epoch and survives a
 restart. With group.version finalized 0 the consumer protocol's heartbeat
-answers UNSUPPORTED_VERSION, with share.version 0 the share group's, and
-both work again after the upgrade. Everything also runs against Apache
+answers UNSUPPORTED_VERSION, with share.version 0 the share group's, with
+streams.version 0 the streams group's, and each works again after the upgrade. Everything also runs against Apache
 Kafka with --target=kafka.
 """
 
@@ -20,6 +20,7 @@ import struct
 import pytest
 
 import procs
+import sgwire
 import wire
 from test_api_versions_kafka44 import api_versions_v4
 from wire import compact_array, compact_string, flex_call
@@ -252,8 +253,15 @@ def share_heartbeat_error(broker):
         return r.take(">h")
 
 
+def streams_heartbeat_error(broker):
+    topo = sgwire.topology(1, [sgwire.subtopology("0", sources=["features-topic"])])
+    with wire.connect(broker.host, broker.port) as s:
+        return sgwire.heartbeat(s, "features-stg", "m1", 0, topo)["error"]
+
+
 @pytest.mark.parametrize("feature,heartbeat", [("group.version", consumer_heartbeat_error),
-                                               ("share.version", share_heartbeat_error)])
+                                               ("share.version", share_heartbeat_error),
+                                               ("streams.version", streams_heartbeat_error)])
 def test_group_protocol_follows_its_feature(broker, tool, restore, feature, heartbeat):
     level = finalized(broker, feature)
     if level < 1:

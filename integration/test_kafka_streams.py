@@ -73,14 +73,17 @@ def reap_apps():
 class App:
     """One StreamsApp process; its stdout goes to a file the test reads."""
 
-    def __init__(self, classes, log_path, args):
+    def __init__(self, classes, log_path, args, classpath=None, jvm_opts=()):
+        """classpath: instead of classes plus the 4.1 jars (test_streams_groups
+        runs the app on the 4.4 jars); jvm_opts go before the class name."""
         self.log_path = log_path
         with open(log_path, "ab") as log:
             log.write(b"==== start\n")
             log.flush()
             self.proc = subprocess.Popen(
-                ["java"] + procs.JAVA_TOOL_OPTS
-                + ["-cp", procs.java_classpath(classes), "StreamsApp"] + [str(a) for a in args],
+                ["java"] + procs.JAVA_TOOL_OPTS + list(jvm_opts)
+                + ["-cp", classpath or procs.java_classpath(classes), "StreamsApp"]
+                + [str(a) for a in args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         _started.append(self)

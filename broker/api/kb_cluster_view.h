@@ -34,7 +34,7 @@ const kb_meta_image *kb_cv_image(const kb_req *req);
 int16_t kb_cv_feature_level(const kb_req *req, const char *name);
 /* As Kafka: a group protocol whose feature is finalized below 1 is off and
  * its APIs answer UNSUPPORTED_VERSION (consumer groups: group.version,
- * share groups: share.version). */
+ * share groups: share.version, streams groups: streams.version). */
 static inline bool kb_cv_consumer_groups_on(const kb_req *req)
 {
     return kb_cv_feature_level(req, "group.version") >= 1;
@@ -42,6 +42,10 @@ static inline bool kb_cv_consumer_groups_on(const kb_req *req)
 static inline bool kb_cv_share_groups_on(const kb_req *req)
 {
     return kb_cv_feature_level(req, "share.version") >= 1;
+}
+static inline bool kb_cv_streams_groups_on(const kb_req *req)
+{
+    return kb_cv_feature_level(req, "streams.version") >= 1;
 }
 /* Whether broker id is registered and unfenced. */
 bool kb_cv_live(const kb_meta_image *img, int32_t id);

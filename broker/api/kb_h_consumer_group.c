@@ -17,6 +17,7 @@
 #include "kb_consumer_group.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
+#include "kb_group_describe.h"
 
 /* ---- ConsumerGroupHeartbeat --------------------------------------------- */
 
@@ -61,40 +62,17 @@ static void hb_error(kb_req *req, kp_consumer_group_heartbeat_resp *rs, kp_err e
     rs->assignment = NULL;
 }
 
-/* The consumer group for the request: existing, converted from an empty
- * classic group, or new (joins only). *created: made by this request. */
-static kp_err heartbeat_group(kb_req *req, const kp_consumer_group_heartbeat_req *rq,
-                              kb_group **out, bool *created, const char **msg)
+static bool is_consumer(const kb_group *g)
 {
-    kb_groups *gs = kb_group_coord_groups(req->broker);
-    kb_group *g = kb_groups_find(gs, rq->group_id);
-    *created = false;
-    *out = g;
-    if (g != NULL && g->cg != NULL)
-        return KP_ERR_NONE;
-    if (g != NULL && g->state != KB_GS_EMPTY) {
-        *msg = kp_arena_printf(&req->arena, "Group %.*s is not a consumer group.",
-                               rq->group_id.len, rq->group_id.p);
-        return KP_ERR_GROUP_ID_NOT_FOUND;
-    }
-    if (g == NULL && rq->member_epoch != 0) {
-        *msg = kp_arena_printf(&req->arena, "Consumer group %.*s not found.", rq->group_id.len,
-                               rq->group_id.p);
-        return KP_ERR_GROUP_ID_NOT_FOUND;
-    }
-    if (g == NULL) {
-        if (kb_groups_get(gs, rq->group_id, &g) != KP_ERR_NONE)
-            return KP_ERR__NOMEM;
-        *created = true;
-    }
-    if ((g->cg = kb_consumer_group_new()) == NULL) {
-        if (*created)
-            kb_groups_remove(gs, g);
-        return KP_ERR__NOMEM;
-    }
-    *out = g;
-    return KP_ERR_NONE;
+    return g->cg != NULL;
 }
+
+static bool make_consumer(kb_group *g)
+{
+    return (g->cg = kb_consumer_group_new()) != NULL;
+}
+
+static const kb_group_kind consumer_kind = {"consumer", false, is_consumer, make_consumer};
 
 /* Kafka 4.1 also leaves topics a regex member may not describe out of its
  * subscription; Runnel does not filter regex matches. */
@@ -139,7 +117,8 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
     }
     kb_group *g;
     bool created;
-    kp_err err = heartbeat_group(req, rq, &g, &created, &msg);
+    kp_err err = kb_group_coord_heartbeat_group(req->broker, rq->group_id, rq->member_epoch == 0,
+                                                &consumer_kind, &req->arena, &g, &created, &msg);
     if (err == KP_ERR__NOMEM)
         return err;
     if (err != KP_ERR_NONE) {
@@ -160,10 +139,7 @@ kp_err kb_h_consumer_group_heartbeat(kb_req *req, const kp_consumer_group_heartb
     } else if (err == KP_ERR_NONE) {
         hb_error(req, rs, res.err, res.message);
     }
-    if (created && g->cg->nmembers == 0 && kb_offset_map_count(&g->offsets) == 0)
-        kb_groups_remove(kb_group_coord_groups(req->broker), g);
-    else
-        kb_group_coord_touch(req->broker, g);
+    kb_group_coord_heartbeat_done(req->broker, g, created, g->cg->nmembers);
     return err;
 }
 
@@ -226,24 +202,10 @@ static kp_err describe_group(kb_req *req, kp_str id, bool ops, described *out)
     kp_consumer_group_describe_resp_described_group_defaults(out);
     out->group_id = id;
     out->group_state = out->assignor_name = KP_STR_LIT("");
-    if (id.len <= 0) {
-        out->error_code = KP_ERR_INVALID_GROUP_ID;
+    const kb_group *g = kb_group_describe_find(req, id, ops, &consumer_kind, &out->error_code,
+                                               &out->error_message, &out->authorized_operations);
+    if (g == NULL)
         return KP_ERR_NONE;
-    }
-    if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, id)) {
-        out->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
-        return KP_ERR_NONE;
-    }
-    if (ops)
-        out->authorized_operations = kb_authz_ops(req, KB_RES_GROUP, id);
-    const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), id);
-    if (g == NULL || g->cg == NULL) {
-        out->error_code = KP_ERR_GROUP_ID_NOT_FOUND;
-        out->error_message = kp_str_from(kp_arena_printf(&req->arena,
-            g == NULL ? "Group %.*s not found." : "Group %.*s is not a consumer group.",
-            id.len, id.p));
-        return KP_ERR_NONE;
-    }
     const kb_consumer_group *cg = g->cg;
     out->group_state = kb_req_str(req, kb_consumer_group_state_name(kb_consumer_group_state_of(cg)));
     out->group_epoch = cg->group_epoch;
@@ -263,8 +225,6 @@ kp_err kb_h_consumer_group_describe(kb_req *req, const kp_consumer_group_describ
                                     kp_consumer_group_describe_resp *rs)
 {
     int32_t n = rq->group_ids.n > 0 ? rq->group_ids.n : 0;
-    kb_topic *t;
-    bool ready = kb_group_coord_offsets_topic(req->broker, &t) == KP_ERR_NONE;
     if (!KB_ARRAY_ALLOC(req, rs->groups, n))
         return KP_ERR__NOMEM;
     for (int32_t i = 0; i < n; i++) {
@@ -272,13 +232,9 @@ kp_err kb_h_consumer_group_describe(kb_req *req, const kp_consumer_group_describ
                                   &rs->groups.v[i]);
         if (e != KP_ERR_NONE)
             return e;
-        if (!kb_cv_consumer_groups_on(req))
-            rs->groups.v[i].error_code = KP_ERR_UNSUPPORTED_VERSION;
-        else if (!ready)
-            rs->groups.v[i].error_code = KP_ERR_COORDINATOR_NOT_AVAILABLE;
-        else if (rs->groups.v[i].error_code == KP_ERR_NONE)
-            rs->groups.v[i].error_code = kb_cv_check_coordinator(
-                req, KB_GROUP_COORD_OFFSETS_TOPIC, rq->group_ids.v[i]);
+        rs->groups.v[i].error_code =
+            kb_group_describe_error(req, kb_cv_consumer_groups_on(req),
+                                    rs->groups.v[i].error_code, rq->group_ids.v[i]);
     }
     return KP_ERR_NONE;
 }

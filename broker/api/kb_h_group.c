@@ -14,6 +14,7 @@
 #include "kb_context.h"
 #include "kb_consumer_group.h"
 #include "kb_share_group.h"
+#include "kb_streams_group.h"
 #include "kb_conn.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
@@ -267,7 +268,7 @@ kp_err kb_h_join_group(kb_req *req, const kp_join_group_req *rq, kp_join_group_r
     if ((rs->error_code = gwait_new(req, rq->group_id, &gw)) != KP_ERR_NONE || gw == NULL)
         return gw == NULL && rs->error_code == KP_ERR_NONE ? KP_ERR__NOMEM : KP_ERR_NONE;
     kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), rq->group_id);
-    if (g != NULL && g->sg != NULL) { /* Kafka: a share group is not a classic group */
+    if (g != NULL && (g->sg != NULL || g->stg != NULL)) { /* Kafka: not a classic group */
         rs->error_code = KP_ERR_INCONSISTENT_GROUP_PROTOCOL;
         return KP_ERR_NONE;
     }
@@ -309,7 +310,7 @@ static void sync_done(kb_gwaiter *w, const kb_group *g, kp_err err, kp_slice ass
 static bool consumer_group(kb_req *req, kp_str group_id)
 {
     const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), group_id);
-    return g != NULL && (g->cg != NULL || g->sg != NULL);
+    return g != NULL && (g->cg != NULL || g->sg != NULL || g->stg != NULL);
 }
 
 kp_err kb_h_sync_group(kb_req *req, const kp_sync_group_req *rq, kp_sync_group_resp *rs)
@@ -385,7 +386,7 @@ kp_err kb_h_leave_group(kb_req *req, const kp_leave_group_req *rq, kp_leave_grou
     for (int32_t i = 0; i < n; i++) {
         kp_str member = batched ? rq->members.v[i].member_id : rq->member_id;
         kp_str instance = batched ? rq->members.v[i].group_instance_id : KP_STR_NULL;
-        kp_err err = g->cg != NULL ? KP_ERR_UNKNOWN_MEMBER_ID
+        kp_err err = g->cg != NULL || g->stg != NULL ? KP_ERR_UNKNOWN_MEMBER_ID
                                    : kb_group_leave(gs, g, member, instance, now);
         if (!batched) {
             rs->error_code = err;
@@ -421,16 +422,21 @@ kp_err kb_h_list_groups(kb_req *req, const kp_list_groups_req *rq, kp_list_group
     bool classic = filter_has(rq->types_filter.v, rq->types_filter.n, "classic");
     bool consumer = filter_has(rq->types_filter.v, rq->types_filter.n, "consumer");
     bool share = filter_has(rq->types_filter.v, rq->types_filter.n, "share");
+    bool streams = filter_has(rq->types_filter.v, rq->types_filter.n, "streams");
     /* Kafka: every group with CLUSTER DESCRIBE, else those the principal
      * may DESCRIBE. */
     bool all = kb_authz_cluster(req, KB_OP_DESCRIBE);
     for (kb_group *g; (g = kb_groups_next(gs, &cur)) != NULL;) {
         const char *state = g->cg != NULL ? kb_consumer_group_state_name(kb_consumer_group_state_of(g->cg))
                             : g->sg != NULL ? kb_share_group_state_name(kb_share_group_state_of(g->sg))
+                            : g->stg != NULL ? kb_streams_group_state_name(kb_streams_group_state_of(g->stg))
                                             : kb_group_state_name(g->state);
-        const char *type = g->cg != NULL ? "consumer" : g->sg != NULL ? "share" : "classic";
-        const char *ptype = g->cg != NULL || g->sg != NULL ? type : g->protocol_type;
-        bool listed = g->cg != NULL ? consumer : g->sg != NULL ? share : classic;
+        const char *type = g->cg != NULL    ? "consumer"
+                           : g->sg != NULL  ? "share"
+                           : g->stg != NULL ? "streams"
+                                            : "classic";
+        const char *ptype = g->cg != NULL || g->sg != NULL || g->stg != NULL ? type : g->protocol_type;
+        bool listed = g->cg != NULL ? consumer : g->sg != NULL ? share : g->stg != NULL ? streams : classic;
         if (g->state == KB_GS_DEAD || !listed ||
             !filter_has(rq->states_filter.v, rq->states_filter.n, state))
             continue;
@@ -512,7 +518,7 @@ kp_err kb_h_describe_groups(kb_req *req, const kp_describe_groups_req *rq,
             continue;
         }
         const kb_group *g = rq->groups.v[i].len > 0 ? kb_groups_find(gs, rq->groups.v[i]) : NULL;
-        if (g == NULL || g->cg != NULL || g->sg != NULL) {
+        if (g == NULL || g->cg != NULL || g->sg != NULL || g->stg != NULL) {
             /* Kafka: Dead, and from v6 (KIP-1043) GROUP_ID_NOT_FOUND saying why */
             if (req->api_version >= 6)
                 describe_not_found(req, g != NULL, out);
@@ -540,7 +546,7 @@ static kp_err delete_group_error(kb_req *req, kp_str id, const kb_group *g)
     if (g == NULL || g->state == KB_GS_DEAD)
         return KP_ERR_GROUP_ID_NOT_FOUND;
     if (g->state != KB_GS_EMPTY || (g->cg != NULL && g->cg->nmembers > 0) ||
-        (g->sg != NULL && g->sg->nmembers > 0))
+        (g->sg != NULL && g->sg->nmembers > 0) || (g->stg != NULL && g->stg->nmembers > 0))
         return KP_ERR_NON_EMPTY_GROUP;
     return KP_ERR_NONE;
 }

@@ -12,6 +12,7 @@
 #include "kb_consumer_group.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
+#include "kb_streams_group.h"
 #include "kb_txn_coord.h"
 #include "kb_topics.h"
 
@@ -37,6 +38,8 @@ static kp_err group_for_commit(kb_req *req, kp_str group_id, kp_str member_id, k
     if ((*out)->cg != NULL)
         return kb_consumer_group_check_commit((*out)->cg, member_id, generation, req->api_version,
                                       transactional);
+    if ((*out)->stg != NULL)
+        return kb_streams_group_check_commit((*out)->stg, member_id, generation);
     return kb_group_check_commit(*out, member_id, instance_id, generation);
 }
 
@@ -437,6 +440,10 @@ static kp_err fetch_group(kb_req *req, const kp_offset_fetch_req_offset_fetch_re
         (out->error_code = kb_consumer_group_check_fetch(g->cg, rg->member_id, rg->member_epoch)) !=
             KP_ERR_NONE)
         return KP_ERR_NONE;
+    if (g != NULL && g->stg != NULL && req->api_version >= 9 &&
+        (out->error_code = kb_streams_group_check_fetch(g->stg, rg->member_id, rg->member_epoch)) !=
+            KP_ERR_NONE)
+        return KP_ERR_NONE;
     if (rg->topics.n < 0)
         return fetch_all(req, g, out);
     if (!KB_ARRAY_ALLOC(req, out->topics, rg->topics.n))
@@ -568,8 +575,10 @@ kp_err kb_h_offset_delete(kb_req *req, const kp_offset_delete_req *rq, kp_offset
     for (int32_t i = 0; i < nt; i++) {
         const kp_offset_delete_req_offset_delete_request_topic *rt = &rq->topics.v[i];
         int32_t np = rt->partitions.n > 0 ? rt->partitions.n : 0;
-        bool subscribed = g->cg != NULL ? kb_consumer_group_subscribed_to(g->cg, rt->name)
-                                        : kb_group_subscribed_to(g, rt->name);
+        bool subscribed = g->cg != NULL    ? kb_consumer_group_subscribed_to(g->cg, rt->name)
+                          : g->stg != NULL ? g->stg->topology != NULL &&
+                                                 kb_streams_topology_reads(g->stg->topology, rt->name)
+                                           : kb_group_subscribed_to(g, rt->name);
         bool denied = !kb_authz(req, KB_OP_READ, KB_RES_TOPIC, rt->name);
         const kb_topic *t = kb_topics_find(req->broker->topics, rt->name);
         rs->topics.v[i].name = rt->name;

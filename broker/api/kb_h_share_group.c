@@ -14,6 +14,7 @@
 #include "kb_context.h"
 #include "kb_dispatch.h"
 #include "kb_group_coord.h"
+#include "kb_group_describe.h"
 #include "kb_share_group.h"
 #include "kb_share_partition.h"
 
@@ -59,40 +60,17 @@ static kp_err fill_assignment(kb_req *req, const kb_cg_set *s, kp_share_group_he
     return KP_ERR_NONE;
 }
 
-/* The share group for the request: existing, made from an empty group of
- * no type, or new (joins only). *created: made by this request. */
-static kp_err heartbeat_group(kb_req *req, const kp_share_group_heartbeat_req *rq,
-                              kb_group **out, bool *created, const char **msg)
+static bool is_share(const kb_group *g)
 {
-    kb_groups *gs = kb_group_coord_groups(req->broker);
-    kb_group *g = kb_groups_find(gs, rq->group_id);
-    *created = false;
-    *out = g;
-    if (g != NULL && g->sg != NULL)
-        return KP_ERR_NONE;
-    if (g != NULL && (g->cg != NULL || g->state != KB_GS_EMPTY || g->protocol_type != NULL)) {
-        *msg = kp_arena_printf(&req->arena, "Group %.*s is not a share group.", rq->group_id.len,
-                               rq->group_id.p);
-        return KP_ERR_GROUP_ID_NOT_FOUND;
-    }
-    if (g == NULL && rq->member_epoch != 0) {
-        *msg = kp_arena_printf(&req->arena, "Share group %.*s not found.", rq->group_id.len,
-                               rq->group_id.p);
-        return KP_ERR_GROUP_ID_NOT_FOUND;
-    }
-    if (g == NULL) {
-        if (kb_groups_get(gs, rq->group_id, &g) != KP_ERR_NONE)
-            return KP_ERR__NOMEM;
-        *created = true;
-    }
-    if ((g->sg = kb_share_group_new()) == NULL) {
-        if (*created)
-            kb_groups_remove(gs, g);
-        return KP_ERR__NOMEM;
-    }
-    *out = g;
-    return KP_ERR_NONE;
+    return g->sg != NULL;
 }
+
+static bool make_share(kb_group *g)
+{
+    return (g->sg = kb_share_group_new()) != NULL;
+}
+
+static const kb_group_kind share_kind = {"share", true, is_share, make_share};
 
 static kp_err heartbeat_authz(kb_req *req, const kp_share_group_heartbeat_req *rq)
 {
@@ -134,7 +112,8 @@ kp_err kb_h_share_group_heartbeat(kb_req *req, const kp_share_group_heartbeat_re
     kb_group *g = NULL;
     bool created = false;
     if (err == KP_ERR_NONE)
-        err = heartbeat_group(req, rq, &g, &created, &msg);
+        err = kb_group_coord_heartbeat_group(req->broker, rq->group_id, rq->member_epoch == 0,
+                                             &share_kind, &req->arena, &g, &created, &msg);
     if (err == KP_ERR__NOMEM)
         return err;
     if (err != KP_ERR_NONE) {
@@ -157,10 +136,7 @@ kp_err kb_h_share_group_heartbeat(kb_req *req, const kp_share_group_heartbeat_re
     } else if (err == KP_ERR_NONE) {
         hb_error(req, rs, res.err, res.message);
     }
-    if (created && g->sg->nmembers == 0 && kb_offset_map_count(&g->offsets) == 0)
-        kb_groups_remove(kb_group_coord_groups(req->broker), g);
-    else
-        kb_group_coord_touch(req->broker, g);
+    kb_group_coord_heartbeat_done(req->broker, g, created, g->sg->nmembers);
     return err;
 }
 
@@ -211,26 +187,10 @@ static kp_err describe_group(kb_req *req, kp_str id, bool ops, described *out)
     kp_share_group_describe_resp_described_group_defaults(out);
     out->group_id = id;
     out->group_state = out->assignor_name = KP_STR_LIT("");
-    if (id.len <= 0) {
-        out->error_code = KP_ERR_INVALID_GROUP_ID;
+    const kb_group *g = kb_group_describe_find(req, id, ops, &share_kind, &out->error_code,
+                                               &out->error_message, &out->authorized_operations);
+    if (g == NULL)
         return KP_ERR_NONE;
-    }
-    if (!kb_authz(req, KB_OP_DESCRIBE, KB_RES_GROUP, id)) {
-        out->error_code = KP_ERR_GROUP_AUTHORIZATION_FAILED;
-        return KP_ERR_NONE;
-    }
-    if (ops)
-        out->authorized_operations = kb_authz_ops(req, KB_RES_GROUP, id);
-    const kb_group *g = kb_groups_find(kb_group_coord_groups(req->broker), id);
-    if (g == NULL || g->sg == NULL) {
-        out->error_code = KP_ERR_GROUP_ID_NOT_FOUND;
-        out->error_message =
-            g == NULL ? kp_str_from(kp_arena_printf(&req->arena, "Group %.*s not found.", id.len,
-                                                    id.p))
-                      : kp_str_from(kp_arena_printf(&req->arena, "Group %.*s is not a share group.",
-                                                    id.len, id.p));
-        return KP_ERR_NONE;
-    }
     const kb_share_group *sg = g->sg;
     out->group_state = kb_req_str(req, kb_share_group_state_name(kb_share_group_state_of(sg)));
     out->group_epoch = sg->group_epoch;

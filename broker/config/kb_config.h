@@ -275,6 +275,10 @@ typedef struct kb_config {
     int32_t group_share_partition_max_record_locks;
     int32_t group_share_record_lock_duration_ms;
     int32_t group_share_session_timeout_ms;
+    int32_t group_streams_heartbeat_interval_ms; /* KIP-1071 streams groups */
+    int32_t group_streams_initial_rebalance_delay_ms;
+    int32_t group_streams_num_standby_replicas;
+    int32_t group_streams_session_timeout_ms;
     int32_t group_consumer_min_heartbeat_interval_ms; /* bounds of the group configs */
     int32_t group_consumer_max_heartbeat_interval_ms;
     int32_t group_consumer_min_session_timeout_ms;

@@ -19,7 +19,7 @@ static const kb_feature_range ranges[] = {
     {"group.version", 0, 1, 1},
     {"transaction.version", 0, 2, 2},
     {"share.version", 0, 2, 2},
-    {"streams.version", 0, 0, 0},
+    {"streams.version", 0, 1, 1},
     {"eligible.leader.replicas.version", 0, 1, 1},
 };
 #define NRANGES ((int)(sizeof(ranges) / sizeof(ranges[0])))

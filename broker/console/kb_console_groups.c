@@ -10,6 +10,7 @@
 #include "kb_lag.h"
 #include "kb_partition_log.h"
 #include "kb_share_group.h"
+#include "kb_streams_group.h"
 #include "kb_share_lag.h"
 #include "kb_topics.h"
 
@@ -29,11 +30,16 @@ static bool is_share_group(const kb_group *g)
 
 static const char *group_type(const kb_group *g)
 {
-    return is_consumer_group(g) ? "consumer" : is_share_group(g) ? "share" : "classic";
+    return is_consumer_group(g) ? "consumer"
+           : is_share_group(g)  ? "share"
+           : g->stg != NULL     ? "streams"
+                                : "classic";
 }
 
 static const char *group_state(const kb_group *g)
 {
+    if (g->stg != NULL)
+        return kb_streams_group_state_name(kb_streams_group_state_of(g->stg));
     if (is_share_group(g))
         return kb_share_group_state_name(kb_share_group_state_of(g->sg));
     if (is_consumer_group(g))
@@ -43,6 +49,8 @@ static const char *group_state(const kb_group *g)
 
 static bool group_empty(const kb_group *g)
 {
+    if (g->stg != NULL)
+        return g->stg->nmembers == 0;
     if (is_share_group(g))
         return g->sg->nmembers == 0;
     if (is_consumer_group(g))
@@ -52,6 +60,8 @@ static bool group_empty(const kb_group *g)
 
 static int32_t member_count(const kb_group *g)
 {
+    if (g->stg != NULL)
+        return g->stg->nmembers;
     if (is_share_group(g))
         return g->sg->nmembers;
     return is_consumer_group(g) ? g->cg->nmembers : g->nmembers;

@@ -134,21 +134,6 @@ static kp_err member_add(kb_consumer_group *cg, kp_str member_id, kb_cg_member *
     return KP_ERR_NONE;
 }
 
-/* Replaces *field with a copy of s unless s is null; true when it changed. */
-static bool set_str(char **field, kp_str s, bool *nomem)
-{
-    if (s.len < 0 || kp_cstr_is(*field, s))
-        return false;
-    char *c = kp_str_cdup(s);
-    if (c == NULL) {
-        *nomem = true;
-        return false;
-    }
-    free(*field);
-    *field = c;
-    return true;
-}
-
 static int cmp_strp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -704,7 +689,7 @@ static kp_err join(kb_consumer_group *cg, const kb_consumer_group_env *env,
     bool nomem = false;
     if (member_add(cg, id, out) != KP_ERR_NONE)
         return KP_ERR__NOMEM;
-    set_str(&(*out)->instance_id, rq->instance_id, &nomem);
+    kb_cg_set_str(&(*out)->instance_id, rq->instance_id, &nomem);
     return nomem ? KP_ERR__NOMEM : KP_ERR_NONE;
 }
 
@@ -712,12 +697,9 @@ static kp_err join(kb_consumer_group *cg, const kb_consumer_group_env *env,
 static kp_err check_epoch(const kb_cg_member *m, int32_t epoch, const kb_cg_set *owned,
                           bool has_owned)
 {
-    if (epoch > m->epoch)
-        return KP_ERR_FENCED_MEMBER_EPOCH;
-    if (epoch < m->epoch &&
-        (epoch != m->prev_epoch || !has_owned || !kb_cg_set_subset(owned, &m->assigned)))
-        return KP_ERR_FENCED_MEMBER_EPOCH;
-    return KP_ERR_NONE;
+    return kb_cg_epoch_fenced(m->epoch, m->prev_epoch, epoch, owned, has_owned, &m->assigned)
+               ? KP_ERR_FENCED_MEMBER_EPOCH
+               : KP_ERR_NONE;
 }
 
 static kp_err find_member(kb_consumer_group *cg, const kp_consumer_group_heartbeat_req *rq,
@@ -751,10 +733,10 @@ static kp_err update_member(kb_consumer_group *cg, kb_cg_member *m,
     if (e != KP_ERR_NONE)
         return e;
     if (rq->server_assignor.len >= 0)
-        changed |= set_str(&m->assignor, rq->server_assignor, &nomem);
-    bool other = set_str(&m->rack_id, rq->rack_id, &nomem);
-    other |= set_str(&m->client_id, cl->client_id, &nomem);
-    other |= set_str(&m->client_host, cl->client_host, &nomem);
+        changed |= kb_cg_set_str(&m->assignor, rq->server_assignor, &nomem);
+    bool other = kb_cg_set_str(&m->rack_id, rq->rack_id, &nomem);
+    other |= kb_cg_set_str(&m->client_id, cl->client_id, &nomem);
+    other |= kb_cg_set_str(&m->client_host, cl->client_host, &nomem);
     if (rq->rebalance_timeout_ms >= 0 && m->rebalance_timeout_ms != rq->rebalance_timeout_ms) {
         m->rebalance_timeout_ms = rq->rebalance_timeout_ms;
         other = true;
@@ -918,11 +900,11 @@ kp_err kb_consumer_group_restore_member(kb_consumer_group *cg, kp_str member_id,
         e = member_set_regex(m, v->subscribed_topic_regex, &changed);
     if (e == KP_ERR_INVALID_REGULAR_EXPRESSION)
         e = KP_ERR_NONE; /* not ours to judge again: it matches nothing */
-    set_str(&m->instance_id, v->instance_id, &nomem);
-    set_str(&m->rack_id, v->rack_id, &nomem);
-    set_str(&m->client_id, v->client_id, &nomem);
-    set_str(&m->client_host, v->client_host, &nomem);
-    set_str(&m->assignor, v->server_assignor, &nomem);
+    kb_cg_set_str(&m->instance_id, v->instance_id, &nomem);
+    kb_cg_set_str(&m->rack_id, v->rack_id, &nomem);
+    kb_cg_set_str(&m->client_id, v->client_id, &nomem);
+    kb_cg_set_str(&m->client_host, v->client_host, &nomem);
+    kb_cg_set_str(&m->assignor, v->server_assignor, &nomem);
     m->rebalance_timeout_ms = v->rebalance_timeout_ms;
     return e != KP_ERR_NONE ? e : nomem ? KP_ERR__NOMEM : KP_ERR_NONE;
 }
@@ -970,11 +952,9 @@ kp_err kb_consumer_group_check_commit(const kb_consumer_group *cg, kp_str member
     if (epoch < 0 && cg->nmembers == 0)
         return KP_ERR_NONE;
     const kb_cg_member *m = kb_consumer_group_member_find(cg, member_id);
-    if (m == NULL)
-        return KP_ERR_UNKNOWN_MEMBER_ID;
-    if (!transactional && version < 9)
+    if (m != NULL && !transactional && version < 9)
         return KP_ERR_UNSUPPORTED_VERSION;
-    return epoch != m->epoch ? KP_ERR_STALE_MEMBER_EPOCH : KP_ERR_NONE;
+    return kb_cg_offsets_epoch(m != NULL ? &m->epoch : NULL, epoch);
 }
 
 kp_err kb_consumer_group_check_fetch(const kb_consumer_group *cg, kp_str member_id, int32_t epoch)
@@ -982,7 +962,5 @@ kp_err kb_consumer_group_check_fetch(const kb_consumer_group *cg, kp_str member_
     if (member_id.len < 0 && epoch < 0)
         return KP_ERR_NONE;
     const kb_cg_member *m = kb_consumer_group_member_find(cg, member_id);
-    if (m == NULL)
-        return KP_ERR_UNKNOWN_MEMBER_ID;
-    return epoch != m->epoch ? KP_ERR_STALE_MEMBER_EPOCH : KP_ERR_NONE;
+    return kb_cg_offsets_epoch(m != NULL ? &m->epoch : NULL, epoch);
 }

@@ -78,3 +78,32 @@ bool kb_cg_set_subset(const kb_cg_set *a, const kb_cg_set *of)
             return false;
     return true;
 }
+
+bool kb_cg_epoch_fenced(int32_t cur, int32_t prev, int32_t epoch, const kb_cg_set *owned,
+                        bool has_owned, const kb_cg_set *held)
+{
+    if (epoch > cur)
+        return true;
+    return epoch < cur && (epoch != prev || !has_owned || !kb_cg_set_subset(owned, held));
+}
+
+kp_err kb_cg_offsets_epoch(const int32_t *member_epoch, int32_t epoch)
+{
+    if (member_epoch == NULL)
+        return KP_ERR_UNKNOWN_MEMBER_ID;
+    return epoch != *member_epoch ? KP_ERR_STALE_MEMBER_EPOCH : KP_ERR_NONE;
+}
+
+bool kb_cg_set_str(char **field, kp_str s, bool *nomem)
+{
+    if (s.len < 0 || kp_cstr_is(*field, s))
+        return false;
+    char *c = kp_str_cdup(s);
+    if (c == NULL) {
+        *nomem = true;
+        return false;
+    }
+    free(*field);
+    *field = c;
+    return true;
+}

@@ -7,6 +7,7 @@
 #include "kb_consumer_group.h"
 #include "kb_share_group.h"
 #include "kb_share_partition.h"
+#include "kb_streams_group.h"
 #include "kb_group_impl.h"
 #include "kb_log.h"
 #include "kb_map.h"
@@ -159,6 +160,7 @@ static void group_free(kb_group *g)
     kb_offset_map_fini(&g->offsets);
     kb_consumer_group_free(g->cg);
     kb_share_group_free(g->sg, kb_share_parts_free);
+    kb_streams_group_free(g->stg);
     free(g);
 }
 

@@ -129,6 +129,7 @@ typedef struct kb_group {
     bool persisted;             /* a GroupMetadata record exists in the log */
     struct kb_consumer_group *cg;       /* non-NULL: a KIP-848 consumer group (kb_consumer_group) */
     struct kb_share_group *sg;          /* non-NULL: a KIP-932 share group (kb_share_group) */
+    struct kb_streams_group *stg;       /* non-NULL: a KIP-1071 streams group (kb_streams_group) */
 } kb_group;
 
 /* The answer to a JoinGroup. Strings borrow from the group during the call. */

@@ -12,6 +12,8 @@
 #include "kb_share_coord.h"
 #include "kb_share_group.h"
 #include "kb_share_partition.h"
+#include "kb_streams_coord.h"
+#include "kb_streams_group.h"
 #include "kb_group_conf.h"
 #include "kb_lag.h"
 #include "kb_log.h"
@@ -392,6 +394,48 @@ kp_err kb_group_coord_delete_offsets(kb_broker *b, kb_group *g, const kb_offset 
     return write_offsets(b, g, offs, n, true);
 }
 
+void kb_group_coord_heartbeat_done(kb_broker *b, kb_group *g, bool created, int32_t nmembers)
+{
+    if (created && nmembers == 0 && kb_offset_map_count(&g->offsets) == 0)
+        kb_groups_remove(b->group_coord->groups, g);
+    else
+        kb_group_coord_touch(b, g);
+}
+
+kp_err kb_group_coord_heartbeat_group(kb_broker *b, kp_str id, bool join, const kb_group_kind *k,
+                                      kp_arena *a, kb_group **out, bool *created,
+                                      const char **msg)
+{
+    kb_groups *gs = b->group_coord->groups;
+    kb_group *g = kb_groups_find(gs, id);
+    *created = false;
+    *out = g;
+    if (g != NULL && k->is(g))
+        return KP_ERR_NONE;
+    if (g != NULL && (g->cg != NULL || g->sg != NULL || g->stg != NULL ||
+                      g->state != KB_GS_EMPTY || (k->typeless && g->protocol_type != NULL))) {
+        *msg = kp_arena_printf(a, "Group %.*s is not a %s group.", id.len, id.p, k->name);
+        return KP_ERR_GROUP_ID_NOT_FOUND;
+    }
+    if (g == NULL && !join) {
+        *msg = kp_arena_printf(a, "%c%s group %.*s not found.", k->name[0] - ('a' - 'A'),
+                               k->name + 1, id.len, id.p);
+        return KP_ERR_GROUP_ID_NOT_FOUND;
+    }
+    if (g == NULL) {
+        if (kb_groups_get(gs, id, &g) != KP_ERR_NONE)
+            return KP_ERR__NOMEM;
+        *created = true;
+    }
+    if (!k->make(g)) {
+        if (*created)
+            kb_groups_remove(gs, g);
+        return KP_ERR__NOMEM;
+    }
+    *out = g;
+    return KP_ERR_NONE;
+}
+
 kp_err kb_group_coord_delete_group(kb_broker *b, kb_group *g)
 {
     kp_err e = g->sg != NULL ? kb_share_coord_delete_topic(b, g, NULL) : KP_ERR_NONE;
@@ -596,6 +640,10 @@ static void on_group_timer(kb_loop *loop, void *arg)
         kb_consumer_group_tick(g->cg, &env, kb_loop_now_ms(loop));
     } else if (g->sg != NULL) {
         share_tick(c->b, g, kb_loop_now_ms(loop));
+    } else if (g->stg != NULL) {
+        kb_streams_group_env senv;
+        kb_streams_coord_env_for(c->b, g, &senv);
+        kb_streams_group_tick(g->stg, &senv, kb_loop_now_ms(loop));
     } else
         kb_group_tick(c->groups, g, kb_loop_now_ms(loop));
     kb_group_coord_touch(c->b, g);
@@ -612,6 +660,7 @@ void kb_group_coord_touch(kb_broker *b, kb_group *g)
     g->timer.arg = g;
     int64_t d = g->cg != NULL   ? kb_consumer_group_next_deadline(g->cg)
                 : g->sg != NULL ? share_deadline(g->sg)
+                : g->stg != NULL ? kb_streams_group_next_deadline(g->stg)
                                 : kb_group_next_deadline(g);
     if (d == KB_GROUP_NO_DEADLINE) {
         kb_timer_disarm(b->loop, &g->timer);
@@ -638,7 +687,8 @@ static void expire_group(kb_group_coord *c, kb_group *g, int64_t now, int64_t re
 {
     /* a share group's state stays until deleted, as Kafka keeps it */
     if (g->state != KB_GS_EMPTY || g->npending > 0 || (g->cg != NULL && g->cg->nmembers > 0) ||
-        (g->sg != NULL && (g->sg->nmembers > 0 || kb_share_parts_count(g->sg->parts) > 0)))
+        (g->sg != NULL && (g->sg->nmembers > 0 || kb_share_parts_count(g->sg->parts) > 0)) ||
+        (g->stg != NULL && g->stg->nmembers > 0))
         return;
     kb_offset *dead = calloc(kb_offset_map_count(&g->offsets) + 1, sizeof(*dead));
     if (dead == NULL)

@@ -97,6 +97,30 @@ kp_err kb_group_coord_offsets_topic(kb_broker *b, kb_topic **out);
  * consumer group's new epoch). */
 void kb_group_coord_touch(kb_broker *b, kb_group *g);
 
+/* The group a heartbeat of a KIP-848-style protocol (consumer, share,
+ * streams: kind) goes to, as Kafka finds it: one already of that kind
+ * (is_kind), else an empty group taken over (with typeless, only one that
+ * never had a protocol type), else a new one for a join (*created). Any
+ * other group, or a missing one for a non-join, is GROUP_ID_NOT_FOUND with
+ * Kafka's message in *msg (from arena a). A group taken over or made gets
+ * its state machine from make (false: out of memory, KP_ERR__NOMEM, and a
+ * group made here is removed again). */
+typedef struct kb_group_kind {
+    const char *name; /* "consumer", "share", "streams" */
+    bool typeless;
+    bool (*is)(const kb_group *g);
+    bool (*make)(kb_group *g);
+} kb_group_kind;
+
+/* After a heartbeat: a group this request made that holds nothing
+ * (nmembers, no offsets) goes again; any other is touched (stored, its
+ * timer armed). */
+void kb_group_coord_heartbeat_done(kb_broker *b, kb_group *g, bool created, int32_t nmembers);
+
+kp_err kb_group_coord_heartbeat_group(kb_broker *b, kp_str id, bool join, const kb_group_kind *k,
+                                      kp_arena *a, kb_group **out, bool *created,
+                                      const char **msg);
+
 /* Writes the commits then applies them to g->offsets. */
 kp_err kb_group_coord_commit(kb_broker *b, kb_group *g, const kb_offset *offs, int32_t n);
 /* Writes tombstones for the given offsets of g, then forgets them. */

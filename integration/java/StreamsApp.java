@@ -18,10 +18,15 @@
 //        -> count       [store "window-counts", changelog APP_ID-window-counts-changelog]
 //        -> WINDOW_OUTPUT (key "word@windowStartMs", value the count)
 //
+// System property streams.props, as "key=value,key=value", adds Streams
+// configs (test_streams_groups.py: group.protocol=streams; the consumer's
+// session and heartbeat settings are then left out, the broker owns them).
+//
 // The record cache is off, so every input word yields one output record per
 // aggregation: a word's counts on OUTPUT run 1, 2, 3, ...
 //
-// Prints, one per line: "state NEW_STATE" on each state change, "restored
+// Prints, one per line: "state NEW_STATE" on each state change, "tasks T1 T2
+// ..." whenever the instance's active tasks change (sorted task ids), "restored
 // STORE PARTITION N" after a store partition was restored from its
 // changelog (N records), "error CLASS MESSAGE" if a stream thread dies (the
 // app then shuts down and exits 1). Runs until SIGTERM, whose shutdown hook
@@ -33,6 +38,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -50,6 +56,8 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.ThreadMetadata;
+import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.WindowStore;
@@ -99,6 +107,15 @@ public class StreamsApp {
         // member (Streams' consumers do not leave on close): keep the wait short.
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 500);
+        for (String kv : System.getProperty("streams.props", "").split(",")) {
+            String[] f = kv.split("=", 2);
+            if (f.length == 2)
+                p.put(f[0], f[1]);
+        }
+        if ("streams".equals(p.get("group.protocol"))) {
+            p.remove(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG));
+            p.remove(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG));
+        }
         return p;
     }
 
@@ -111,6 +128,33 @@ public class StreamsApp {
 
         public void onRestoreEnd(TopicPartition tp, String store, long total) {
             System.out.println("restored " + store + " " + tp.partition() + " " + total);
+        }
+    }
+
+    // Prints "tasks ..." each time the active tasks differ from the last print.
+    static void printTasks(KafkaStreams app, CountDownLatch done) {
+        String last = null;
+        while (done.getCount() > 0) {
+            TreeSet<String> ids = new TreeSet<>();
+            try {
+                for (ThreadMetadata t : app.metadataForLocalThreads())
+                    for (TaskMetadata tm : t.activeTasks())
+                        ids.add(tm.taskId().toString());
+            } catch (RuntimeException e) {
+                ids = null; // not running yet
+            }
+            String now = ids == null ? null
+                    : "tasks" + (ids.isEmpty() ? "" : " " + String.join(" ", ids));
+            if (now != null && !now.equals(last) && app.state() == KafkaStreams.State.RUNNING) {
+                System.out.println(now);
+                System.out.flush();
+                last = now;
+            }
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException e) {
+                return;
+            }
         }
     }
 
@@ -146,6 +190,9 @@ public class StreamsApp {
             System.out.flush();
         }));
         app.start();
+        Thread tasks = new Thread(() -> printTasks(app, done));
+        tasks.setDaemon(true);
+        tasks.start();
         done.await();
         app.close(Duration.ofSeconds(30));
         System.out.flush();

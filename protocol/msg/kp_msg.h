@@ -87,11 +87,14 @@ enum kp_api_key {
     KP_API_WRITE_SHARE_GROUP_STATE = 85,
     KP_API_DELETE_SHARE_GROUP_STATE = 86,
     KP_API_READ_SHARE_GROUP_STATE_SUMMARY = 87,
+    KP_API_STREAMS_GROUP_HEARTBEAT = 88,
+    KP_API_STREAMS_GROUP_DESCRIBE = 89,
     KP_API_DESCRIBE_SHARE_GROUP_OFFSETS = 90,
     KP_API_ALTER_SHARE_GROUP_OFFSETS = 91,
     KP_API_DELETE_SHARE_GROUP_OFFSETS = 92,
+    KP_API_STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93,
 };
-#define KP_API_KEY_MAX 92
+#define KP_API_KEY_MAX 93
 
 typedef struct kp_aborted_txn kp_aborted_txn;
 struct kp_aborted_txn {
@@ -3702,6 +3705,370 @@ void kp_snapshot_header_record_defaults(kp_snapshot_header_record *p);
 kp_err kp_snapshot_header_record_decode(kp_reader *r, kp_arena *a, kp_snapshot_header_record *p, int16_t v);
 void kp_snapshot_header_record_encode(kp_writer *w, const kp_snapshot_header_record *p, int16_t v);
 size_t kp_snapshot_header_record_size(const kp_snapshot_header_record *p, int16_t v);
+
+typedef struct kp_streams_group_describe_req kp_streams_group_describe_req;
+struct kp_streams_group_describe_req {
+    struct { int32_t n; kp_str *v; } group_ids;
+    bool include_authorized_operations;
+    bool include_topology_description;
+};
+
+void kp_streams_group_describe_req_defaults(kp_streams_group_describe_req *p);
+kp_err kp_streams_group_describe_req_decode(kp_reader *r, kp_arena *a, kp_streams_group_describe_req *p, int16_t v);
+void kp_streams_group_describe_req_encode(kp_writer *w, const kp_streams_group_describe_req *p, int16_t v);
+size_t kp_streams_group_describe_req_size(const kp_streams_group_describe_req *p, int16_t v);
+
+typedef struct kp_streams_group_describe_resp_key_value kp_streams_group_describe_resp_key_value;
+typedef struct kp_streams_group_describe_resp_topic_info kp_streams_group_describe_resp_topic_info;
+typedef struct kp_streams_group_describe_resp_subtopology kp_streams_group_describe_resp_subtopology;
+typedef struct kp_streams_group_describe_resp_topology kp_streams_group_describe_resp_topology;
+typedef struct kp_streams_group_describe_resp_endpoint kp_streams_group_describe_resp_endpoint;
+typedef struct kp_streams_group_describe_resp_task_offset kp_streams_group_describe_resp_task_offset;
+typedef struct kp_streams_group_describe_resp_task_ids kp_streams_group_describe_resp_task_ids;
+typedef struct kp_streams_group_describe_resp_assignment kp_streams_group_describe_resp_assignment;
+typedef struct kp_streams_group_describe_resp_member kp_streams_group_describe_resp_member;
+typedef struct kp_streams_group_describe_resp_topology_description_node kp_streams_group_describe_resp_topology_description_node;
+typedef struct kp_streams_group_describe_resp_topology_description_subtopology kp_streams_group_describe_resp_topology_description_subtopology;
+typedef struct kp_streams_group_describe_resp_topology_description_global_store kp_streams_group_describe_resp_topology_description_global_store;
+typedef struct kp_streams_group_describe_resp_topology_description kp_streams_group_describe_resp_topology_description;
+typedef struct kp_streams_group_describe_resp_described_group kp_streams_group_describe_resp_described_group;
+typedef struct kp_streams_group_describe_resp kp_streams_group_describe_resp;
+struct kp_streams_group_describe_resp_key_value {
+    kp_str key;
+    kp_str value;
+};
+
+struct kp_streams_group_describe_resp_topic_info {
+    kp_str name;
+    int32_t partitions;
+    int16_t replication_factor;
+    struct { int32_t n; kp_streams_group_describe_resp_key_value *v; } topic_configs;
+};
+
+struct kp_streams_group_describe_resp_subtopology {
+    kp_str subtopology_id;
+    struct { int32_t n; kp_str *v; } source_topics;
+    struct { int32_t n; kp_str *v; } repartition_sink_topics;
+    struct { int32_t n; kp_streams_group_describe_resp_topic_info *v; } state_changelog_topics;
+    struct { int32_t n; kp_streams_group_describe_resp_topic_info *v; } repartition_source_topics;
+};
+
+struct kp_streams_group_describe_resp_topology {
+    int32_t epoch;
+    struct { int32_t n; kp_streams_group_describe_resp_subtopology *v; } subtopologies;
+};
+
+struct kp_streams_group_describe_resp_endpoint {
+    kp_str host;
+    uint16_t port;
+};
+
+struct kp_streams_group_describe_resp_task_offset {
+    kp_str subtopology_id;
+    int32_t partition;
+    int64_t offset;
+};
+
+struct kp_streams_group_describe_resp_task_ids {
+    kp_str subtopology_id;
+    struct { int32_t n; int32_t *v; } partitions;
+};
+
+struct kp_streams_group_describe_resp_assignment {
+    struct { int32_t n; kp_streams_group_describe_resp_task_ids *v; } active_tasks;
+    struct { int32_t n; kp_streams_group_describe_resp_task_ids *v; } standby_tasks;
+    struct { int32_t n; kp_streams_group_describe_resp_task_ids *v; } warmup_tasks;
+};
+
+struct kp_streams_group_describe_resp_member {
+    kp_str member_id;
+    int32_t member_epoch;
+    kp_str instance_id;
+    kp_str rack_id;
+    kp_str client_id;
+    kp_str client_host;
+    int32_t topology_epoch;
+    kp_str process_id;
+    kp_streams_group_describe_resp_endpoint *user_endpoint;
+    struct { int32_t n; kp_streams_group_describe_resp_key_value *v; } client_tags;
+    struct { int32_t n; kp_streams_group_describe_resp_task_offset *v; } task_offsets;
+    struct { int32_t n; kp_streams_group_describe_resp_task_offset *v; } task_end_offsets;
+    kp_streams_group_describe_resp_assignment assignment;
+    kp_streams_group_describe_resp_assignment target_assignment;
+    bool is_classic;
+};
+
+struct kp_streams_group_describe_resp_topology_description_node {
+    kp_str name;
+    int8_t node_type;
+    struct { int32_t n; kp_str *v; } source_topics;
+    kp_str sink_topic;
+    struct { int32_t n; kp_str *v; } stores;
+    struct { int32_t n; kp_str *v; } successors;
+};
+
+struct kp_streams_group_describe_resp_topology_description_subtopology {
+    kp_str subtopology_id;
+    struct { int32_t n; kp_streams_group_describe_resp_topology_description_node *v; } nodes;
+};
+
+struct kp_streams_group_describe_resp_topology_description_global_store {
+    kp_streams_group_describe_resp_topology_description_node source;
+    kp_streams_group_describe_resp_topology_description_node processor;
+};
+
+struct kp_streams_group_describe_resp_topology_description {
+    struct { int32_t n; kp_streams_group_describe_resp_topology_description_subtopology *v; } subtopologies;
+    struct { int32_t n; kp_streams_group_describe_resp_topology_description_global_store *v; } global_stores;
+};
+
+struct kp_streams_group_describe_resp_described_group {
+    int16_t error_code;
+    kp_str error_message;
+    kp_str group_id;
+    kp_str group_state;
+    int32_t group_epoch;
+    int32_t assignment_epoch;
+    kp_streams_group_describe_resp_topology *topology;
+    struct { int32_t n; kp_streams_group_describe_resp_member *v; } members;
+    int32_t authorized_operations;
+    kp_streams_group_describe_resp_topology_description *topology_description;
+    int8_t topology_description_status;
+    kp_str assignor_name;
+};
+
+struct kp_streams_group_describe_resp {
+    int32_t throttle_time_ms;
+    struct { int32_t n; kp_streams_group_describe_resp_described_group *v; } groups;
+};
+
+void kp_streams_group_describe_resp_key_value_defaults(kp_streams_group_describe_resp_key_value *p);
+void kp_streams_group_describe_resp_topic_info_defaults(kp_streams_group_describe_resp_topic_info *p);
+void kp_streams_group_describe_resp_subtopology_defaults(kp_streams_group_describe_resp_subtopology *p);
+void kp_streams_group_describe_resp_topology_defaults(kp_streams_group_describe_resp_topology *p);
+void kp_streams_group_describe_resp_endpoint_defaults(kp_streams_group_describe_resp_endpoint *p);
+void kp_streams_group_describe_resp_task_offset_defaults(kp_streams_group_describe_resp_task_offset *p);
+void kp_streams_group_describe_resp_task_ids_defaults(kp_streams_group_describe_resp_task_ids *p);
+void kp_streams_group_describe_resp_assignment_defaults(kp_streams_group_describe_resp_assignment *p);
+void kp_streams_group_describe_resp_member_defaults(kp_streams_group_describe_resp_member *p);
+void kp_streams_group_describe_resp_topology_description_node_defaults(kp_streams_group_describe_resp_topology_description_node *p);
+void kp_streams_group_describe_resp_topology_description_subtopology_defaults(kp_streams_group_describe_resp_topology_description_subtopology *p);
+void kp_streams_group_describe_resp_topology_description_global_store_defaults(kp_streams_group_describe_resp_topology_description_global_store *p);
+void kp_streams_group_describe_resp_topology_description_defaults(kp_streams_group_describe_resp_topology_description *p);
+void kp_streams_group_describe_resp_described_group_defaults(kp_streams_group_describe_resp_described_group *p);
+void kp_streams_group_describe_resp_defaults(kp_streams_group_describe_resp *p);
+kp_err kp_streams_group_describe_resp_decode(kp_reader *r, kp_arena *a, kp_streams_group_describe_resp *p, int16_t v);
+void kp_streams_group_describe_resp_encode(kp_writer *w, const kp_streams_group_describe_resp *p, int16_t v);
+size_t kp_streams_group_describe_resp_size(const kp_streams_group_describe_resp *p, int16_t v);
+
+typedef struct kp_streams_group_heartbeat_req_key_value kp_streams_group_heartbeat_req_key_value;
+typedef struct kp_streams_group_heartbeat_req_topic_info kp_streams_group_heartbeat_req_topic_info;
+typedef struct kp_streams_group_heartbeat_req_copartition_group kp_streams_group_heartbeat_req_copartition_group;
+typedef struct kp_streams_group_heartbeat_req_subtopology kp_streams_group_heartbeat_req_subtopology;
+typedef struct kp_streams_group_heartbeat_req_topology kp_streams_group_heartbeat_req_topology;
+typedef struct kp_streams_group_heartbeat_req_task_ids kp_streams_group_heartbeat_req_task_ids;
+typedef struct kp_streams_group_heartbeat_req_endpoint kp_streams_group_heartbeat_req_endpoint;
+typedef struct kp_streams_group_heartbeat_req_task_offset kp_streams_group_heartbeat_req_task_offset;
+typedef struct kp_streams_group_heartbeat_req kp_streams_group_heartbeat_req;
+struct kp_streams_group_heartbeat_req_key_value {
+    kp_str key;
+    kp_str value;
+};
+
+struct kp_streams_group_heartbeat_req_topic_info {
+    kp_str name;
+    int32_t partitions;
+    int16_t replication_factor;
+    struct { int32_t n; kp_streams_group_heartbeat_req_key_value *v; } topic_configs;
+};
+
+struct kp_streams_group_heartbeat_req_copartition_group {
+    struct { int32_t n; int16_t *v; } source_topics;
+    struct { int32_t n; int16_t *v; } source_topic_regex;
+    struct { int32_t n; int16_t *v; } repartition_source_topics;
+};
+
+struct kp_streams_group_heartbeat_req_subtopology {
+    kp_str subtopology_id;
+    struct { int32_t n; kp_str *v; } source_topics;
+    struct { int32_t n; kp_str *v; } source_topic_regex;
+    struct { int32_t n; kp_streams_group_heartbeat_req_topic_info *v; } state_changelog_topics;
+    struct { int32_t n; kp_str *v; } repartition_sink_topics;
+    struct { int32_t n; kp_streams_group_heartbeat_req_topic_info *v; } repartition_source_topics;
+    struct { int32_t n; kp_streams_group_heartbeat_req_copartition_group *v; } copartition_groups;
+};
+
+struct kp_streams_group_heartbeat_req_topology {
+    int32_t epoch;
+    struct { int32_t n; kp_streams_group_heartbeat_req_subtopology *v; } subtopologies;
+};
+
+struct kp_streams_group_heartbeat_req_task_ids {
+    kp_str subtopology_id;
+    struct { int32_t n; int32_t *v; } partitions;
+};
+
+struct kp_streams_group_heartbeat_req_endpoint {
+    kp_str host;
+    uint16_t port;
+};
+
+struct kp_streams_group_heartbeat_req_task_offset {
+    kp_str subtopology_id;
+    int32_t partition;
+    int64_t offset;
+};
+
+struct kp_streams_group_heartbeat_req {
+    kp_str group_id;
+    kp_str member_id;
+    int32_t member_epoch;
+    int32_t endpoint_information_epoch;
+    kp_str instance_id;
+    kp_str rack_id;
+    int32_t rebalance_timeout_ms;
+    kp_streams_group_heartbeat_req_topology *topology;
+    struct { int32_t n; kp_streams_group_heartbeat_req_task_ids *v; } active_tasks;
+    struct { int32_t n; kp_streams_group_heartbeat_req_task_ids *v; } standby_tasks;
+    struct { int32_t n; kp_streams_group_heartbeat_req_task_ids *v; } warmup_tasks;
+    kp_str process_id;
+    kp_streams_group_heartbeat_req_endpoint *user_endpoint;
+    struct { int32_t n; kp_streams_group_heartbeat_req_key_value *v; } client_tags;
+    struct { int32_t n; kp_streams_group_heartbeat_req_task_offset *v; } task_offsets;
+    struct { int32_t n; kp_streams_group_heartbeat_req_task_offset *v; } task_end_offsets;
+    bool shutdown_application;
+};
+
+void kp_streams_group_heartbeat_req_key_value_defaults(kp_streams_group_heartbeat_req_key_value *p);
+void kp_streams_group_heartbeat_req_topic_info_defaults(kp_streams_group_heartbeat_req_topic_info *p);
+void kp_streams_group_heartbeat_req_copartition_group_defaults(kp_streams_group_heartbeat_req_copartition_group *p);
+void kp_streams_group_heartbeat_req_subtopology_defaults(kp_streams_group_heartbeat_req_subtopology *p);
+void kp_streams_group_heartbeat_req_topology_defaults(kp_streams_group_heartbeat_req_topology *p);
+void kp_streams_group_heartbeat_req_task_ids_defaults(kp_streams_group_heartbeat_req_task_ids *p);
+void kp_streams_group_heartbeat_req_endpoint_defaults(kp_streams_group_heartbeat_req_endpoint *p);
+void kp_streams_group_heartbeat_req_task_offset_defaults(kp_streams_group_heartbeat_req_task_offset *p);
+void kp_streams_group_heartbeat_req_defaults(kp_streams_group_heartbeat_req *p);
+kp_err kp_streams_group_heartbeat_req_decode(kp_reader *r, kp_arena *a, kp_streams_group_heartbeat_req *p, int16_t v);
+void kp_streams_group_heartbeat_req_encode(kp_writer *w, const kp_streams_group_heartbeat_req *p, int16_t v);
+size_t kp_streams_group_heartbeat_req_size(const kp_streams_group_heartbeat_req *p, int16_t v);
+
+typedef struct kp_streams_group_heartbeat_resp_status kp_streams_group_heartbeat_resp_status;
+typedef struct kp_streams_group_heartbeat_resp_task_ids kp_streams_group_heartbeat_resp_task_ids;
+typedef struct kp_streams_group_heartbeat_resp_endpoint kp_streams_group_heartbeat_resp_endpoint;
+typedef struct kp_streams_group_heartbeat_resp_topic_partition kp_streams_group_heartbeat_resp_topic_partition;
+typedef struct kp_streams_group_heartbeat_resp_endpoint_to_partitions kp_streams_group_heartbeat_resp_endpoint_to_partitions;
+typedef struct kp_streams_group_heartbeat_resp kp_streams_group_heartbeat_resp;
+struct kp_streams_group_heartbeat_resp_status {
+    int8_t status_code;
+    kp_str status_detail;
+};
+
+struct kp_streams_group_heartbeat_resp_task_ids {
+    kp_str subtopology_id;
+    struct { int32_t n; int32_t *v; } partitions;
+};
+
+struct kp_streams_group_heartbeat_resp_endpoint {
+    kp_str host;
+    uint16_t port;
+};
+
+struct kp_streams_group_heartbeat_resp_topic_partition {
+    kp_str topic;
+    struct { int32_t n; int32_t *v; } partitions;
+};
+
+struct kp_streams_group_heartbeat_resp_endpoint_to_partitions {
+    kp_streams_group_heartbeat_resp_endpoint user_endpoint;
+    struct { int32_t n; kp_streams_group_heartbeat_resp_topic_partition *v; } active_partitions;
+    struct { int32_t n; kp_streams_group_heartbeat_resp_topic_partition *v; } standby_partitions;
+};
+
+struct kp_streams_group_heartbeat_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kp_str error_message;
+    kp_str member_id;
+    int32_t member_epoch;
+    int32_t heartbeat_interval_ms;
+    int32_t acceptable_recovery_lag_legacy;
+    int32_t task_offset_interval_ms;
+    int64_t acceptable_recovery_lag;
+    struct { int32_t n; kp_streams_group_heartbeat_resp_status *v; } status;
+    struct { int32_t n; kp_streams_group_heartbeat_resp_task_ids *v; } active_tasks;
+    struct { int32_t n; kp_streams_group_heartbeat_resp_task_ids *v; } standby_tasks;
+    struct { int32_t n; kp_streams_group_heartbeat_resp_task_ids *v; } warmup_tasks;
+    bool topology_description_required;
+    int32_t endpoint_information_epoch;
+    struct { int32_t n; kp_streams_group_heartbeat_resp_endpoint_to_partitions *v; } partitions_by_user_endpoint;
+};
+
+void kp_streams_group_heartbeat_resp_status_defaults(kp_streams_group_heartbeat_resp_status *p);
+void kp_streams_group_heartbeat_resp_task_ids_defaults(kp_streams_group_heartbeat_resp_task_ids *p);
+void kp_streams_group_heartbeat_resp_endpoint_defaults(kp_streams_group_heartbeat_resp_endpoint *p);
+void kp_streams_group_heartbeat_resp_topic_partition_defaults(kp_streams_group_heartbeat_resp_topic_partition *p);
+void kp_streams_group_heartbeat_resp_endpoint_to_partitions_defaults(kp_streams_group_heartbeat_resp_endpoint_to_partitions *p);
+void kp_streams_group_heartbeat_resp_defaults(kp_streams_group_heartbeat_resp *p);
+kp_err kp_streams_group_heartbeat_resp_decode(kp_reader *r, kp_arena *a, kp_streams_group_heartbeat_resp *p, int16_t v);
+void kp_streams_group_heartbeat_resp_encode(kp_writer *w, const kp_streams_group_heartbeat_resp *p, int16_t v);
+size_t kp_streams_group_heartbeat_resp_size(const kp_streams_group_heartbeat_resp *p, int16_t v);
+
+typedef struct kp_streams_group_topology_description_update_req_topology_description_node kp_streams_group_topology_description_update_req_topology_description_node;
+typedef struct kp_streams_group_topology_description_update_req_topology_description_subtopology kp_streams_group_topology_description_update_req_topology_description_subtopology;
+typedef struct kp_streams_group_topology_description_update_req_topology_description_global_store kp_streams_group_topology_description_update_req_topology_description_global_store;
+typedef struct kp_streams_group_topology_description_update_req_topology_description kp_streams_group_topology_description_update_req_topology_description;
+typedef struct kp_streams_group_topology_description_update_req kp_streams_group_topology_description_update_req;
+struct kp_streams_group_topology_description_update_req_topology_description_node {
+    kp_str name;
+    int8_t node_type;
+    struct { int32_t n; kp_str *v; } source_topics;
+    kp_str sink_topic;
+    struct { int32_t n; kp_str *v; } stores;
+    struct { int32_t n; kp_str *v; } successors;
+};
+
+struct kp_streams_group_topology_description_update_req_topology_description_subtopology {
+    kp_str subtopology_id;
+    struct { int32_t n; kp_streams_group_topology_description_update_req_topology_description_node *v; } nodes;
+};
+
+struct kp_streams_group_topology_description_update_req_topology_description_global_store {
+    kp_streams_group_topology_description_update_req_topology_description_node source;
+    kp_streams_group_topology_description_update_req_topology_description_node processor;
+};
+
+struct kp_streams_group_topology_description_update_req_topology_description {
+    struct { int32_t n; kp_streams_group_topology_description_update_req_topology_description_subtopology *v; } subtopologies;
+    struct { int32_t n; kp_streams_group_topology_description_update_req_topology_description_global_store *v; } global_stores;
+};
+
+struct kp_streams_group_topology_description_update_req {
+    kp_str group_id;
+    kp_str member_id;
+    int32_t topology_epoch;
+    kp_streams_group_topology_description_update_req_topology_description topology_description;
+};
+
+void kp_streams_group_topology_description_update_req_topology_description_node_defaults(kp_streams_group_topology_description_update_req_topology_description_node *p);
+void kp_streams_group_topology_description_update_req_topology_description_subtopology_defaults(kp_streams_group_topology_description_update_req_topology_description_subtopology *p);
+void kp_streams_group_topology_description_update_req_topology_description_global_store_defaults(kp_streams_group_topology_description_update_req_topology_description_global_store *p);
+void kp_streams_group_topology_description_update_req_topology_description_defaults(kp_streams_group_topology_description_update_req_topology_description *p);
+void kp_streams_group_topology_description_update_req_defaults(kp_streams_group_topology_description_update_req *p);
+kp_err kp_streams_group_topology_description_update_req_decode(kp_reader *r, kp_arena *a, kp_streams_group_topology_description_update_req *p, int16_t v);
+void kp_streams_group_topology_description_update_req_encode(kp_writer *w, const kp_streams_group_topology_description_update_req *p, int16_t v);
+size_t kp_streams_group_topology_description_update_req_size(const kp_streams_group_topology_description_update_req *p, int16_t v);
+
+typedef struct kp_streams_group_topology_description_update_resp kp_streams_group_topology_description_update_resp;
+struct kp_streams_group_topology_description_update_resp {
+    int32_t throttle_time_ms;
+    int16_t error_code;
+    kp_str error_message;
+};
+
+void kp_streams_group_topology_description_update_resp_defaults(kp_streams_group_topology_description_update_resp *p);
+kp_err kp_streams_group_topology_description_update_resp_decode(kp_reader *r, kp_arena *a, kp_streams_group_topology_description_update_resp *p, int16_t v);
+void kp_streams_group_topology_description_update_resp_encode(kp_writer *w, const kp_streams_group_topology_description_update_resp *p, int16_t v);
+size_t kp_streams_group_topology_description_update_resp_size(const kp_streams_group_topology_description_update_resp *p, int16_t v);
 
 typedef struct kp_sync_group_req_sync_group_request_assignment kp_sync_group_req_sync_group_request_assignment;
 typedef struct kp_sync_group_req kp_sync_group_req;

@@ -6430,6 +6430,813 @@ void kp_snapshot_header_record_fill(kp_snapshot_header_record *p, kp_arena *a, i
     p->last_contained_log_timestamp = (int64_t)kp_fill_next(seed);
 }
 
+void kp_streams_group_describe_req_fill(kp_streams_group_describe_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_req_defaults(p);
+    p->group_ids.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->group_ids.v = kp_arena_calloc(a, (size_t)p->group_ids.n + 1, sizeof(*p->group_ids.v));
+    for (int32_t i = 0; i < p->group_ids.n; i++) {
+        p->group_ids.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->include_authorized_operations = (kp_fill_next(seed) & 1) != 0;
+    if (v >= 1) {
+        p->include_topology_description = (kp_fill_next(seed) & 1) != 0;
+    }
+}
+
+void kp_streams_group_describe_resp_key_value_fill(kp_streams_group_describe_resp_key_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_key_value_defaults(p);
+    p->key = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->value = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_describe_resp_topic_info_fill(kp_streams_group_describe_resp_topic_info *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_topic_info_defaults(p);
+    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions = (int32_t)kp_fill_next(seed);
+    p->replication_factor = (int16_t)kp_fill_next(seed);
+    p->topic_configs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topic_configs.v = kp_arena_calloc(a, (size_t)p->topic_configs.n + 1, sizeof(*p->topic_configs.v));
+    for (int32_t i = 0; i < p->topic_configs.n; i++) {
+        kp_streams_group_describe_resp_key_value_fill(&p->topic_configs.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_describe_resp_subtopology_fill(kp_streams_group_describe_resp_subtopology *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_subtopology_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topics.v = kp_arena_calloc(a, (size_t)p->source_topics.n + 1, sizeof(*p->source_topics.v));
+    for (int32_t i = 0; i < p->source_topics.n; i++) {
+        p->source_topics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->repartition_sink_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->repartition_sink_topics.v = kp_arena_calloc(a, (size_t)p->repartition_sink_topics.n + 1, sizeof(*p->repartition_sink_topics.v));
+    for (int32_t i = 0; i < p->repartition_sink_topics.n; i++) {
+        p->repartition_sink_topics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->state_changelog_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->state_changelog_topics.v = kp_arena_calloc(a, (size_t)p->state_changelog_topics.n + 1, sizeof(*p->state_changelog_topics.v));
+    for (int32_t i = 0; i < p->state_changelog_topics.n; i++) {
+        kp_streams_group_describe_resp_topic_info_fill(&p->state_changelog_topics.v[i], a, v, seed, depth + 1);
+    }
+    p->repartition_source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->repartition_source_topics.v = kp_arena_calloc(a, (size_t)p->repartition_source_topics.n + 1, sizeof(*p->repartition_source_topics.v));
+    for (int32_t i = 0; i < p->repartition_source_topics.n; i++) {
+        kp_streams_group_describe_resp_topic_info_fill(&p->repartition_source_topics.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_describe_resp_topology_fill(kp_streams_group_describe_resp_topology *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_topology_defaults(p);
+    p->epoch = (int32_t)kp_fill_next(seed);
+    p->subtopologies.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->subtopologies.v = kp_arena_calloc(a, (size_t)p->subtopologies.n + 1, sizeof(*p->subtopologies.v));
+    for (int32_t i = 0; i < p->subtopologies.n; i++) {
+        kp_streams_group_describe_resp_subtopology_fill(&p->subtopologies.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->subtopologies.n = -1;
+}
+
+void kp_streams_group_describe_resp_endpoint_fill(kp_streams_group_describe_resp_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_endpoint_defaults(p);
+    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->port = (uint16_t)kp_fill_next(seed);
+}
+
+void kp_streams_group_describe_resp_task_offset_fill(kp_streams_group_describe_resp_task_offset *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_task_offset_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->offset = (int64_t)kp_fill_next(seed);
+}
+
+void kp_streams_group_describe_resp_task_ids_fill(kp_streams_group_describe_resp_task_ids *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_task_ids_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_streams_group_describe_resp_assignment_fill(kp_streams_group_describe_resp_assignment *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_assignment_defaults(p);
+    p->active_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->active_tasks.v = kp_arena_calloc(a, (size_t)p->active_tasks.n + 1, sizeof(*p->active_tasks.v));
+    for (int32_t i = 0; i < p->active_tasks.n; i++) {
+        kp_streams_group_describe_resp_task_ids_fill(&p->active_tasks.v[i], a, v, seed, depth + 1);
+    }
+    p->standby_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->standby_tasks.v = kp_arena_calloc(a, (size_t)p->standby_tasks.n + 1, sizeof(*p->standby_tasks.v));
+    for (int32_t i = 0; i < p->standby_tasks.n; i++) {
+        kp_streams_group_describe_resp_task_ids_fill(&p->standby_tasks.v[i], a, v, seed, depth + 1);
+    }
+    p->warmup_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->warmup_tasks.v = kp_arena_calloc(a, (size_t)p->warmup_tasks.n + 1, sizeof(*p->warmup_tasks.v));
+    for (int32_t i = 0; i < p->warmup_tasks.n; i++) {
+        kp_streams_group_describe_resp_task_ids_fill(&p->warmup_tasks.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_describe_resp_member_fill(kp_streams_group_describe_resp_member *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_member_defaults(p);
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_epoch = (int32_t)kp_fill_next(seed);
+    p->instance_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->instance_id = KP_STR_NULL;
+    p->rack_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->rack_id = KP_STR_NULL;
+    p->client_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->client_host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topology_epoch = (int32_t)kp_fill_next(seed);
+    p->process_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->user_endpoint = kp_arena_alloc(a, sizeof(*p->user_endpoint));
+    kp_streams_group_describe_resp_endpoint_fill(p->user_endpoint, a, v, seed, depth + 1);
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->user_endpoint = NULL;
+    p->client_tags.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->client_tags.v = kp_arena_calloc(a, (size_t)p->client_tags.n + 1, sizeof(*p->client_tags.v));
+    for (int32_t i = 0; i < p->client_tags.n; i++) {
+        kp_streams_group_describe_resp_key_value_fill(&p->client_tags.v[i], a, v, seed, depth + 1);
+    }
+    p->task_offsets.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->task_offsets.v = kp_arena_calloc(a, (size_t)p->task_offsets.n + 1, sizeof(*p->task_offsets.v));
+    for (int32_t i = 0; i < p->task_offsets.n; i++) {
+        kp_streams_group_describe_resp_task_offset_fill(&p->task_offsets.v[i], a, v, seed, depth + 1);
+    }
+    p->task_end_offsets.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->task_end_offsets.v = kp_arena_calloc(a, (size_t)p->task_end_offsets.n + 1, sizeof(*p->task_end_offsets.v));
+    for (int32_t i = 0; i < p->task_end_offsets.n; i++) {
+        kp_streams_group_describe_resp_task_offset_fill(&p->task_end_offsets.v[i], a, v, seed, depth + 1);
+    }
+    kp_streams_group_describe_resp_assignment_fill(&p->assignment, a, v, seed, depth + 1);
+    kp_streams_group_describe_resp_assignment_fill(&p->target_assignment, a, v, seed, depth + 1);
+    p->is_classic = (kp_fill_next(seed) & 1) != 0;
+}
+
+void kp_streams_group_describe_resp_topology_description_node_fill(kp_streams_group_describe_resp_topology_description_node *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_topology_description_node_defaults(p);
+    if (v >= 1) {
+        p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 1) {
+        p->node_type = (int8_t)kp_fill_next(seed);
+    }
+    if (v >= 1) {
+        p->source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->source_topics.v = kp_arena_calloc(a, (size_t)p->source_topics.n + 1, sizeof(*p->source_topics.v));
+        for (int32_t i = 0; i < p->source_topics.n; i++) {
+            p->source_topics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+        }
+    }
+    if (v >= 1) {
+        p->sink_topic = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+        if ((v >= 1) && kp_fill_next(seed) % 4u == 0)
+            p->sink_topic = KP_STR_NULL;
+    }
+    if (v >= 1) {
+        p->stores.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->stores.v = kp_arena_calloc(a, (size_t)p->stores.n + 1, sizeof(*p->stores.v));
+        for (int32_t i = 0; i < p->stores.n; i++) {
+            p->stores.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+        }
+    }
+    if (v >= 1) {
+        p->successors.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->successors.v = kp_arena_calloc(a, (size_t)p->successors.n + 1, sizeof(*p->successors.v));
+        for (int32_t i = 0; i < p->successors.n; i++) {
+            p->successors.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+        }
+    }
+}
+
+void kp_streams_group_describe_resp_topology_description_subtopology_fill(kp_streams_group_describe_resp_topology_description_subtopology *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_topology_description_subtopology_defaults(p);
+    if (v >= 1) {
+        p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    if (v >= 1) {
+        p->nodes.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->nodes.v = kp_arena_calloc(a, (size_t)p->nodes.n + 1, sizeof(*p->nodes.v));
+        for (int32_t i = 0; i < p->nodes.n; i++) {
+            kp_streams_group_describe_resp_topology_description_node_fill(&p->nodes.v[i], a, v, seed, depth + 1);
+        }
+    }
+}
+
+void kp_streams_group_describe_resp_topology_description_global_store_fill(kp_streams_group_describe_resp_topology_description_global_store *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_topology_description_global_store_defaults(p);
+    if (v >= 1) {
+        kp_streams_group_describe_resp_topology_description_node_fill(&p->source, a, v, seed, depth + 1);
+    }
+    if (v >= 1) {
+        kp_streams_group_describe_resp_topology_description_node_fill(&p->processor, a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_describe_resp_topology_description_fill(kp_streams_group_describe_resp_topology_description *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_topology_description_defaults(p);
+    if (v >= 1) {
+        p->subtopologies.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->subtopologies.v = kp_arena_calloc(a, (size_t)p->subtopologies.n + 1, sizeof(*p->subtopologies.v));
+        for (int32_t i = 0; i < p->subtopologies.n; i++) {
+            kp_streams_group_describe_resp_topology_description_subtopology_fill(&p->subtopologies.v[i], a, v, seed, depth + 1);
+        }
+    }
+    if (v >= 1) {
+        p->global_stores.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+        p->global_stores.v = kp_arena_calloc(a, (size_t)p->global_stores.n + 1, sizeof(*p->global_stores.v));
+        for (int32_t i = 0; i < p->global_stores.n; i++) {
+            kp_streams_group_describe_resp_topology_description_global_store_fill(&p->global_stores.v[i], a, v, seed, depth + 1);
+        }
+    }
+}
+
+void kp_streams_group_describe_resp_described_group_fill(kp_streams_group_describe_resp_described_group *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_described_group_defaults(p);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->group_state = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->group_epoch = (int32_t)kp_fill_next(seed);
+    p->assignment_epoch = (int32_t)kp_fill_next(seed);
+    p->topology = kp_arena_alloc(a, sizeof(*p->topology));
+    kp_streams_group_describe_resp_topology_fill(p->topology, a, v, seed, depth + 1);
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->topology = NULL;
+    p->members.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->members.v = kp_arena_calloc(a, (size_t)p->members.n + 1, sizeof(*p->members.v));
+    for (int32_t i = 0; i < p->members.n; i++) {
+        kp_streams_group_describe_resp_member_fill(&p->members.v[i], a, v, seed, depth + 1);
+    }
+    p->authorized_operations = (int32_t)kp_fill_next(seed);
+    if (v >= 1) {
+        p->topology_description = kp_arena_alloc(a, sizeof(*p->topology_description));
+        kp_streams_group_describe_resp_topology_description_fill(p->topology_description, a, v, seed, depth + 1);
+        if ((v >= 1) && kp_fill_next(seed) % 4u == 0)
+            p->topology_description = NULL;
+    }
+    if (v >= 1) {
+        p->topology_description_status = (int8_t)kp_fill_next(seed);
+    }
+    if (v >= 1) {
+        p->assignor_name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+        if ((v >= 1) && kp_fill_next(seed) % 4u == 0)
+            p->assignor_name = KP_STR_NULL;
+    }
+}
+
+void kp_streams_group_describe_resp_fill(kp_streams_group_describe_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_describe_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->groups.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->groups.v = kp_arena_calloc(a, (size_t)p->groups.n + 1, sizeof(*p->groups.v));
+    for (int32_t i = 0; i < p->groups.n; i++) {
+        kp_streams_group_describe_resp_described_group_fill(&p->groups.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_heartbeat_req_key_value_fill(kp_streams_group_heartbeat_req_key_value *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_req_key_value_defaults(p);
+    p->key = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->value = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_heartbeat_req_topic_info_fill(kp_streams_group_heartbeat_req_topic_info *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_req_topic_info_defaults(p);
+    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions = (int32_t)kp_fill_next(seed);
+    p->replication_factor = (int16_t)kp_fill_next(seed);
+    p->topic_configs.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->topic_configs.v = kp_arena_calloc(a, (size_t)p->topic_configs.n + 1, sizeof(*p->topic_configs.v));
+    for (int32_t i = 0; i < p->topic_configs.n; i++) {
+        kp_streams_group_heartbeat_req_key_value_fill(&p->topic_configs.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_heartbeat_req_copartition_group_fill(kp_streams_group_heartbeat_req_copartition_group *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_req_copartition_group_defaults(p);
+    p->source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topics.v = kp_arena_calloc(a, (size_t)p->source_topics.n + 1, sizeof(*p->source_topics.v));
+    for (int32_t i = 0; i < p->source_topics.n; i++) {
+        p->source_topics.v[i] = (int16_t)kp_fill_next(seed);
+    }
+    p->source_topic_regex.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topic_regex.v = kp_arena_calloc(a, (size_t)p->source_topic_regex.n + 1, sizeof(*p->source_topic_regex.v));
+    for (int32_t i = 0; i < p->source_topic_regex.n; i++) {
+        p->source_topic_regex.v[i] = (int16_t)kp_fill_next(seed);
+    }
+    p->repartition_source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->repartition_source_topics.v = kp_arena_calloc(a, (size_t)p->repartition_source_topics.n + 1, sizeof(*p->repartition_source_topics.v));
+    for (int32_t i = 0; i < p->repartition_source_topics.n; i++) {
+        p->repartition_source_topics.v[i] = (int16_t)kp_fill_next(seed);
+    }
+}
+
+void kp_streams_group_heartbeat_req_subtopology_fill(kp_streams_group_heartbeat_req_subtopology *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_req_subtopology_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topics.v = kp_arena_calloc(a, (size_t)p->source_topics.n + 1, sizeof(*p->source_topics.v));
+    for (int32_t i = 0; i < p->source_topics.n; i++) {
+        p->source_topics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->source_topic_regex.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topic_regex.v = kp_arena_calloc(a, (size_t)p->source_topic_regex.n + 1, sizeof(*p->source_topic_regex.v));
+    for (int32_t i = 0; i < p->source_topic_regex.n; i++) {
+        p->source_topic_regex.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->state_changelog_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->state_changelog_topics.v = kp_arena_calloc(a, (size_t)p->state_changelog_topics.n + 1, sizeof(*p->state_changelog_topics.v));
+    for (int32_t i = 0; i < p->state_changelog_topics.n; i++) {
+        kp_streams_group_heartbeat_req_topic_info_fill(&p->state_changelog_topics.v[i], a, v, seed, depth + 1);
+    }
+    p->repartition_sink_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->repartition_sink_topics.v = kp_arena_calloc(a, (size_t)p->repartition_sink_topics.n + 1, sizeof(*p->repartition_sink_topics.v));
+    for (int32_t i = 0; i < p->repartition_sink_topics.n; i++) {
+        p->repartition_sink_topics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->repartition_source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->repartition_source_topics.v = kp_arena_calloc(a, (size_t)p->repartition_source_topics.n + 1, sizeof(*p->repartition_source_topics.v));
+    for (int32_t i = 0; i < p->repartition_source_topics.n; i++) {
+        kp_streams_group_heartbeat_req_topic_info_fill(&p->repartition_source_topics.v[i], a, v, seed, depth + 1);
+    }
+    p->copartition_groups.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->copartition_groups.v = kp_arena_calloc(a, (size_t)p->copartition_groups.n + 1, sizeof(*p->copartition_groups.v));
+    for (int32_t i = 0; i < p->copartition_groups.n; i++) {
+        kp_streams_group_heartbeat_req_copartition_group_fill(&p->copartition_groups.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_heartbeat_req_topology_fill(kp_streams_group_heartbeat_req_topology *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_req_topology_defaults(p);
+    p->epoch = (int32_t)kp_fill_next(seed);
+    p->subtopologies.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->subtopologies.v = kp_arena_calloc(a, (size_t)p->subtopologies.n + 1, sizeof(*p->subtopologies.v));
+    for (int32_t i = 0; i < p->subtopologies.n; i++) {
+        kp_streams_group_heartbeat_req_subtopology_fill(&p->subtopologies.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_heartbeat_req_task_ids_fill(kp_streams_group_heartbeat_req_task_ids *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_req_task_ids_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_streams_group_heartbeat_req_endpoint_fill(kp_streams_group_heartbeat_req_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_req_endpoint_defaults(p);
+    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->port = (uint16_t)kp_fill_next(seed);
+}
+
+void kp_streams_group_heartbeat_req_task_offset_fill(kp_streams_group_heartbeat_req_task_offset *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_req_task_offset_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partition = (int32_t)kp_fill_next(seed);
+    p->offset = (int64_t)kp_fill_next(seed);
+}
+
+void kp_streams_group_heartbeat_req_fill(kp_streams_group_heartbeat_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_epoch = (int32_t)kp_fill_next(seed);
+    p->endpoint_information_epoch = (int32_t)kp_fill_next(seed);
+    p->instance_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->instance_id = KP_STR_NULL;
+    p->rack_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->rack_id = KP_STR_NULL;
+    p->rebalance_timeout_ms = (int32_t)kp_fill_next(seed);
+    p->topology = kp_arena_alloc(a, sizeof(*p->topology));
+    kp_streams_group_heartbeat_req_topology_fill(p->topology, a, v, seed, depth + 1);
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->topology = NULL;
+    p->active_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->active_tasks.v = kp_arena_calloc(a, (size_t)p->active_tasks.n + 1, sizeof(*p->active_tasks.v));
+    for (int32_t i = 0; i < p->active_tasks.n; i++) {
+        kp_streams_group_heartbeat_req_task_ids_fill(&p->active_tasks.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->active_tasks.n = -1;
+    p->standby_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->standby_tasks.v = kp_arena_calloc(a, (size_t)p->standby_tasks.n + 1, sizeof(*p->standby_tasks.v));
+    for (int32_t i = 0; i < p->standby_tasks.n; i++) {
+        kp_streams_group_heartbeat_req_task_ids_fill(&p->standby_tasks.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->standby_tasks.n = -1;
+    p->warmup_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->warmup_tasks.v = kp_arena_calloc(a, (size_t)p->warmup_tasks.n + 1, sizeof(*p->warmup_tasks.v));
+    for (int32_t i = 0; i < p->warmup_tasks.n; i++) {
+        kp_streams_group_heartbeat_req_task_ids_fill(&p->warmup_tasks.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->warmup_tasks.n = -1;
+    p->process_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->process_id = KP_STR_NULL;
+    p->user_endpoint = kp_arena_alloc(a, sizeof(*p->user_endpoint));
+    kp_streams_group_heartbeat_req_endpoint_fill(p->user_endpoint, a, v, seed, depth + 1);
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->user_endpoint = NULL;
+    p->client_tags.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->client_tags.v = kp_arena_calloc(a, (size_t)p->client_tags.n + 1, sizeof(*p->client_tags.v));
+    for (int32_t i = 0; i < p->client_tags.n; i++) {
+        kp_streams_group_heartbeat_req_key_value_fill(&p->client_tags.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->client_tags.n = -1;
+    p->task_offsets.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->task_offsets.v = kp_arena_calloc(a, (size_t)p->task_offsets.n + 1, sizeof(*p->task_offsets.v));
+    for (int32_t i = 0; i < p->task_offsets.n; i++) {
+        kp_streams_group_heartbeat_req_task_offset_fill(&p->task_offsets.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->task_offsets.n = -1;
+    p->task_end_offsets.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->task_end_offsets.v = kp_arena_calloc(a, (size_t)p->task_end_offsets.n + 1, sizeof(*p->task_end_offsets.v));
+    for (int32_t i = 0; i < p->task_end_offsets.n; i++) {
+        kp_streams_group_heartbeat_req_task_offset_fill(&p->task_end_offsets.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->task_end_offsets.n = -1;
+    p->shutdown_application = (kp_fill_next(seed) & 1) != 0;
+}
+
+void kp_streams_group_heartbeat_resp_status_fill(kp_streams_group_heartbeat_resp_status *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_resp_status_defaults(p);
+    p->status_code = (int8_t)kp_fill_next(seed);
+    p->status_detail = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+}
+
+void kp_streams_group_heartbeat_resp_task_ids_fill(kp_streams_group_heartbeat_resp_task_ids *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_resp_task_ids_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_streams_group_heartbeat_resp_endpoint_fill(kp_streams_group_heartbeat_resp_endpoint *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_resp_endpoint_defaults(p);
+    p->host = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->port = (uint16_t)kp_fill_next(seed);
+}
+
+void kp_streams_group_heartbeat_resp_topic_partition_fill(kp_streams_group_heartbeat_resp_topic_partition *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_resp_topic_partition_defaults(p);
+    p->topic = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions.v = kp_arena_calloc(a, (size_t)p->partitions.n + 1, sizeof(*p->partitions.v));
+    for (int32_t i = 0; i < p->partitions.n; i++) {
+        p->partitions.v[i] = (int32_t)kp_fill_next(seed);
+    }
+}
+
+void kp_streams_group_heartbeat_resp_endpoint_to_partitions_fill(kp_streams_group_heartbeat_resp_endpoint_to_partitions *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_resp_endpoint_to_partitions_defaults(p);
+    kp_streams_group_heartbeat_resp_endpoint_fill(&p->user_endpoint, a, v, seed, depth + 1);
+    p->active_partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->active_partitions.v = kp_arena_calloc(a, (size_t)p->active_partitions.n + 1, sizeof(*p->active_partitions.v));
+    for (int32_t i = 0; i < p->active_partitions.n; i++) {
+        kp_streams_group_heartbeat_resp_topic_partition_fill(&p->active_partitions.v[i], a, v, seed, depth + 1);
+    }
+    p->standby_partitions.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->standby_partitions.v = kp_arena_calloc(a, (size_t)p->standby_partitions.n + 1, sizeof(*p->standby_partitions.v));
+    for (int32_t i = 0; i < p->standby_partitions.n; i++) {
+        kp_streams_group_heartbeat_resp_topic_partition_fill(&p->standby_partitions.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_heartbeat_resp_fill(kp_streams_group_heartbeat_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_heartbeat_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_epoch = (int32_t)kp_fill_next(seed);
+    p->heartbeat_interval_ms = (int32_t)kp_fill_next(seed);
+    if (v <= 0) {
+        p->acceptable_recovery_lag_legacy = (int32_t)kp_fill_next(seed);
+    }
+    p->task_offset_interval_ms = (int32_t)kp_fill_next(seed);
+    if (v >= 1) {
+        p->acceptable_recovery_lag = (int64_t)kp_fill_next(seed);
+    }
+    p->status.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->status.v = kp_arena_calloc(a, (size_t)p->status.n + 1, sizeof(*p->status.v));
+    for (int32_t i = 0; i < p->status.n; i++) {
+        kp_streams_group_heartbeat_resp_status_fill(&p->status.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->status.n = -1;
+    p->active_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->active_tasks.v = kp_arena_calloc(a, (size_t)p->active_tasks.n + 1, sizeof(*p->active_tasks.v));
+    for (int32_t i = 0; i < p->active_tasks.n; i++) {
+        kp_streams_group_heartbeat_resp_task_ids_fill(&p->active_tasks.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->active_tasks.n = -1;
+    p->standby_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->standby_tasks.v = kp_arena_calloc(a, (size_t)p->standby_tasks.n + 1, sizeof(*p->standby_tasks.v));
+    for (int32_t i = 0; i < p->standby_tasks.n; i++) {
+        kp_streams_group_heartbeat_resp_task_ids_fill(&p->standby_tasks.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->standby_tasks.n = -1;
+    p->warmup_tasks.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->warmup_tasks.v = kp_arena_calloc(a, (size_t)p->warmup_tasks.n + 1, sizeof(*p->warmup_tasks.v));
+    for (int32_t i = 0; i < p->warmup_tasks.n; i++) {
+        kp_streams_group_heartbeat_resp_task_ids_fill(&p->warmup_tasks.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->warmup_tasks.n = -1;
+    if (v >= 1) {
+        p->topology_description_required = (kp_fill_next(seed) & 1) != 0;
+    }
+    p->endpoint_information_epoch = (int32_t)kp_fill_next(seed);
+    p->partitions_by_user_endpoint.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->partitions_by_user_endpoint.v = kp_arena_calloc(a, (size_t)p->partitions_by_user_endpoint.n + 1, sizeof(*p->partitions_by_user_endpoint.v));
+    for (int32_t i = 0; i < p->partitions_by_user_endpoint.n; i++) {
+        kp_streams_group_heartbeat_resp_endpoint_to_partitions_fill(&p->partitions_by_user_endpoint.v[i], a, v, seed, depth + 1);
+    }
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->partitions_by_user_endpoint.n = -1;
+}
+
+void kp_streams_group_topology_description_update_req_topology_description_node_fill(kp_streams_group_topology_description_update_req_topology_description_node *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_description_update_req_topology_description_node_defaults(p);
+    p->name = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->node_type = (int8_t)kp_fill_next(seed);
+    p->source_topics.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->source_topics.v = kp_arena_calloc(a, (size_t)p->source_topics.n + 1, sizeof(*p->source_topics.v));
+    for (int32_t i = 0; i < p->source_topics.n; i++) {
+        p->source_topics.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->sink_topic = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->sink_topic = KP_STR_NULL;
+    p->stores.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->stores.v = kp_arena_calloc(a, (size_t)p->stores.n + 1, sizeof(*p->stores.v));
+    for (int32_t i = 0; i < p->stores.n; i++) {
+        p->stores.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+    p->successors.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->successors.v = kp_arena_calloc(a, (size_t)p->successors.n + 1, sizeof(*p->successors.v));
+    for (int32_t i = 0; i < p->successors.n; i++) {
+        p->successors.v[i] = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    }
+}
+
+void kp_streams_group_topology_description_update_req_topology_description_subtopology_fill(kp_streams_group_topology_description_update_req_topology_description_subtopology *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_description_update_req_topology_description_subtopology_defaults(p);
+    p->subtopology_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->nodes.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->nodes.v = kp_arena_calloc(a, (size_t)p->nodes.n + 1, sizeof(*p->nodes.v));
+    for (int32_t i = 0; i < p->nodes.n; i++) {
+        kp_streams_group_topology_description_update_req_topology_description_node_fill(&p->nodes.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_topology_description_update_req_topology_description_global_store_fill(kp_streams_group_topology_description_update_req_topology_description_global_store *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_description_update_req_topology_description_global_store_defaults(p);
+    kp_streams_group_topology_description_update_req_topology_description_node_fill(&p->source, a, v, seed, depth + 1);
+    kp_streams_group_topology_description_update_req_topology_description_node_fill(&p->processor, a, v, seed, depth + 1);
+}
+
+void kp_streams_group_topology_description_update_req_topology_description_fill(kp_streams_group_topology_description_update_req_topology_description *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_description_update_req_topology_description_defaults(p);
+    p->subtopologies.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->subtopologies.v = kp_arena_calloc(a, (size_t)p->subtopologies.n + 1, sizeof(*p->subtopologies.v));
+    for (int32_t i = 0; i < p->subtopologies.n; i++) {
+        kp_streams_group_topology_description_update_req_topology_description_subtopology_fill(&p->subtopologies.v[i], a, v, seed, depth + 1);
+    }
+    p->global_stores.n = depth < 3 ? (int32_t)(kp_fill_next(seed) % 3u) : 0;
+    p->global_stores.v = kp_arena_calloc(a, (size_t)p->global_stores.n + 1, sizeof(*p->global_stores.v));
+    for (int32_t i = 0; i < p->global_stores.n; i++) {
+        kp_streams_group_topology_description_update_req_topology_description_global_store_fill(&p->global_stores.v[i], a, v, seed, depth + 1);
+    }
+}
+
+void kp_streams_group_topology_description_update_req_fill(kp_streams_group_topology_description_update_req *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_description_update_req_defaults(p);
+    p->group_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->member_id = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    p->topology_epoch = (int32_t)kp_fill_next(seed);
+    kp_streams_group_topology_description_update_req_topology_description_fill(&p->topology_description, a, v, seed, depth + 1);
+}
+
+void kp_streams_group_topology_description_update_resp_fill(kp_streams_group_topology_description_update_resp *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
+{
+    (void)a;
+    (void)v;
+    (void)seed;
+    (void)depth;
+    kp_streams_group_topology_description_update_resp_defaults(p);
+    p->throttle_time_ms = (int32_t)kp_fill_next(seed);
+    p->error_code = (int16_t)kp_fill_next(seed);
+    p->error_message = kp_str_from(kp_arena_printf(a, "s%u", kp_fill_next(seed)));
+    if (true && kp_fill_next(seed) % 4u == 0)
+        p->error_message = KP_STR_NULL;
+}
+
 void kp_sync_group_req_sync_group_request_assignment_fill(kp_sync_group_req_sync_group_request_assignment *p, kp_arena *a, int16_t v, uint32_t *seed, int depth)
 {
     (void)a;
@@ -8493,6 +9300,16 @@ static void kp_read_share_group_state_summary_req_fill_any(void *p, kp_arena *a,
     kp_read_share_group_state_summary_req_fill(p, a, v, seed, 0);
 }
 
+static void kp_streams_group_heartbeat_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_streams_group_heartbeat_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_streams_group_describe_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_streams_group_describe_req_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_share_group_offsets_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_share_group_offsets_req_fill(p, a, v, seed, 0);
@@ -8506,6 +9323,11 @@ static void kp_alter_share_group_offsets_req_fill_any(void *p, kp_arena *a, int1
 static void kp_delete_share_group_offsets_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_delete_share_group_offsets_req_fill(p, a, v, seed, 0);
+}
+
+static void kp_streams_group_topology_description_update_req_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_streams_group_topology_description_update_req_fill(p, a, v, seed, 0);
 }
 
 kp_fill_fn kp_fill_request(int key)
@@ -8653,12 +9475,18 @@ kp_fill_fn kp_fill_request(int key)
         return kp_delete_share_group_state_req_fill_any;
     case 87:
         return kp_read_share_group_state_summary_req_fill_any;
+    case 88:
+        return kp_streams_group_heartbeat_req_fill_any;
+    case 89:
+        return kp_streams_group_describe_req_fill_any;
     case 90:
         return kp_describe_share_group_offsets_req_fill_any;
     case 91:
         return kp_alter_share_group_offsets_req_fill_any;
     case 92:
         return kp_delete_share_group_offsets_req_fill_any;
+    case 93:
+        return kp_streams_group_topology_description_update_req_fill_any;
     default:
         return NULL;
     }
@@ -9019,6 +9847,16 @@ static void kp_read_share_group_state_summary_resp_fill_any(void *p, kp_arena *a
     kp_read_share_group_state_summary_resp_fill(p, a, v, seed, 0);
 }
 
+static void kp_streams_group_heartbeat_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_streams_group_heartbeat_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_streams_group_describe_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_streams_group_describe_resp_fill(p, a, v, seed, 0);
+}
+
 static void kp_describe_share_group_offsets_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_describe_share_group_offsets_resp_fill(p, a, v, seed, 0);
@@ -9032,6 +9870,11 @@ static void kp_alter_share_group_offsets_resp_fill_any(void *p, kp_arena *a, int
 static void kp_delete_share_group_offsets_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
 {
     kp_delete_share_group_offsets_resp_fill(p, a, v, seed, 0);
+}
+
+static void kp_streams_group_topology_description_update_resp_fill_any(void *p, kp_arena *a, int16_t v, uint32_t *seed)
+{
+    kp_streams_group_topology_description_update_resp_fill(p, a, v, seed, 0);
 }
 
 kp_fill_fn kp_fill_response(int key)
@@ -9179,12 +10022,18 @@ kp_fill_fn kp_fill_response(int key)
         return kp_delete_share_group_state_resp_fill_any;
     case 87:
         return kp_read_share_group_state_summary_resp_fill_any;
+    case 88:
+        return kp_streams_group_heartbeat_resp_fill_any;
+    case 89:
+        return kp_streams_group_describe_resp_fill_any;
     case 90:
         return kp_describe_share_group_offsets_resp_fill_any;
     case 91:
         return kp_alter_share_group_offsets_resp_fill_any;
     case 92:
         return kp_delete_share_group_offsets_resp_fill_any;
+    case 93:
+        return kp_streams_group_topology_description_update_resp_fill_any;
     default:
         return NULL;
     }

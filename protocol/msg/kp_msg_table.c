@@ -2132,6 +2132,66 @@ static void kp_read_share_group_state_summary_resp_defaults_any(void *p)
     kp_read_share_group_state_summary_resp_defaults(p);
 }
 
+static kp_err kp_streams_group_heartbeat_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_streams_group_heartbeat_req_decode(r, a, p, v);
+}
+
+static void kp_streams_group_heartbeat_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_streams_group_heartbeat_req_encode(w, p, v);
+}
+
+static void kp_streams_group_heartbeat_req_defaults_any(void *p)
+{
+    kp_streams_group_heartbeat_req_defaults(p);
+}
+
+static kp_err kp_streams_group_heartbeat_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_streams_group_heartbeat_resp_decode(r, a, p, v);
+}
+
+static void kp_streams_group_heartbeat_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_streams_group_heartbeat_resp_encode(w, p, v);
+}
+
+static void kp_streams_group_heartbeat_resp_defaults_any(void *p)
+{
+    kp_streams_group_heartbeat_resp_defaults(p);
+}
+
+static kp_err kp_streams_group_describe_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_streams_group_describe_req_decode(r, a, p, v);
+}
+
+static void kp_streams_group_describe_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_streams_group_describe_req_encode(w, p, v);
+}
+
+static void kp_streams_group_describe_req_defaults_any(void *p)
+{
+    kp_streams_group_describe_req_defaults(p);
+}
+
+static kp_err kp_streams_group_describe_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_streams_group_describe_resp_decode(r, a, p, v);
+}
+
+static void kp_streams_group_describe_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_streams_group_describe_resp_encode(w, p, v);
+}
+
+static void kp_streams_group_describe_resp_defaults_any(void *p)
+{
+    kp_streams_group_describe_resp_defaults(p);
+}
+
 static kp_err kp_describe_share_group_offsets_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
 {
     return kp_describe_share_group_offsets_req_decode(r, a, p, v);
@@ -2220,6 +2280,36 @@ static void kp_delete_share_group_offsets_resp_encode_any(kp_writer *w, const vo
 static void kp_delete_share_group_offsets_resp_defaults_any(void *p)
 {
     kp_delete_share_group_offsets_resp_defaults(p);
+}
+
+static kp_err kp_streams_group_topology_description_update_req_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_streams_group_topology_description_update_req_decode(r, a, p, v);
+}
+
+static void kp_streams_group_topology_description_update_req_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_streams_group_topology_description_update_req_encode(w, p, v);
+}
+
+static void kp_streams_group_topology_description_update_req_defaults_any(void *p)
+{
+    kp_streams_group_topology_description_update_req_defaults(p);
+}
+
+static kp_err kp_streams_group_topology_description_update_resp_decode_any(kp_reader *r, kp_arena *a, void *p, int16_t v)
+{
+    return kp_streams_group_topology_description_update_resp_decode(r, a, p, v);
+}
+
+static void kp_streams_group_topology_description_update_resp_encode_any(kp_writer *w, const void *p, int16_t v)
+{
+    kp_streams_group_topology_description_update_resp_encode(w, p, v);
+}
+
+static void kp_streams_group_topology_description_update_resp_defaults_any(void *p)
+{
+    kp_streams_group_topology_description_update_resp_defaults(p);
 }
 
 static const kp_api_info api_table[] = {
@@ -2436,6 +2526,12 @@ static const kp_api_info api_table[] = {
     {87, "ReadShareGroupStateSummary", 0, 1, 0, false,
      {sizeof(kp_read_share_group_state_summary_req), kp_read_share_group_state_summary_req_decode_any, kp_read_share_group_state_summary_req_encode_any, kp_read_share_group_state_summary_req_defaults_any},
      {sizeof(kp_read_share_group_state_summary_resp), kp_read_share_group_state_summary_resp_decode_any, kp_read_share_group_state_summary_resp_encode_any, kp_read_share_group_state_summary_resp_defaults_any}},
+    {88, "StreamsGroupHeartbeat", 0, 1, 0, false,
+     {sizeof(kp_streams_group_heartbeat_req), kp_streams_group_heartbeat_req_decode_any, kp_streams_group_heartbeat_req_encode_any, kp_streams_group_heartbeat_req_defaults_any},
+     {sizeof(kp_streams_group_heartbeat_resp), kp_streams_group_heartbeat_resp_decode_any, kp_streams_group_heartbeat_resp_encode_any, kp_streams_group_heartbeat_resp_defaults_any}},
+    {89, "StreamsGroupDescribe", 0, 1, 0, false,
+     {sizeof(kp_streams_group_describe_req), kp_streams_group_describe_req_decode_any, kp_streams_group_describe_req_encode_any, kp_streams_group_describe_req_defaults_any},
+     {sizeof(kp_streams_group_describe_resp), kp_streams_group_describe_resp_decode_any, kp_streams_group_describe_resp_encode_any, kp_streams_group_describe_resp_defaults_any}},
     {90, "DescribeShareGroupOffsets", 0, 1, 0, false,
      {sizeof(kp_describe_share_group_offsets_req), kp_describe_share_group_offsets_req_decode_any, kp_describe_share_group_offsets_req_encode_any, kp_describe_share_group_offsets_req_defaults_any},
      {sizeof(kp_describe_share_group_offsets_resp), kp_describe_share_group_offsets_resp_decode_any, kp_describe_share_group_offsets_resp_encode_any, kp_describe_share_group_offsets_resp_defaults_any}},
@@ -2445,6 +2541,9 @@ static const kp_api_info api_table[] = {
     {92, "DeleteShareGroupOffsets", 0, 0, 0, false,
      {sizeof(kp_delete_share_group_offsets_req), kp_delete_share_group_offsets_req_decode_any, kp_delete_share_group_offsets_req_encode_any, kp_delete_share_group_offsets_req_defaults_any},
      {sizeof(kp_delete_share_group_offsets_resp), kp_delete_share_group_offsets_resp_decode_any, kp_delete_share_group_offsets_resp_encode_any, kp_delete_share_group_offsets_resp_defaults_any}},
+    {93, "StreamsGroupTopologyDescriptionUpdate", 0, 0, 0, false,
+     {sizeof(kp_streams_group_topology_description_update_req), kp_streams_group_topology_description_update_req_decode_any, kp_streams_group_topology_description_update_req_encode_any, kp_streams_group_topology_description_update_req_defaults_any},
+     {sizeof(kp_streams_group_topology_description_update_resp), kp_streams_group_topology_description_update_resp_decode_any, kp_streams_group_topology_description_update_resp_encode_any, kp_streams_group_topology_description_update_resp_defaults_any}},
 };
 
 const kp_api_info *kp_api_lookup(int key)

@@ -29,6 +29,7 @@ Suite *pidstate_suite(void);
 Suite *sasl_suite(void);
 Suite *share_suite(void);
 Suite *share_state_suite(void);
+Suite *streams_group_suite(void);
 Suite *topics_suite(void);
 Suite *txn_suite(void);
 

@@ -14,6 +14,7 @@ int main(void)
     srunner_add_suite(sr, cgroup_suite());
     srunner_add_suite(sr, share_suite());
     srunner_add_suite(sr, share_state_suite());
+    srunner_add_suite(sr, streams_group_suite());
     srunner_add_suite(sr, cluster_suite());
     srunner_add_suite(sr, meta_image_suite());
     srunner_add_suite(sr, pidstate_suite());
