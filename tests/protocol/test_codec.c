@@ -88,7 +88,8 @@ START_TEST(test_codec_api_table_matches_schema)
     ck_assert_int_eq(kp_api_lookup(KP_API_FETCH)->min_version, 4); /* Kafka 4.4's floor */
     ck_assert_int_eq(kp_api_lookup(76)->max_version, 1); /* ShareGroupHeartbeat */
     ck_assert_int_eq(kp_api_lookup(85)->max_version, 1); /* WriteShareGroupState */
-    ck_assert_ptr_null(kp_api_lookup(88)); /* StreamsGroupHeartbeat: not served */
+    ck_assert_int_eq(kp_api_lookup(88)->max_version, 1); /* StreamsGroupHeartbeat */
+    ck_assert_ptr_null(kp_api_lookup(34)); /* AlterReplicaLogDirs: not served */
     ck_assert_ptr_null(kp_api_lookup(4)); /* LeaderAndIsr: not served by a broker */
     ck_assert_ptr_null(kp_api_lookup(52)); /* Vote: controller only */
     ck_assert_ptr_null(kp_api_lookup(-1));
